@@ -1,0 +1,84 @@
+// Q4_0 (ggml type 2): blocks of 32 values, 18 bytes, 4.5 bits per weight.
+// Layout: d: fp16 at 0, qs: uint8[16] at 2; byte j holds element j (low nibble) and j+16 (high).
+// Dequantized value = (q - 8) * d.
+// Reference quantizer (spec §2): d = max/-8 where max is the signed absmax, codes
+// min(15, trunc(x/d + 8.5)) with the fp32 d.
+import { A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, signedAbsmax, truncX86 } from '../common';
+
+export const Q4_0_BLOCK: i32 = 32;
+export const Q4_0_BYTES: i32 = 18;
+
+const codes = memory.data(32);
+
+function quantizeBlockRef(x: usize, y: usize): void {
+  const max = signedAbsmax(x, 32);
+  const d: f32 = max / -8;
+  const id: f32 = d != 0 ? 1 / d : 0;
+  store<u16>(y, f32ToF16(d));
+  if (ASC_FEATURE_SIMD) {
+    if (Mathf.abs(id) != Infinity) {
+      const vid = f32x4.splat(id);
+      const off = f32x4.splat(8.5);
+      const top = i32x4.splat(15);
+      for (let i = 0; i < 32; i += 8) {
+        const a = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.add(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), off)), top);
+        const b = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.add(f32x4.mul(v128.load(x + (<usize>i << 2) + 16), vid), off)), top);
+        v128.store64_lane(codes + <usize>i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(a, b), i16x8.splat(0)), 0);
+      }
+      const lo = v128.load(codes);
+      const hi = v128.load(codes + 16);
+      v128.store(y + 2, v128.or(lo, i8x16.shl(hi, 4)));
+      return;
+    }
+  }
+  for (let j = 0; j < 16; j++) {
+    const a = min(15, truncX86(load<f32>(x + (<usize>j << 2)) * id + 8.5));
+    const b = min(15, truncX86(load<f32>(x + (<usize>(j + 16) << 2)) * id + 8.5));
+    store<u8>(y + 2 + <usize>j, <u8>(a | (b << 4)));
+  }
+}
+
+export function q4_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const scratch = argU32(args, A_SCRATCH);
+  const nb = rowLen >> 5;
+  for (let r = 0; r < nrows; r++) {
+    const x = rowF32(src, srcType, r, rowLen, scratch);
+    const y = dst + <usize>r * <usize>nb * 18;
+    for (let b = 0; b < nb; b++) quantizeBlockRef(x + (<usize>b << 7), y + <usize>b * 18);
+  }
+}
+
+export function q4_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
+  for (let b: usize = 0; b < nblocks; b++) {
+    const blk = src + b * 18;
+    const d = f16ToF32(<u32>load<u16>(blk));
+    const y = dst + (b << 7);
+    if (ASC_FEATURE_SIMD) {
+      const qs = v128.load(blk + 2);
+      const mask = i8x16.splat(15);
+      const eight = i8x16.splat(8);
+      const lo = i8x16.sub(v128.and(qs, mask), eight);
+      const hi = i8x16.sub(i8x16.shr_u(qs, 4), eight);
+      const vd = f32x4.splat(d);
+      storeI8x16(y, lo, vd);
+      storeI8x16(y + 64, hi, vd);
+    } else {
+      for (let j: usize = 0; j < 16; j++) {
+        const q = <i32>load<u8>(blk + 2 + j);
+        store<f32>(y + (j << 2), <f32>((q & 15) - 8) * d);
+        store<f32>(y + ((j + 16) << 2), <f32>((q >> 4) - 8) * d);
+      }
+    }
+  }
+}
+
+// Widens 16 signed bytes to float and multiplies by d, storing 16 floats.
+@inline function storeI8x16(y: usize, c: v128, vd: v128): void {
+  const lo = i16x8.extend_low_i8x16_s(c);
+  const hi = i16x8.extend_high_i8x16_s(c);
+  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
+  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd));
+  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd));
+  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
+}

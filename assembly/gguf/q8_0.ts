@@ -1,0 +1,92 @@
+// Q8_0 (ggml type 8): blocks of 32 values, 34 bytes, 8.5 bits per weight.
+// Layout: d: fp16 at 0, qs: int8[32] at 2. Dequantized value = qs[i] * d.
+// Reference quantizer (spec §1): d = amax/127, codes roundf(x/d) with the fp32 d, ties away
+// from zero. The importance matrix is ignored, as in llama.cpp.
+import { A_SCRATCH, argU32, f16ToF32, f32ToF16, roundAway, rowF32 } from '../common';
+
+export const Q8_0_BLOCK: i32 = 32;
+export const Q8_0_BYTES: i32 = 34;
+
+function quantizeBlock(x: usize, y: usize): void {
+  let amax: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let m = f32x4.splat(0);
+    for (let i = 0; i < 32; i += 4) m = f32x4.max(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
+    amax = Mathf.max(
+      Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)),
+      Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)),
+    );
+  } else {
+    for (let i = 0; i < 32; i++) amax = Mathf.max(amax, Mathf.abs(load<f32>(x + (<usize>i << 2))));
+  }
+  const d: f32 = amax / 127;
+  const id: f32 = d != 0 ? 1 / d : 0;
+  // 1/d overflows for fp32-denormal blocks; the x86 reference yields d = 0 and codes 0 there.
+  if (id == Infinity) {
+    memory.fill(y, 0, 34);
+    return;
+  }
+  store<u16>(y, f32ToF16(d));
+  const q = y + 2;
+  if (ASC_FEATURE_SIMD) {
+    const vid = f32x4.splat(id);
+    const half = f32x4.splat(0.5);
+    const one = f32x4.splat(1.0);
+    const signMask = i32x4.splat(0x80000000);
+    for (let i = 0; i < 32; i += 16) {
+      let c0 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, one, signMask);
+      let c1 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, one, signMask);
+      let c2 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, one, signMask);
+      let c3 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, one, signMask);
+      const a = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c0), i32x4.trunc_sat_f32x4_s(c1));
+      const b = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c2), i32x4.trunc_sat_f32x4_s(c3));
+      v128.store(q + <usize>i, i8x16.narrow_i16x8_s(a, b));
+    }
+  } else {
+    for (let i = 0; i < 32; i++) {
+      store<i8>(q + <usize>i, <i8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id)));
+    }
+  }
+}
+
+// roundf on four lanes: trunc, then step away from zero when the dropped part is >= 0.5.
+@inline function roundAwayX4(v: v128, half: v128, one: v128, signMask: v128): v128 {
+  const t = f32x4.trunc(v);
+  const up = f32x4.ge(f32x4.abs(f32x4.sub(v, t)), half);
+  const step = v128.or(v128.and(v, signMask), one);
+  return f32x4.add(t, v128.and(step, up));
+}
+
+export function q8_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const scratch = argU32(args, A_SCRATCH);
+  const nb = rowLen >> 5;
+  for (let r = 0; r < nrows; r++) {
+    const x = rowF32(src, srcType, r, rowLen, scratch);
+    const y = dst + <usize>r * <usize>nb * 34;
+    for (let b = 0; b < nb; b++) quantizeBlock(x + (<usize>b << 7), y + <usize>b * 34);
+  }
+}
+
+export function q8_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
+  for (let b: usize = 0; b < nblocks; b++) {
+    const blk = src + b * 34;
+    const d = f16ToF32(<u32>load<u16>(blk));
+    const q = blk + 2;
+    const y = dst + (b << 7);
+    if (ASC_FEATURE_SIMD) {
+      const vd = f32x4.splat(d);
+      for (let i: usize = 0; i < 32; i += 16) {
+        const c = v128.load(q + i);
+        const lo = i16x8.extend_low_i8x16_s(c);
+        const hi = i16x8.extend_high_i8x16_s(c);
+        v128.store(y + (i << 2), f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
+        v128.store(y + (i << 2) + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd));
+        v128.store(y + (i << 2) + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd));
+        v128.store(y + (i << 2) + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
+      }
+    } else {
+      for (let i: usize = 0; i < 32; i++) store<f32>(y + (i << 2), <f32>load<i8>(q + i) * d);
+    }
+  }
+}

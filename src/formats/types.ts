@@ -1,0 +1,84 @@
+// What the registry knows about a format. The wasm kernels are the implementation; this is the
+// policy around them (which options and calibrations exist, how the output is laid out).
+import type { CalibrationName, KernelArgs } from '../kernels/args.js';
+import type { Kernels } from '../kernels/loader.js';
+
+export type FormatFamily = 'gguf' | 'float' | 'bnb' | 'fp8' | 'mx' | 'int';
+
+/** Options after defaults were applied and validation passed. */
+export interface ResolvedOptions {
+  groupSize: number;
+  bits: number;
+  calibration: { method: CalibrationName; ratio?: number; percentile?: number; scale?: number; max?: number; iterations?: number };
+  /** Scale granularity for the integer and FP8 formats. */
+  granularity: 'tensor' | 'channel' | 'group';
+  doubleQuant: boolean;
+}
+
+/** A named part of the output. Row sections are stored rows back to back, sections one after another. */
+export interface Section {
+  name: string;
+  /** Bytes per row (row sections) or in all (tensor sections). */
+  bytes: number;
+}
+
+export interface TensorContext {
+  kernels: Kernels;
+  nrows: number;
+  rowLen: number;
+  opts: ResolvedOptions;
+  /**
+   * Runs the reduction kernel `name(src, srcType, nrows, rowLen, out, args)` over every chunk of
+   * the input; `out` (outBytes, zeroed unless init says otherwise) persists between chunks.
+   */
+  reduce(name: string, outBytes: number, init?: (out: DataView) => void): Promise<DataView>;
+}
+
+export interface FormatSpec {
+  readonly name: string;
+  readonly family: FormatFamily;
+  readonly description: string;
+  /** Prefix of the wasm exports `<kernel>_quantize` and `<kernel>_dequantize`. */
+  readonly kernel: string;
+  /** Row lengths must be a multiple of this (after options). */
+  blockSize(o: ResolvedOptions): number;
+  /** GGUF type id and block geometry, for formats a GGUF file can hold. */
+  readonly ggml?: { type: number; blockSize: number; typeSize: number };
+  /** Accepted calibrations; the first is the default. */
+  readonly calibrations: readonly CalibrationName[];
+  /** Whether per-column importance weights change the result. */
+  readonly importance: boolean;
+  readonly bits?: readonly number[];
+  readonly groupSizes?: readonly number[];
+  readonly granularities?: readonly ResolvedOptions['granularity'][];
+  readonly doubleQuant?: boolean;
+  /** Defaults for the options above. */
+  readonly defaults?: Partial<Pick<ResolvedOptions, 'bits' | 'groupSize' | 'granularity'>>;
+  /** Sections written per row, in storage order. */
+  rowSections(rowLen: number, o: ResolvedOptions): Section[];
+  /** Sections written once per tensor after the row sections (filled by prepare/finish). */
+  tensorSections?(nrows: number, rowLen: number, o: ResolvedOptions): Section[];
+  /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
+  prepare?(ctx: TensorContext): Promise<Partial<KernelArgs>>;
+  /** Post-processing over the whole output (e.g. double quantization of block scales). */
+  finish?(ctx: TensorContext, data: Uint8Array, layout: Layout, tensorArgs: Partial<KernelArgs>): void;
+}
+
+export interface Layout {
+  bytes: number;
+  sections: { name: string; offset: number; bytes: number; perRow: number }[];
+}
+
+export function layoutOf(spec: FormatSpec, nrows: number, rowLen: number, o: ResolvedOptions): Layout {
+  const sections: Layout['sections'] = [];
+  let offset = 0;
+  for (const s of spec.rowSections(rowLen, o)) {
+    sections.push({ name: s.name, offset, bytes: s.bytes * nrows, perRow: s.bytes });
+    offset += s.bytes * nrows;
+  }
+  for (const s of spec.tensorSections?.(nrows, rowLen, o) ?? []) {
+    sections.push({ name: s.name, offset, bytes: s.bytes, perRow: 0 });
+    offset += s.bytes;
+  }
+  return { bytes: offset, sections };
+}

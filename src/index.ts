@@ -1,0 +1,8 @@
+// webquant public API.
+export { quantize, dequantize, type QuantizeOptions, type QuantizedTensor, type DequantizeOptions, type Backend } from './quantize.js';
+export { formats, getFormat } from './formats/registry.js';
+export type { FormatSpec, ResolvedOptions, Layout } from './formats/types.js';
+export { errorMetrics, type ErrorMetrics } from './metrics.js';
+export { WebquantError, ErrorCodes, type ErrorCode } from './errors.js';
+export { loadKernels, configureWasm, hasSimd, type WasmBuild } from './kernels/loader.js';
+export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './util/half.js';

@@ -1,0 +1,263 @@
+// Public tensor API: quantize / dequantize through the wasm kernels, in chunks of whole rows so
+// that tensors larger than one wasm memory work and memory stays bounded.
+import { CALIBRATIONS, FLAGS, SrcType, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
+import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
+import { ErrorCodes, fail } from './errors.js';
+import { getFormat } from './formats/registry.js';
+import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
+import { resolveOptions, type FormatOptions } from './options.js';
+import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
+
+export type Backend = 'auto' | WasmBuild;
+export type TensorValues = Float32Array | Uint16Array;
+
+export interface QuantizeOptions extends FormatOptions {
+  rowLength: number;
+  /** Element type of `values`: 'f32' for a Float32Array (default), 'f16' or 'bf16' for a Uint16Array. */
+  dtype?: DType;
+  /** Per-column importance weights (rowLength values), as llama-quantize's --imatrix uses. */
+  importance?: Float32Array;
+  /** Compute RMSE / max error / SQNR / cosine against the input (one extra in-cache pass). */
+  metrics?: boolean;
+  backend?: Backend;
+  /** Tensor name, used in error messages. */
+  name?: string;
+  /** Rows per kernel call are chosen so that one chunk of input is at most this many bytes. */
+  chunkBytes?: number;
+}
+
+export interface QuantizedTensor {
+  format: string;
+  /** [rows, rowLength]. */
+  shape: [number, number];
+  /** For GGUF formats exactly the GGUF tensor bytes; otherwise the sections of `layout`. */
+  data: Uint8Array;
+  layout: Layout;
+  options: ResolvedOptions;
+  metrics?: ErrorMetrics;
+  backend: WasmBuild;
+}
+
+const DEFAULT_CHUNK = 8 << 20;
+
+function srcTypeOf(values: TensorValues, dtype: DType | undefined, name: string): DType {
+  if (values instanceof Float32Array) {
+    if (dtype !== undefined && dtype !== 'f32') {
+      fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: a Float32Array needs dtype "f32" but got "${dtype}"`, { tensor: name, option: 'dtype', value: dtype, expected: ['f32'] });
+    }
+    return 'f32';
+  }
+  if (values instanceof Uint16Array) {
+    if (dtype !== 'f16' && dtype !== 'bf16') {
+      fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: a Uint16Array needs dtype "f16" or "bf16" but got "${String(dtype)}"`, { tensor: name, option: 'dtype', value: dtype, expected: ['f16', 'bf16'] });
+    }
+    return dtype;
+  }
+  return fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: values must be a Float32Array or a Uint16Array`, { tensor: name, option: 'values', expected: ['Float32Array', 'Uint16Array'] });
+}
+
+/** Validates shape and options; returns everything the kernels need. */
+export function planTensor(values: TensorValues, opts: QuantizeOptions) {
+  const name = opts.name ?? 'tensor';
+  const spec = getFormat(opts.format);
+  const dtype = srcTypeOf(values, opts.dtype, name);
+  const rowLen = opts.rowLength;
+  if (!Number.isInteger(rowLen) || rowLen <= 0) {
+    fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: rowLength must be a positive integer but got ${rowLen}`, { tensor: name, option: 'rowLength', value: rowLen });
+  }
+  if (values.length % rowLen !== 0) {
+    fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: ${values.length} values are not a whole number of rows of ${rowLen}`, { tensor: name, option: 'rowLength', value: rowLen, expected: `a divisor of ${values.length}` });
+  }
+  const o = resolveOptions(spec, opts);
+  const block = spec.blockSize(o);
+  if (rowLen % block !== 0) {
+    fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: row length ${rowLen} is not a multiple of the ${spec.name} block size ${block}`, { tensor: name, option: 'rowLength', value: rowLen, expected: `a multiple of ${block}` });
+  }
+  if (opts.importance !== undefined) {
+    const imp = opts.importance;
+    if (!(imp instanceof Float32Array) || imp.length !== rowLen) {
+      fail(ErrorCodes.IMPORTANCE_LENGTH, `[quantize] ${name}: importance must be a Float32Array of ${rowLen} values (one per column) but has ${(imp as Float32Array)?.length}`, {
+        tensor: name, option: 'importance', value: (imp as Float32Array)?.length, expected: rowLen,
+      });
+    }
+    for (let i = 0; i < imp.length; i++) {
+      if (!Number.isFinite(imp[i]) || imp[i] < 0) {
+        fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: importance[${i}] is ${imp[i]}; importance values must be finite and >= 0`, { tensor: name, option: 'importance', index: i, value: imp[i] });
+      }
+    }
+  }
+  return { name, spec, dtype, rowLen, nrows: values.length / rowLen, o, layout: layoutOf(spec, values.length / rowLen, rowLen, o) };
+}
+
+function baseArgs(o: ResolvedOptions): KernelArgs {
+  const c = o.calibration;
+  let flags = 0;
+  if (o.doubleQuant) flags |= FLAGS.doubleQuant;
+  if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
+  if (o.granularity === 'channel') flags |= FLAGS.perChannel;
+  return {
+    group: o.groupSize,
+    bits: o.bits,
+    calib: CALIBRATIONS[c.method],
+    p0: c.method === 'fixed' ? c.scale : c.method === 'clip' ? c.ratio : c.method === 'percentile' ? c.percentile : 0,
+    p1: c.method === 'fixed' ? c.max : 0,
+    iters: c.iterations ?? 0,
+    flags,
+  };
+}
+
+/** Memory map of one kernel call: [args][imatrix][scratch][input][sections...][dequant]. */
+class Arena {
+  args: number;
+  imatrix: number;
+  scratch: number;
+  input: number;
+  out: number[];
+  deq: number;
+  aux: number;
+
+  constructor(readonly k: Kernels, rowLen: number, rowsPerChunk: number, elemBytes: number, perRow: number[], auxBytes: number) {
+    const align = (n: number) => (n + 15) & ~15;
+    let at = 0;
+    this.args = at; at += ARGS_BYTES;
+    this.imatrix = at; at = align(at + rowLen * 4);
+    this.scratch = at; at = align(at + 16 * rowLen + 65536);
+    this.input = at; at = align(at + rowsPerChunk * rowLen * elemBytes);
+    this.out = perRow.map((b) => { const p = at; at = align(at + b * rowsPerChunk); return p; });
+    this.aux = at; at = align(at + auxBytes);
+    this.deq = at; at = align(at + rowsPerChunk * rowLen * 4);
+    const base = k.reserve(at);
+    for (const key of ['args', 'imatrix', 'scratch', 'input', 'aux', 'deq'] as const) this[key] += base;
+    this.out = this.out.map((p) => p + base);
+  }
+}
+
+function rowsPerChunk(rowLen: number, nrows: number, chunkBytes: number | undefined): number {
+  return Math.max(1, Math.min(nrows, Math.floor((chunkBytes ?? DEFAULT_CHUNK) / (rowLen * 4))));
+}
+
+function bytesOf(values: TensorValues): Uint8Array {
+  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+}
+
+export async function quantize(values: TensorValues, opts: QuantizeOptions): Promise<QuantizedTensor> {
+  const p = planTensor(values, opts);
+  const k = await loadKernels(opts.backend ?? 'auto');
+  return quantizeWith(k, values, opts, p);
+}
+
+/** Synchronous core once kernels are loaded (used by workers and the pipeline). */
+export async function quantizeWith(k: Kernels, values: TensorValues, opts: QuantizeOptions, p = planTensor(values, opts)): Promise<QuantizedTensor> {
+  const { spec, dtype, rowLen, nrows, o, layout, name } = p;
+  const src = bytesOf(values);
+  const eb = dtype === 'f32' ? 4 : 2;
+  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
+  const rowSecs = layout.sections.filter((s) => s.perRow > 0);
+  const auxBytes = layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
+  const arena = new Arena(k, rowLen, rows, eb, rowSecs.map((s) => s.perRow), auxBytes + 64);
+  const findNonFinite = k.fn('findNonFinite');
+  const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch };
+  if (opts.importance && spec.importance) {
+    k.f32(arena.imatrix, rowLen).set(opts.importance);
+    args.imatrix = arena.imatrix;
+  }
+  const st = SrcType[dtype];
+
+  const forEachChunk = (cb: (r0: number, n: number) => void) => {
+    for (let r0 = 0; r0 < nrows; r0 += rows) {
+      const n = Math.min(rows, nrows - r0);
+      k.u8(arena.input, n * rowLen * eb).set(src.subarray(r0 * rowLen * eb, (r0 + n) * rowLen * eb));
+      const bad = findNonFinite(arena.input, st, n * rowLen) as number;
+      if (bad >= 0) {
+        const index = r0 * rowLen + bad;
+        fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(values[index]) });
+      }
+      cb(r0, n);
+    }
+  };
+
+  const ctx: TensorContext = {
+    kernels: k, nrows, rowLen, opts: o,
+    async reduce(kernel, outBytes, init) {
+      const fn = k.fn(kernel);
+      const out = new DataView(k.buffer, arena.aux, outBytes);
+      new Uint8Array(k.buffer, arena.aux, outBytes).fill(0);
+      init?.(out);
+      writeArgs(k.buffer, arena.args, args);
+      forEachChunk((_r0, n) => fn(arena.input, st, n, rowLen, arena.aux, arena.args));
+      return new DataView(k.buffer.slice(arena.aux, arena.aux + outBytes));
+    },
+  };
+  const tensorArgs = spec.prepare ? await spec.prepare(ctx) : {};
+  Object.assign(args, tensorArgs);
+  args.aux = arena.aux;
+  const secArg = ['scales', 'biases'] as const;
+  rowSecs.forEach((_s, i) => { if (i > 0 && i <= 2) args[secArg[i - 1]] = arena.out[i]; });
+  writeArgs(k.buffer, arena.args, args);
+
+  const data = new Uint8Array(layout.bytes);
+  const q = k.fn(`${spec.kernel}_quantize`);
+  const dq = opts.metrics ? k.fn(`${spec.kernel}_dequantize`) : undefined;
+  const acc = opts.metrics ? newMetricsAccumulator() : undefined;
+  const metricsFn = k.fn('metrics_accumulate');
+  const macc = arena.aux + auxBytes;
+  if (acc) new Uint8Array(k.buffer, macc, 48).fill(0);
+  forEachChunk((r0, n) => {
+    q(arena.input, st, n, rowLen, arena.out[0], arena.args);
+    rowSecs.forEach((s, i) => data.set(k.u8(arena.out[i], s.perRow * n), s.offset + s.perRow * r0));
+    if (dq) {
+      dq(arena.out[0], n, rowLen, arena.deq, arena.args);
+      metricsFn(arena.input, st, arena.deq, n * rowLen, macc);
+    }
+  });
+  // Tensor-level sections the kernels wrote into aux (per-tensor scales and the like).
+  let auxAt = arena.aux;
+  for (const s of layout.sections.filter((x) => x.perRow === 0)) {
+    data.set(k.u8(auxAt, s.bytes), s.offset);
+    auxAt += s.bytes;
+  }
+  spec.finish?.(ctx, data, layout, tensorArgs);
+  const metrics = acc ? finishMetrics(new Float64Array(k.buffer.slice(macc, macc + 48))) : undefined;
+  return { format: spec.name, shape: [nrows, rowLen], data, layout, options: o, metrics, backend: k.build };
+}
+
+export interface DequantizeOptions {
+  backend?: Backend;
+  chunkBytes?: number;
+}
+
+export async function dequantize(qt: QuantizedTensor, opts: DequantizeOptions = {}): Promise<Float32Array> {
+  const k = await loadKernels(opts.backend ?? 'auto');
+  return dequantizeWith(k, qt, opts);
+}
+
+export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: DequantizeOptions = {}): Float32Array {
+  const spec: FormatSpec = getFormat(qt.format);
+  const [nrows, rowLen] = qt.shape;
+  const o = qt.options;
+  const layout = layoutOf(spec, nrows, rowLen, o);
+  if (qt.data.byteLength !== layout.bytes) {
+    fail(ErrorCodes.BAD_INPUT, `[dequantize] ${qt.format} data of shape [${nrows}, ${rowLen}] must be ${layout.bytes} bytes but is ${qt.data.byteLength}`, {
+      option: 'data', value: qt.data.byteLength, expected: layout.bytes,
+    });
+  }
+  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
+  const rowSecs = layout.sections.filter((s) => s.perRow > 0);
+  const tensorSecs = layout.sections.filter((s) => s.perRow === 0);
+  const auxBytes = tensorSecs.reduce((a, s) => a + s.bytes, 0);
+  const arena = new Arena(k, rowLen, rows, 0, rowSecs.map((s) => s.perRow), auxBytes + 64);
+  const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch, aux: arena.aux };
+  rowSecs.forEach((_s, i) => { if (i === 1) args.scales = arena.out[1]; if (i === 2) args.biases = arena.out[2]; });
+  let auxAt = arena.aux;
+  for (const s of tensorSecs) { k.u8(auxAt, s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)); auxAt += s.bytes; }
+  writeArgs(k.buffer, arena.args, args);
+  const fn = k.fn(`${spec.kernel}_dequantize`);
+  const out = new Float32Array(nrows * rowLen);
+  for (let r0 = 0; r0 < nrows; r0 += rows) {
+    const n = Math.min(rows, nrows - r0);
+    rowSecs.forEach((s, i) => k.u8(arena.out[i], s.perRow * n).set(qt.data.subarray(s.offset + s.perRow * r0, s.offset + s.perRow * (r0 + n))));
+    fn(arena.out[0], n, rowLen, arena.deq, arena.args);
+    out.set(k.f32(arena.deq, n * rowLen), r0 * rowLen);
+  }
+  return out;
+}
