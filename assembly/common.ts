@@ -179,7 +179,20 @@ export function signedAbsmax(x: usize, n: i32): f32 {
 // Check for NaN/inf in the first n floats; returns the first bad index or -1.
 export function findNonFinite(src: usize, srcType: i32, n: i32): i32 {
   if (srcType == SRC_F32) {
-    for (let i = 0; i < n; i++) {
+    let i = 0;
+    if (ASC_FEATURE_SIMD) {
+      // Skip clean 16-value stretches fast; the scalar loop below names the first bad index.
+      const em = i32x4.splat(0x7f800000);
+      for (; i + 16 <= n; i += 16) {
+        const p = src + (<usize>i << 2);
+        const a = i32x4.eq(v128.and(v128.load(p), em), em);
+        const b = i32x4.eq(v128.and(v128.load(p, 16), em), em);
+        const c = i32x4.eq(v128.and(v128.load(p, 32), em), em);
+        const d = i32x4.eq(v128.and(v128.load(p, 48), em), em);
+        if (v128.any_true(v128.or(v128.or(a, b), v128.or(c, d)))) break;
+      }
+    }
+    for (; i < n; i++) {
       if ((load<u32>(src + (<usize>i << 2)) & 0x7f800000) == 0x7f800000) return i;
     }
   } else {

@@ -26,3 +26,11 @@ for (const backend of ['wasm-simd', 'wasm'] as const) {
     }
   });
 }
+
+describe('plain TypeScript reference', async () => {
+  const { quantizeQ8_0Ts, quantizeQ4_0Ts } = await import('../reference/baseline-ref.js');
+  it('Q8_0 and Q4_0 references reproduce the vectors', () => {
+    expect(Buffer.from(quantizeQ8_0Ts(input, 4096)).equals(Buffer.from(sharedBytes('vectors/q8_0.bin')))).toBe(true);
+    expect(Buffer.from(quantizeQ4_0Ts(input, 4096)).equals(Buffer.from(sharedBytes('vectors/q4_0.bin')))).toBe(true);
+  });
+});

@@ -1,0 +1,106 @@
+// The registry mirrors the wasm exports, and every registered format passes the same checks on
+// both builds: identical bytes, dtype equivalence, round trip, and typed errors.
+import { describe, expect, it } from 'vitest';
+import { dequantize, formats, quantize, WebquantError, ErrorCodes } from '../../src/index.js';
+import { loadKernels } from '../../src/kernels/loader.js';
+import { ARGS_BYTES, A } from '../../src/kernels/args.js';
+import { edgeRows, toBf16Exact, gaussian } from '../helpers/data.js';
+
+const builds = ['wasm-simd', 'wasm'] as const;
+
+describe('registry mirrors the wasm exports', () => {
+  for (const build of builds) {
+    it(`${build}: every format has its kernels and GGUF constants`, async () => {
+      const k = await loadKernels(build);
+      expect(k.constant('ARGS_BYTES')).toBe(ARGS_BYTES);
+      expect(Object.keys(A).length).toBeGreaterThan(0);
+      for (const f of formats.values()) {
+        expect(k.has(`${f.kernel}_quantize`), `${f.name} quantize`).toBe(true);
+        expect(k.has(`${f.kernel}_dequantize`), `${f.name} dequantize`).toBe(true);
+        if (f.ggml) {
+          const up = f.kernel.toUpperCase();
+          expect(k.constant(`${up}_BLOCK`), `${f.name} block`).toBe(f.ggml.blockSize);
+          expect(k.constant(`${up}_BYTES`), `${f.name} bytes`).toBe(f.ggml.typeSize);
+        }
+      }
+    });
+  }
+});
+
+for (const f of formats.values()) {
+  describe(`format ${f.name}`, () => {
+    const o = { format: f.name };
+    it('SIMD and scalar builds give identical bytes on edge-case rows', async () => {
+      const rowLen = 4096;
+      for (const { name, values } of edgeRows(rowLen)) {
+        const a = await quantize(values, { ...o, rowLength: rowLen, backend: 'wasm-simd' });
+        const b = await quantize(values, { ...o, rowLength: rowLen, backend: 'wasm' });
+        expect(Buffer.from(a.data).equals(Buffer.from(b.data)), `${f.name} ${name}`).toBe(true);
+        const da = await dequantize(a, { backend: 'wasm-simd' });
+        const db = await dequantize(b, { backend: 'wasm' });
+        expect(Buffer.from(da.buffer).equals(Buffer.from(db.buffer)), `${f.name} ${name} dequantized`).toBe(true);
+      }
+    });
+
+    it('bf16 input gives the same bytes as its exact f32 widening', async () => {
+      const rowLen = 512;
+      const { bits, widened } = toBf16Exact(gaussian(rowLen * 3, 11));
+      const a = await quantize(bits, { ...o, rowLength: rowLen, dtype: 'bf16' });
+      const b = await quantize(widened, { ...o, rowLength: rowLen });
+      expect(Buffer.from(a.data).equals(Buffer.from(b.data))).toBe(true);
+    });
+
+    it('chunking does not change the bytes', async () => {
+      const rowLen = 512;
+      const v = gaussian(rowLen * 9, 5);
+      const whole = await quantize(v, { ...o, rowLength: rowLen });
+      const chunked = await quantize(v, { ...o, rowLength: rowLen, chunkBytes: rowLen * 4 * 2 });
+      expect(Buffer.from(whole.data).equals(Buffer.from(chunked.data))).toBe(true);
+    });
+
+    it('zeros round-trip to zeros and gaussian data round-trips with bounded error', async () => {
+      const rowLen = 512;
+      const z = await dequantize(await quantize(new Float32Array(rowLen * 2), { ...o, rowLength: rowLen }));
+      expect(z.every((x) => x === 0)).toBe(true);
+      const v = gaussian(rowLen * 4, 3);
+      const qt = await quantize(v, { ...o, rowLength: rowLen, metrics: true });
+      expect(qt.metrics!.cosine).toBeGreaterThan(0.85);
+      expect(qt.metrics!.count).toBe(v.length);
+    });
+
+    it('refuses NaN with its index, and bad row lengths', async () => {
+      const v = gaussian(1024, 1);
+      v[700] = NaN;
+      await expect(quantize(v, { ...o, rowLength: 512 })).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { index: 700 } });
+      const block = f.blockSize({ bits: f.defaults?.bits ?? 0, groupSize: f.defaults?.groupSize ?? 0, granularity: 'group', doubleQuant: false, calibration: { method: 'default' } });
+      if (block > 1) {
+        await expect(quantize(new Float32Array(block + 1), { ...o, rowLength: block + 1 })).rejects.toMatchObject({ code: ErrorCodes.ROW_LENGTH });
+      }
+    });
+  });
+}
+
+describe('typed errors', () => {
+  it('unknown format lists the valid ones', async () => {
+    const e = await quantize(new Float32Array(32), { format: 'q9_9', rowLength: 32 }).catch((x) => x);
+    expect(e).toBeInstanceOf(WebquantError);
+    expect(e.code).toBe(ErrorCodes.UNKNOWN_FORMAT);
+    expect(e.details.expected).toContain('q8_0');
+  });
+  it('importance of the wrong length is refused', async () => {
+    await expect(quantize(new Float32Array(64), { format: 'q4_0', rowLength: 64, importance: new Float32Array(32) })).rejects.toMatchObject({ code: ErrorCodes.IMPORTANCE_LENGTH });
+  });
+  it('a calibration the format does not accept is refused', async () => {
+    await expect(quantize(new Float32Array(64), { format: 'q8_0', rowLength: 64, calibration: 'hqq' })).rejects.toMatchObject({ code: ErrorCodes.BAD_CALIBRATION });
+  });
+  it('a Uint16Array without dtype is refused', async () => {
+    await expect(quantize(new Uint16Array(64), { format: 'q8_0', rowLength: 64 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
+  });
+  it('errors survive JSON (the worker boundary)', () => {
+    const e = new WebquantError(ErrorCodes.ROW_LENGTH, 'x', { tensor: 't', value: 3 });
+    const back = WebquantError.fromJSON(JSON.parse(JSON.stringify(e.toJSON())));
+    expect(back).toBeInstanceOf(WebquantError);
+    expect(back.code).toBe(ErrorCodes.ROW_LENGTH);
+    expect(back.details).toEqual({ tensor: 't', value: 3 });
+  });
+});
