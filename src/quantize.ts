@@ -38,7 +38,7 @@ export interface QuantizedTensor {
   backend: WasmBuild;
 }
 
-const DEFAULT_CHUNK = 8 << 20;
+const DEFAULT_CHUNK = 1 << 20;
 
 function srcTypeOf(values: TensorValues, dtype: DType | undefined, name: string): DType {
   if (values instanceof Float32Array) {
