@@ -45,6 +45,22 @@ export const ErrorCodes = {
   PLAN: 'E_PLAN',
   UNKNOWN_PRESET: 'E_UNKNOWN_PRESET',
   MODEL: 'E_MODEL',
+  // checkpoint I/O (src/io)
+  TENSOR_NOT_FOUND: 'E_TENSOR_NOT_FOUND',
+  HTTP_RANGE: 'E_HTTP_RANGE',
+  ST_DATA_PAST_END: 'E_ST_DATA_PAST_END',
+  ST_SCALE: 'E_ST_SCALE',
+  GGUF_UTF8: 'E_GGUF_UTF8',
+  GGUF_TYPE: 'E_GGUF_TYPE',
+  GGUF_BLOCK: 'E_GGUF_BLOCK',
+  GGUF_OVERLAP: 'E_GGUF_OVERLAP',
+  CONFIG: 'E_CONFIG',
+  WRITER: 'E_WRITER',
+  // streaming pipeline (src/pipeline)
+  WORKER_CRASHED: 'E_WORKER_CRASHED',
+  CACHE: 'E_CACHE',
+  // quantization plans (src/plan)
+  BUDGET: 'E_BUDGET',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

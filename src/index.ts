@@ -6,3 +6,5 @@ export { errorMetrics, type ErrorMetrics } from './metrics.js';
 export { WebquantError, ErrorCodes, type ErrorCode } from './errors.js';
 export { loadKernels, configureWasm, hasSimd, type WasmBuild } from './kernels/loader.js';
 export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './util/half.js';
+export * from './io/index.js';
+export * from './plan/index.js';

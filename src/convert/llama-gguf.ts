@@ -1,0 +1,115 @@
+// Hugging Face Llama-family checkpoints -> GGUF naming and metadata, as llama.cpp expects them.
+// Facts from llama.cpp's converter: tensor names (blk.N.attn_q ...), the `llama.*` hyperparameter
+// keys, and the q/k row permutation from the HF rotate-half layout back to interleaved pairs.
+import { ErrorCodes, fail } from '../errors.js';
+
+export interface LlamaConfig {
+  architectures?: string[];
+  model_type?: string;
+  hidden_size: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads?: number;
+  vocab_size: number;
+  max_position_embeddings?: number;
+  rms_norm_eps?: number;
+  rope_theta?: number;
+  tie_word_embeddings?: boolean;
+  head_dim?: number;
+}
+
+const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
+const LAYER_NAMES: Record<string, string> = {
+  'input_layernorm.weight': 'attn_norm.weight',
+  'self_attn.q_proj.weight': 'attn_q.weight',
+  'self_attn.k_proj.weight': 'attn_k.weight',
+  'self_attn.v_proj.weight': 'attn_v.weight',
+  'self_attn.o_proj.weight': 'attn_output.weight',
+  'self_attn.q_proj.bias': 'attn_q.bias',
+  'self_attn.k_proj.bias': 'attn_k.bias',
+  'self_attn.v_proj.bias': 'attn_v.bias',
+  'post_attention_layernorm.weight': 'ffn_norm.weight',
+  'mlp.gate_proj.weight': 'ffn_gate.weight',
+  'mlp.up_proj.weight': 'ffn_up.weight',
+  'mlp.down_proj.weight': 'ffn_down.weight',
+};
+const GLOBAL_NAMES: Record<string, string> = {
+  'model.embed_tokens.weight': 'token_embd.weight',
+  'model.norm.weight': 'output_norm.weight',
+  'lm_head.weight': 'output.weight',
+};
+
+/** GGUF name of an HF tensor, or undefined for tensors GGUF does not store (rotary caches). */
+export function ggufTensorName(hf: string): string | undefined {
+  if (hf in GLOBAL_NAMES) return GLOBAL_NAMES[hf];
+  const m = LAYER.exec(hf);
+  if (m) {
+    if (m[2].endsWith('rotary_emb.inv_freq')) return undefined;
+    const t = LAYER_NAMES[m[2]];
+    if (t) return `blk.${m[1]}.${t}`;
+  }
+  if (hf.endsWith('rotary_emb.inv_freq')) return undefined;
+  return fail(ErrorCodes.MODEL, `[gguf] no GGUF name for tensor "${hf}" of a Llama-family checkpoint`, { tensor: hf, expected: 'model.embed_tokens / model.layers.N.* / model.norm / lm_head' });
+}
+
+/** Rows of q_proj / k_proj that llama.cpp stores permuted (rotate-half -> interleaved), with their head count. */
+export function permuteHeads(hf: string, cfg: LlamaConfig): number | undefined {
+  if (/\.self_attn\.q_proj\.(weight|bias)$/.test(hf)) return cfg.num_attention_heads;
+  if (/\.self_attn\.k_proj\.(weight|bias)$/.test(hf)) return cfg.num_key_value_heads ?? cfg.num_attention_heads;
+  return undefined;
+}
+
+/**
+ * Reorders the rows of a [rows, cols] matrix: within each head, row s*half + i (s = 0, 1) moves to
+ * 2i + s. Works on any element size (bytes per row), so it runs on raw F32/F16/BF16 storage.
+ */
+export function permuteRows(src: Uint8Array, rows: number, rowBytes: number, heads: number): Uint8Array {
+  if (rows % (2 * heads) !== 0) {
+    fail(ErrorCodes.MODEL, `[gguf] cannot permute ${rows} rows into ${heads} heads of pairs`, { value: rows, expected: `a multiple of ${2 * heads}` });
+  }
+  const out = new Uint8Array(src.length);
+  const perHead = rows / heads, half = perHead / 2;
+  for (let h = 0; h < heads; h++) {
+    for (let s = 0; s < 2; s++) {
+      for (let i = 0; i < half; i++) {
+        const from = h * perHead + s * half + i;
+        const to = h * perHead + 2 * i + s;
+        out.set(src.subarray(from * rowBytes, (from + 1) * rowBytes), to * rowBytes);
+      }
+    }
+  }
+  return out;
+}
+
+export type GgufValue =
+  | { type: 'u32'; value: number }
+  | { type: 'f32'; value: number }
+  | { type: 'string'; value: string }
+  | { type: 'bool'; value: boolean };
+
+/** The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model. */
+export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
+    if (!Number.isInteger(cfg[k]) || cfg[k] <= 0) {
+      fail(ErrorCodes.CONFIG ?? ErrorCodes.MODEL, `[gguf] config.json: ${k} must be a positive integer but is ${String(cfg[k])}`, { option: k, value: cfg[k] });
+    }
+  }
+  const heads = cfg.num_attention_heads;
+  const headDim = cfg.head_dim ?? cfg.hidden_size / heads;
+  const md: Record<string, GgufValue> = {
+    'general.architecture': { type: 'string', value: 'llama' },
+    'general.name': { type: 'string', value: name },
+    'llama.context_length': { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
+    'llama.embedding_length': { type: 'u32', value: cfg.hidden_size },
+    'llama.block_count': { type: 'u32', value: cfg.num_hidden_layers },
+    'llama.feed_forward_length': { type: 'u32', value: cfg.intermediate_size },
+    'llama.rope.dimension_count': { type: 'u32', value: headDim },
+    'llama.attention.head_count': { type: 'u32', value: heads },
+    'llama.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: cfg.rms_norm_eps ?? 1e-5 },
+    'llama.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
+    'llama.vocab_size': { type: 'u32', value: cfg.vocab_size },
+  };
+  return md;
+}

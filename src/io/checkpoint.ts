@@ -1,0 +1,126 @@
+// The one view of a checkpoint that the rest of webquant builds on, whatever the container:
+// tensor infos up front (from the header alone), tensor bytes on demand from a ByteSource.
+import { ErrorCodes, fail } from '../errors.js';
+import type { ByteSource } from './source.js';
+
+export type CheckpointFormat = 'safetensors' | 'gguf';
+
+export interface TensorInfo {
+  name: string;
+  /** 'F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E5M2', 'F64', 'I8'...'BOOL', or a GGUF type name ('Q4_K', 'Q8_0', ...). */
+  dtype: string;
+  /** Row-major; the last dimension is the row length (GGUF ne[] reversed). */
+  shape: number[];
+  /** Absolute byte offset of the tensor data in the source. */
+  offset: number;
+  byteLength: number;
+  /** Shard file name (sharded safetensors only): `offset` is within that shard. */
+  file?: string;
+}
+
+/** Float tensor values without conversion: what `quantize()` accepts as input. */
+export interface TensorValues {
+  values: Float32Array | Uint16Array;
+  dtype: 'f32' | 'f16' | 'bf16';
+}
+
+export interface Checkpoint {
+  readonly format: CheckpointFormat;
+  /** Name of the source (file name, URL), used in error details. */
+  readonly source: string;
+  /** In file order. */
+  readonly tensors: TensorInfo[];
+  /** safetensors: the `__metadata__` string map; GGUF: every key/value pair. */
+  readonly metadata: Record<string, unknown>;
+  /** Throws WebquantError(E_TENSOR_NOT_FOUND) when there is no such tensor. */
+  tensor(name: string): TensorInfo;
+  /** The stored bytes, untouched (for an in-memory source possibly a view of its buffer: do not mutate). */
+  readRaw(name: string): Promise<Uint8Array>;
+  /** Any float dtype widened to f32; FP8 with block scales applied; GGUF quantized types dequantized. */
+  readF32(name: string): Promise<Float32Array>;
+  /** F32 / F16 / BF16 tensors as stored (little-endian host assumed); other dtypes are an error. */
+  readValues(name: string): Promise<TensorValues>;
+  /**
+   * Rows [firstRow, firstRow + rows) of an F32 / F16 / BF16 tensor, as readValues would return
+   * them, reading only those bytes (a row is the last dimension). Optional for other implementations.
+   */
+  readRows?(name: string, firstRow: number, rows: number): Promise<TensorValues>;
+}
+
+/** Where a tensor's bytes live: sharded checkpoints read each tensor from its own file. */
+export interface TensorEntry {
+  info: TensorInfo;
+  src: ByteSource;
+}
+
+/** Name lookup and raw reads shared by the safetensors and GGUF readers. */
+export abstract class BaseCheckpoint implements Checkpoint {
+  abstract readonly format: CheckpointFormat;
+  readonly tensors: TensorInfo[];
+  protected readonly entries: Map<string, TensorEntry>;
+
+  constructor(readonly source: string, entries: TensorEntry[], readonly metadata: Record<string, unknown>) {
+    this.entries = new Map(entries.map((e) => [e.info.name, e]));
+    this.tensors = entries.map((e) => e.info);
+  }
+
+  tensor(name: string): TensorInfo {
+    return this.entry(name).info;
+  }
+
+  protected entry(name: string): TensorEntry {
+    const e = this.entries.get(name);
+    if (!e) {
+      fail(ErrorCodes.TENSOR_NOT_FOUND, `[${this.format}] ${this.source}: no tensor named "${String(name)}"`, {
+        file: this.source, tensor: String(name), expected: `one of the ${this.entries.size} tensors of the checkpoint`,
+      });
+    }
+    return e;
+  }
+
+  /** The stored bytes; for an in-memory source this may be a view of its buffer (do not mutate). */
+  async readRaw(name: string): Promise<Uint8Array> {
+    const { info, src } = this.entry(name);
+    return src.read(info.offset, info.byteLength);
+  }
+
+  abstract readF32(name: string): Promise<Float32Array>;
+
+  async readValues(name: string): Promise<TensorValues> {
+    const info = this.tensor(name);
+    return storedValues(info, await this.readRaw(name), this.format, this.source);
+  }
+
+  async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
+    const { info, src } = this.entry(name);
+    const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
+    const nrows = rowLen === 0 ? 0 : numel(info.shape) / rowLen;
+    if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
+      fail(ErrorCodes.BAD_INPUT, `[${this.format}] ${this.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${nrows} rows of "${name}"`, {
+        file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
+      });
+    }
+    if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return storedValues(info, new Uint8Array(0), this.format, this.source);
+    const es = info.dtype === 'F32' ? 4 : 2;
+    const raw = await src.read(info.offset + firstRow * rowLen * es, rows * rowLen * es);
+    return storedValues(info, raw, this.format, this.source);
+  }
+}
+
+/** Stored F32 / F16 / BF16 bytes as a fresh typed array; other dtypes are E_UNSUPPORTED_DTYPE. */
+function storedValues(info: TensorInfo, raw: Uint8Array, format: string, source: string): TensorValues {
+  const copy = raw.slice();
+  if (info.dtype === 'F32') return { values: new Float32Array(copy.buffer, 0, copy.byteLength >> 2), dtype: 'f32' };
+  if (info.dtype === 'F16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'f16' };
+  if (info.dtype === 'BF16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'bf16' };
+  return fail(ErrorCodes.UNSUPPORTED_DTYPE, `[${format}] ${source}: readValues needs an F32, F16 or BF16 tensor but "${info.name}" is ${info.dtype} (use readF32)`, {
+    file: info.file ?? source, tensor: info.name, value: info.dtype, expected: ['F32', 'F16', 'BF16'],
+  });
+}
+
+/** Number of elements of a shape (product of the dimensions; 1 for a scalar). */
+export function numel(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}

@@ -1,0 +1,120 @@
+// config.json beside a Hugging Face checkpoint: the architecture and the hyper-parameters a
+// quantization plan or a forward pass needs, validated and named in camelCase. Everything else
+// stays available in `raw`.
+import { ErrorCodes, fail } from '../errors.js';
+import type { ByteSource } from './source.js';
+
+export interface ModelConfig {
+  /** architectures[0], e.g. 'LlamaForCausalLM'. */
+  architecture: string;
+  modelType: string;
+  hiddenSize: number;
+  intermediateSize?: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  maxPositions?: number;
+  rmsNormEps?: number;
+  ropeTheta?: number;
+  tieWordEmbeddings: boolean;
+  hiddenAct?: string;
+  bosTokenId?: number | number[];
+  eosTokenId?: number | number[];
+  torchDtype?: string;
+  /** quantization_config as found (e.g. DeepSeek-V3's {quant_method: 'fp8', weight_block_size: [128, 128]}). */
+  quantization?: Record<string, unknown>;
+  /** The parsed file (for a multimodal config: its text_config merged over the top level). */
+  raw: Record<string, unknown>;
+}
+
+const MAX_CONFIG = 16 << 20;
+
+export async function readConfig(src: ByteSource): Promise<ModelConfig> {
+  const file = src.name;
+  const bad = (msg: string, d: { option?: string; value?: unknown; expected?: unknown } = {}): never =>
+    fail(ErrorCodes.CONFIG, `[config] ${file}: ${msg}`, { file, ...d });
+  const size = await src.size();
+  if (size > MAX_CONFIG) bad(`${size} bytes is too large for a config.json`, { value: size, expected: `<= ${MAX_CONFIG}` });
+  const bytes = await src.read(0, size);
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (e) {
+    return bad(`not a UTF-8 JSON file (${(e as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('not a JSON object', { expected: 'object' });
+  const top = json as Record<string, unknown>;
+  const tc = top.text_config;
+  const c: Record<string, unknown> = typeof tc === 'object' && tc !== null && !Array.isArray(tc) && top.hidden_size === undefined
+    ? Object.fromEntries([...Object.entries(top), ...Object.entries(tc)])
+    : top;
+
+  const int = (key: string, required: boolean, min = 1): number | undefined => {
+    const v = c[key];
+    if (v === undefined || v === null) {
+      if (required) bad(`missing "${key}"`, { option: key, expected: 'a positive integer' });
+      return undefined;
+    }
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) bad(`"${key}" must be an integer >= ${min} but is ${JSON.stringify(v)}`, { option: key, value: v, expected: `integer >= ${min}` });
+    return v as number;
+  };
+  const num = (key: string): number | undefined => {
+    const v = c[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) bad(`"${key}" must be a positive number but is ${JSON.stringify(v)}`, { option: key, value: v, expected: 'a positive number' });
+    return v as number;
+  };
+  const str = (key: string): string | undefined => {
+    const v = c[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'string') bad(`"${key}" must be a string but is ${JSON.stringify(v)}`, { option: key, value: v, expected: 'string' });
+    return v as string;
+  };
+  const ids = (key: string): number | number[] | undefined => {
+    const v = c[key];
+    if (v === undefined || v === null) return undefined;
+    const ok = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+    if (!(ok(v) || (Array.isArray(v) && v.every(ok)))) bad(`"${key}" must be a token id or a list of them`, { option: key, value: v });
+    return v as number | number[];
+  };
+
+  const archs = c.architectures;
+  if (archs !== undefined && !(Array.isArray(archs) && archs.every((a) => typeof a === 'string'))) bad('"architectures" must be a list of strings', { option: 'architectures', value: archs });
+  const modelType = str('model_type');
+  const architecture = (archs as string[] | undefined)?.[0] ?? modelType;
+  if (!architecture) bad('neither "architectures" nor "model_type" is given', { option: 'architectures' });
+  const hiddenSize = int('hidden_size', true)!;
+  const numHeads = int('num_attention_heads', true)!;
+  const numKvHeads = int('num_key_value_heads', false) ?? numHeads;
+  if (numHeads % numKvHeads !== 0) bad(`num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`, { option: 'num_key_value_heads', value: numKvHeads, expected: `a divisor of ${numHeads}` });
+  const headDim = int('head_dim', false) ?? hiddenSize / numHeads;
+  if (!Number.isInteger(headDim)) bad(`hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${numHeads} and head_dim is not given`, { option: 'head_dim', value: headDim });
+  const tie = c.tie_word_embeddings;
+  if (tie !== undefined && typeof tie !== 'boolean') bad('"tie_word_embeddings" must be a boolean', { option: 'tie_word_embeddings', value: tie });
+  const q = c.quantization_config;
+  if (q !== undefined && (typeof q !== 'object' || q === null || Array.isArray(q))) bad('"quantization_config" must be an object', { option: 'quantization_config', value: q });
+
+  return {
+    architecture: architecture as string,
+    modelType: modelType ?? (architecture as string),
+    hiddenSize,
+    intermediateSize: int('intermediate_size', false),
+    numLayers: int('num_hidden_layers', true)!,
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize: int('vocab_size', true)!,
+    maxPositions: int('max_position_embeddings', false),
+    rmsNormEps: num('rms_norm_eps'),
+    ropeTheta: num('rope_theta'),
+    tieWordEmbeddings: (tie as boolean | undefined) ?? false,
+    hiddenAct: str('hidden_act') ?? str('hidden_activation'),
+    bosTokenId: ids('bos_token_id'),
+    eosTokenId: ids('eos_token_id'),
+    torchDtype: str('torch_dtype') ?? str('dtype'),
+    quantization: q as Record<string, unknown> | undefined,
+    raw: c,
+  };
+}

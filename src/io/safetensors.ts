@@ -1,0 +1,272 @@
+// safetensors reader: an 8-byte little-endian header length, a JSON header, then the data.
+// Only the header is read on open; tensors are read one at a time on demand.
+//
+// Checks run in this order, over all entries, and the first failing check wins:
+//   size < 8 or header length < 2       ST_HEADER_TOO_SMALL
+//   header length > 100 MB              ST_HEADER_TOO_LARGE
+//   8 + header length > file size       ST_HEADER_PAST_END
+//   header not UTF-8                    ST_NOT_UTF8
+//   header not JSON, or not an object   ST_NOT_JSON
+//   a duplicate key in any object       ST_DUPLICATE
+//   a bad tensor name                   ST_BAD_NAME
+//   an entry not {dtype, shape, data_offsets} of the right types, or a bad __metadata__   ST_BAD_ENTRY
+//   an unknown dtype                    ST_BAD_DTYPE
+//   numel or byte size > 2^53 - 1       ST_SHAPE_OVERFLOW
+//   end - begin != numel * dtype size   ST_BAD_SPAN
+//   spans not starting at 0, overlapping or with gaps   ST_BAD_OFFSETS
+//   data past the end of the file       ST_DATA_PAST_END
+//   bytes after the data                ST_TRAILING
+//   FP8 block scales of the wrong dtype or shape        ST_SCALE
+import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
+import { BaseCheckpoint, type Checkpoint, type TensorEntry, type TensorInfo } from './checkpoint.js';
+import { FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
+import { findDuplicateKey } from './json.js';
+import type { ByteSource } from './source.js';
+
+export const ST_MAX_HEADER = 100_000_000;
+
+export interface SafetensorsOptions {
+  /** Block of the `<weight>_scale_inv` FP8 scales, [rows, cols]; DeepSeek-V3 uses [128, 128]. */
+  fp8BlockSize?: [number, number];
+}
+
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype', '__metadata__']);
+
+/** Why `name` cannot be a tensor name, or undefined if it can. Shared with the writer. */
+export function badTensorName(name: string): string | undefined {
+  if (name.length === 0) return 'an empty name';
+  if (RESERVED_NAMES.has(name)) return `the reserved name "${name}"`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'a name with control characters';
+  return undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+export interface SafetensorsHeader {
+  /** Bytes of the 8-byte prefix plus the JSON header: where the data starts. */
+  dataStart: number;
+  tensors: TensorInfo[];
+  metadata: Record<string, string>;
+}
+
+/** Reads and validates the header of a safetensors source (file order of the tensors kept). */
+export async function readSafetensorsHeader(src: ByteSource): Promise<SafetensorsHeader> {
+  const file = src.name;
+  const bad = (code: ErrorCode, msg: string, d: { tensor?: string; value?: unknown; expected?: unknown } = {}): never =>
+    fail(code, `[safetensors] ${file}: ${msg}`, { file, ...d });
+
+  const size = await src.size();
+  if (size < 8) bad(ErrorCodes.ST_HEADER_TOO_SMALL, `${size} bytes is too short for the 8-byte header length`, { value: size, expected: '>= 8 bytes' });
+  const prefix = await src.read(0, 8);
+  const n64 = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
+  if (n64 < 2n) bad(ErrorCodes.ST_HEADER_TOO_SMALL, `header length ${n64} is too small for a JSON object`, { value: String(n64), expected: '>= 2' });
+  if (n64 > BigInt(ST_MAX_HEADER)) bad(ErrorCodes.ST_HEADER_TOO_LARGE, `header length ${n64} exceeds ${ST_MAX_HEADER} bytes`, { value: String(n64), expected: `<= ${ST_MAX_HEADER}` });
+  const n = Number(n64);
+  if (8 + n > size) bad(ErrorCodes.ST_HEADER_PAST_END, `header of ${n} bytes runs past the end of the ${size}-byte file`, { value: n, expected: `<= ${size - 8}` });
+
+  const raw = await src.read(8, n);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw);
+  } catch {
+    return bad(ErrorCodes.ST_NOT_UTF8, 'header is not valid UTF-8');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    return bad(ErrorCodes.ST_NOT_JSON, `header is not JSON (${(e as Error).message})`, { value: text.slice(0, 64) });
+  }
+  if (!isObject(json)) bad(ErrorCodes.ST_NOT_JSON, 'header is not a JSON object', { value: Array.isArray(json) ? 'array' : json === null ? 'null' : typeof json, expected: 'object' });
+  const header = json as Record<string, unknown>;
+  const dup = findDuplicateKey(text);
+  if (dup) bad(ErrorCodes.ST_DUPLICATE, `duplicate key "${dup.key}"${dup.path.length ? ` in ${dup.path.join('.')}` : ''}`, { tensor: dup.path[0] ?? dup.key, value: dup.key });
+
+  const names = Object.keys(header).filter((k) => k !== '__metadata__');
+  for (const name of names) {
+    const why = badTensorName(name);
+    if (why) bad(ErrorCodes.ST_BAD_NAME, `tensor with ${why}`, { tensor: name, value: name, expected: 'a non-empty name, not __proto__/constructor/prototype, no control characters' });
+  }
+
+  let metadata: Record<string, string> = {};
+  if ('__metadata__' in header) {
+    const m = header.__metadata__;
+    if (!isObject(m) || !Object.values(m).every((v) => typeof v === 'string')) {
+      bad(ErrorCodes.ST_BAD_ENTRY, '__metadata__ must be an object of strings', { tensor: '__metadata__', value: JSON.stringify(m)?.slice(0, 64), expected: '{ [key]: string }' });
+    }
+    metadata = Object.fromEntries(Object.entries(m as Record<string, string>));
+  }
+
+  interface Raw { name: string; dtype: string; shape: number[]; begin: number; end: number }
+  const raws: Raw[] = [];
+  for (const name of names) {
+    const e = header[name];
+    const expected = '{ dtype: string, shape: non-negative integer[], data_offsets: [begin, end] with 0 <= begin <= end }';
+    if (!isObject(e)) bad(ErrorCodes.ST_BAD_ENTRY, `entry of "${name}" is not an object`, { tensor: name, value: JSON.stringify(e)?.slice(0, 64), expected });
+    const { dtype, shape, data_offsets: off } = e as Record<string, unknown>;
+    const ok = typeof dtype === 'string'
+      && Array.isArray(shape) && shape.every(isCount)
+      && Array.isArray(off) && off.length === 2 && off.every((v) => isCount(v) && Number.isSafeInteger(v)) && (off[0] as number) <= (off[1] as number);
+    if (!ok) bad(ErrorCodes.ST_BAD_ENTRY, `entry of "${name}" is malformed`, { tensor: name, value: JSON.stringify(e).slice(0, 128), expected });
+    raws.push({ name, dtype: dtype as string, shape: shape as number[], begin: (off as number[])[0], end: (off as number[])[1] });
+  }
+  for (const r of raws) {
+    if (stDtypeSize(r.dtype) === undefined) bad(ErrorCodes.ST_BAD_DTYPE, `tensor "${r.name}" has unsupported dtype "${r.dtype}"`, { tensor: r.name, value: r.dtype, expected: Object.keys(ST_DTYPE_SIZE) });
+  }
+  const spans = raws.map((r) => {
+    let count = 1n;
+    for (const d of r.shape) count *= BigInt(d);
+    const bytes = count * BigInt(ST_DTYPE_SIZE[r.dtype]);
+    if (bytes > BigInt(Number.MAX_SAFE_INTEGER)) {
+      bad(ErrorCodes.ST_SHAPE_OVERFLOW, `tensor "${r.name}" of shape [${r.shape}] is too large`, { tensor: r.name, value: r.shape, expected: `at most ${Number.MAX_SAFE_INTEGER} bytes` });
+    }
+    return Number(bytes);
+  });
+  raws.forEach((r, i) => {
+    if (r.end - r.begin !== spans[i]) {
+      bad(ErrorCodes.ST_BAD_SPAN, `tensor "${r.name}" ${r.dtype}[${r.shape}] needs ${spans[i]} bytes but data_offsets [${r.begin}, ${r.end}] span ${r.end - r.begin}`, {
+        tensor: r.name, value: [r.begin, r.end], expected: spans[i],
+      });
+    }
+  });
+  const sorted = [...raws].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  for (const r of sorted) {
+    if (r.begin !== at) {
+      bad(ErrorCodes.ST_BAD_OFFSETS, `tensor "${r.name}" starts at ${r.begin} but ${at === 0 ? 'data must start at 0' : `the previous tensor ends at ${at}`} (${r.begin < at ? 'overlap' : 'gap'})`, {
+        tensor: r.name, value: r.begin, expected: at,
+      });
+    }
+    at = r.end;
+  }
+  const dataStart = 8 + n;
+  if (dataStart + at > size) bad(ErrorCodes.ST_DATA_PAST_END, `tensor data ends at ${dataStart + at}, past the end of the ${size}-byte file`, { value: dataStart + at, expected: `<= ${size}` });
+  if (dataStart + at < size) bad(ErrorCodes.ST_TRAILING, `${size - dataStart - at} bytes after the end of the tensor data`, { value: size, expected: dataStart + at });
+
+  const tensors = raws.map((r) => ({ name: r.name, dtype: r.dtype, shape: r.shape.slice(), offset: dataStart + r.begin, byteLength: r.end - r.begin }));
+  return { dataStart, tensors, metadata };
+}
+
+export async function openSafetensors(src: ByteSource, opts: SafetensorsOptions = {}): Promise<Checkpoint> {
+  const h = await readSafetensorsHeader(src);
+  return new SafetensorsCheckpoint(src.name, h.tensors.map((info) => ({ info, src })), h.metadata, opts);
+}
+
+/** The FP8 block-scale companion of a weight, DeepSeek-V3 style. */
+export const SCALE_SUFFIX = '_scale_inv';
+
+class SafetensorsCheckpoint extends BaseCheckpoint {
+  readonly format = 'safetensors' as const;
+  private readonly block: [number, number];
+
+  constructor(source: string, entries: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
+    super(source, entries, metadata);
+    this.block = opts.fp8BlockSize ?? [128, 128];
+    const [br, bc] = this.block;
+    if (!(Number.isInteger(br) && br > 0 && Number.isInteger(bc) && bc > 0)) {
+      fail(ErrorCodes.BAD_OPTION, `[safetensors] fp8BlockSize must be two positive integers but got ${JSON.stringify(this.block)}`, { option: 'fp8BlockSize', value: this.block });
+    }
+    for (const t of this.tensors) {
+      if (!t.dtype.startsWith('F8_')) continue;
+      const s = this.entries.get(t.name + SCALE_SUFFIX)?.info;
+      if (!s) continue;
+      const want = t.shape.length === 2 ? [Math.ceil(t.shape[0] / br), Math.ceil(t.shape[1] / bc)] : undefined;
+      if (!want || s.dtype !== 'F32' || s.shape.length !== 2 || s.shape[0] !== want[0] || s.shape[1] !== want[1]) {
+        fail(ErrorCodes.ST_SCALE, `[safetensors] ${source}: block scales "${s.name}" ${s.dtype}[${s.shape}] do not fit the ${t.dtype}[${t.shape}] weight "${t.name}"`, {
+          file: t.file ?? source, tensor: s.name, value: { dtype: s.dtype, shape: s.shape }, expected: want ? { dtype: 'F32', shape: want } : 'a 2-D weight',
+        });
+      }
+    }
+  }
+
+  async readF32(name: string): Promise<Float32Array> {
+    const info = this.tensor(name);
+    if (!FLOAT_DTYPES.has(info.dtype)) {
+      fail(ErrorCodes.UNSUPPORTED_DTYPE, `[safetensors] ${this.source}: tensor "${name}" is ${info.dtype}, not a float type (use readRaw)`, {
+        file: info.file ?? this.source, tensor: name, value: info.dtype, expected: [...FLOAT_DTYPES],
+      });
+    }
+    const out = floatBytesToF32(await this.readRaw(name), info.dtype, name);
+    const scaleName = name + SCALE_SUFFIX;
+    if (info.dtype.startsWith('F8_') && this.entries.has(scaleName)) {
+      const scale = floatBytesToF32(await this.readRaw(scaleName), 'F32', scaleName);
+      const [rows, cols] = info.shape;
+      const [br, bc] = this.block;
+      const sc = Math.ceil(cols / bc);
+      for (let r = 0; r < rows; r++) {
+        const srow = Math.floor(r / br) * sc;
+        const base = r * cols;
+        for (let c = 0; c < cols; c++) out[base + c] *= scale[srow + Math.floor(c / bc)];
+      }
+    }
+    return out;
+  }
+
+}
+
+/** A shard resolver: file name from weight_map -> its source (e.g. `(f) => fromUrl(base + f)`). */
+export type ShardResolver = (file: string) => ByteSource | Promise<ByteSource>;
+
+/**
+ * A sharded checkpoint from `model.safetensors.index.json`. Every shard header is read (and
+ * validated); tensors come in shard order, each in its shard's file order. Tensors a shard holds
+ * but weight_map does not assign to it are left out.
+ */
+export async function openSafetensorsIndex(index: ByteSource, resolve: ShardResolver, opts: SafetensorsOptions = {}): Promise<Checkpoint> {
+  const file = index.name;
+  const bad = (msg: string, d: { tensor?: string; value?: unknown; expected?: unknown } = {}): never =>
+    fail(ErrorCodes.ST_INDEX, `[safetensors] ${file}: ${msg}`, { file, ...d });
+  const size = await index.size();
+  if (size > ST_MAX_HEADER) bad(`index of ${size} bytes is larger than ${ST_MAX_HEADER}`, { value: size, expected: `<= ${ST_MAX_HEADER}` });
+  const bytes = await index.read(0, size);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return bad('index is not valid UTF-8');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    return bad(`index is not JSON (${(e as Error).message})`);
+  }
+  const dup = findDuplicateKey(text);
+  if (dup) fail(ErrorCodes.ST_DUPLICATE, `[safetensors] ${file}: duplicate key "${dup.key}"`, { file, tensor: dup.key, value: dup.key });
+  if (!isObject(json) || !isObject(json.weight_map)) return bad('index has no weight_map object', { expected: '{ weight_map: { [tensor]: file } }' });
+  const map = json.weight_map as Record<string, unknown>;
+  const byShard = new Map<string, Set<string>>();
+  for (const [tensor, shard] of Object.entries(map)) {
+    if (typeof shard !== 'string' || shard === '' || shard.startsWith('/') || shard.split(/[\\/]/).some((p) => p === '..' || p === '')) {
+      bad(`weight_map["${tensor}"] is not a relative file name`, { tensor, value: shard, expected: 'a shard file name such as model-00001-of-00002.safetensors' });
+    }
+    const why = badTensorName(tensor);
+    if (why) fail(ErrorCodes.ST_BAD_NAME, `[safetensors] ${file}: weight_map has ${why}`, { file, tensor, value: tensor });
+    let set = byShard.get(shard as string);
+    if (!set) byShard.set(shard as string, (set = new Set()));
+    set.add(tensor);
+  }
+  const shards = [...byShard.keys()];
+  const headers = await Promise.all(shards.map(async (s) => {
+    const src = await resolve(s);
+    return { shard: s, src, header: await readSafetensorsHeader(src) };
+  }));
+  const entries: TensorEntry[] = [];
+  const meta: [string, unknown][] = [];
+  for (const { shard, src, header } of headers) {
+    const want = byShard.get(shard)!;
+    const have = new Set(header.tensors.map((t) => t.name));
+    for (const t of want) {
+      if (!have.has(t)) bad(`weight_map puts "${t}" in ${shard}, which has no such tensor`, { tensor: t, value: shard });
+    }
+    for (const t of header.tensors) if (want.has(t.name)) entries.push({ info: { ...t, file: shard }, src });
+    meta.push(...Object.entries(header.metadata));
+  }
+  if (isObject(json.metadata)) meta.push(...Object.entries(json.metadata));
+  return new SafetensorsCheckpoint(file, entries, Object.fromEntries(meta), opts);
+}

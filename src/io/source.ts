@@ -1,0 +1,176 @@
+// Random-access byte sources: readers ask for the header, then for one tensor at a time, so a
+// checkpoint never has to be held in memory (or downloaded) as a whole.
+import { ErrorCodes, fail } from '../errors.js';
+
+export interface ByteSource {
+  /** File name or URL, used in error details. */
+  readonly name: string;
+  size(): Promise<number>;
+  /** Exactly `length` bytes at `offset`; a read past the end is a WebquantError (E_IO). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  /** Releases what the source holds (file handles); optional. */
+  close?(): Promise<void>;
+}
+
+/** Throws E_IO unless [offset, offset + length) is a valid range of a source of `size` bytes. */
+export function checkRange(name: string, offset: number, length: number, size: number): void {
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > size) {
+    fail(ErrorCodes.IO, `[io] ${name}: cannot read ${length} bytes at offset ${offset} of a ${size}-byte source`, {
+      file: name, value: { offset, length }, expected: `a range within [0, ${size})`,
+    });
+  }
+}
+
+export function fromBuffer(buf: Uint8Array | ArrayBuffer, name = 'buffer'): ByteSource {
+  const bytes = buf instanceof Uint8Array ? buf : new Uint8Array(buf);
+  return {
+    name,
+    size: async () => bytes.byteLength,
+    async read(offset, length) {
+      checkRange(name, offset, length, bytes.byteLength);
+      return bytes.subarray(offset, offset + length);
+    },
+  };
+}
+
+/** A Blob or a browser File; only the slices asked for are read. */
+export function fromBlob(blob: Blob, name?: string): ByteSource {
+  const n = name ?? ((blob as { name?: unknown }).name as string | undefined) ?? 'blob';
+  return {
+    name: n,
+    size: async () => blob.size,
+    async read(offset, length) {
+      checkRange(n, offset, length, blob.size);
+      if (length === 0) return new Uint8Array(0);
+      let ab: ArrayBuffer;
+      try {
+        ab = await blob.slice(offset, offset + length).arrayBuffer();
+      } catch (e) {
+        return fail(ErrorCodes.IO, `[io] ${n}: reading ${length} bytes at ${offset} failed: ${String(e)}`, { file: n, value: String(e) });
+      }
+      if (ab.byteLength !== length) {
+        fail(ErrorCodes.IO, `[io] ${n}: short read (${ab.byteLength} of ${length} bytes at ${offset})`, { file: n, value: ab.byteLength, expected: length });
+      }
+      return new Uint8Array(ab);
+    },
+  };
+}
+
+export interface UrlSourceOptions {
+  /** Defaults to globalThis.fetch. */
+  fetch?: typeof fetch;
+  headers?: Record<string, string>;
+  /**
+   * Bytes fetched by the first request (which also learns the file size) and kept to answer
+   * later reads inside them: checkpoint headers are usually read with no further request.
+   * Default 64 KiB; 0 fetches a single byte.
+   */
+  prefetch?: number;
+}
+
+const CONTENT_RANGE = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i;
+
+/**
+ * An HTTP(S) resource read with Range requests only. A server that answers a range request with
+ * the whole body (200) is refused with E_HTTP_RANGE before that body is read.
+ */
+export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSource {
+  const name = String(url);
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const prefetch = Math.max(1, Math.floor(opts.prefetch ?? 64 << 10));
+  let probe: Promise<{ total: number; prefix: Uint8Array }> | undefined;
+  let known: number | undefined;
+
+  const cancel = (res: Response) => res.body?.cancel().catch(() => undefined);
+
+  async function rangeRequest(start: number, end: number): Promise<{ body: Uint8Array; total: number | undefined }> {
+    let res: Response;
+    try {
+      res = await doFetch.call(globalThis, name, { headers: { ...opts.headers, Range: `bytes=${start}-${end}` } });
+    } catch (e) {
+      return fail(ErrorCodes.IO, `[io] ${name}: request failed: ${String(e)}`, { file: name, value: String(e) });
+    }
+    if (res.status === 200) {
+      await cancel(res);
+      return fail(ErrorCodes.HTTP_RANGE, `[io] ${name}: the server ignored the Range request (status 200 instead of 206)`, {
+        file: name, value: 200, expected: 206,
+      });
+    }
+    if (res.status === 416 && start === 0 && /^bytes\s+\*\/0$/i.test(res.headers.get('content-range') ?? '')) {
+      await cancel(res);
+      return { body: new Uint8Array(0), total: 0 }; // an empty file has no byte 0
+    }
+    if (res.status !== 206) {
+      await cancel(res);
+      return fail(ErrorCodes.IO, `[io] ${name}: HTTP ${res.status} for bytes ${start}-${end}`, { file: name, value: res.status, expected: 206 });
+    }
+    // Cross-origin, Content-Range is only visible when the server exposes it
+    // (Access-Control-Expose-Headers); without it the body length has to vouch for the range.
+    const cr = res.headers.get('content-range');
+    const m = CONTENT_RANGE.exec(cr ?? '');
+    const total = m && m[3] !== '*' ? Number(m[3]) : undefined;
+    // A server may shorten a range that runs past the end of the file (RFC 9110 14.1.2).
+    const gotEnd = m ? Number(m[2]) : end;
+    if (cr !== null && (!m || Number(m[1]) !== start || !(gotEnd === end || (total !== undefined && gotEnd === total - 1 && gotEnd < end)))) {
+      await cancel(res);
+      return fail(ErrorCodes.HTTP_RANGE, `[io] ${name}: Content-Range "${cr}" does not match the requested bytes ${start}-${end}`, {
+        file: name, value: cr, expected: `bytes ${start}-${end}/<size>`,
+      });
+    }
+    if (known !== undefined && total !== undefined && total !== known) {
+      await cancel(res);
+      return fail(ErrorCodes.IO, `[io] ${name}: the file changed size (${known} -> ${total} bytes) while being read`, { file: name, value: total, expected: known });
+    }
+    let body: Uint8Array;
+    try {
+      body = new Uint8Array(await res.arrayBuffer());
+    } catch (e) {
+      return fail(ErrorCodes.IO, `[io] ${name}: reading the response failed: ${String(e)}`, { file: name, value: String(e) });
+    }
+    const short = cr === null && known === undefined && body.byteLength > 0 && body.byteLength < end - start + 1;
+    if (body.byteLength !== gotEnd - start + 1 && !short) {
+      fail(ErrorCodes.IO, `[io] ${name}: short body (${body.byteLength} of ${gotEnd - start + 1} bytes)`, { file: name, value: body.byteLength, expected: gotEnd - start + 1 });
+    }
+    return { body, total };
+  }
+
+  /** File size from a HEAD request's Content-Length (safelisted for CORS), if any. */
+  async function headLength(): Promise<number | undefined> {
+    try {
+      const res = await doFetch.call(globalThis, name, { method: 'HEAD', headers: { ...opts.headers } });
+      const n = Number(res.headers.get('content-length') ?? NaN);
+      return res.ok && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  const first = () => {
+    if (!probe) {
+      probe = rangeRequest(0, prefetch - 1).then(async (r) => {
+        // Fewer bytes than asked for from offset 0: the range was cut at the end of the file.
+        const total = r.total ?? (r.body.byteLength < prefetch ? r.body.byteLength : await headLength());
+        if (total === undefined || total < r.body.byteLength) {
+          fail(ErrorCodes.HTTP_RANGE, `[io] ${name}: the server tells the file size neither in Content-Range nor in a HEAD Content-Length`, { file: name, value: r.total ?? '*', expected: 'a complete length' });
+        }
+        known = total;
+        return { total, prefix: r.body };
+      });
+      // A failed probe is not kept: the next call tries again.
+      probe.catch(() => { probe = undefined; });
+    }
+    return probe;
+  };
+
+  return {
+    name,
+    size: async () => (await first()).total,
+    async read(offset, length) {
+      const { total, prefix } = await first();
+      checkRange(name, offset, length, total);
+      if (length === 0) return new Uint8Array(0);
+      if (offset + length <= prefix.byteLength) return prefix.slice(offset, offset + length);
+      return (await rangeRequest(offset, offset + length - 1)).body;
+    },
+  };
+}

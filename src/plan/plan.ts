@@ -1,0 +1,332 @@
+// Resolving a plan against a tensor list: which tensor gets which registry format, with
+// llama-quantize's policy for what is never quantized and for rows a format's block does not
+// divide (shared/spec §17).
+import { ErrorCodes, WebquantError, fail, type ErrorCode } from '../errors.js';
+import { getFormat as registryGetFormat } from '../formats/registry.js';
+import type { FormatSpec, ResolvedOptions } from '../formats/types.js';
+import { resolveOptions } from '../options.js';
+import { asList, normalizePlan, parseRegex } from './json.js';
+import { detectRole, useMoreBits, type Role } from './roles.js';
+import {
+  DEFAULT_PROTECT, type LayerSelector, type Plan, type PlanProblem, type PlannedTensor, type PlanRule, type ProtectClass,
+  type ResolvedPlan, type ResolveOptions, type Scheme, type SchemeOrKeep, type Severity, type TensorDesc,
+} from './types.js';
+
+const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2']);
+const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
+const GGUF_QUANT_DTYPE = /^(?:q\d(?:_\d|_k)|iq\d_\w+|tq\d_0)$/;
+
+type DtypeClass = 'float' | 'int' | 'unknown';
+function dtypeClass(dtype: string): DtypeClass {
+  const d = dtype.toLowerCase();
+  if (FLOAT_DTYPES.has(d) || GGUF_QUANT_DTYPE.test(d)) return 'float';
+  if (INT_DTYPES.test(d)) return 'int';
+  return 'unknown';
+}
+
+/**
+ * llama-quantize's fallbacks when ne[0] is not a multiple of a K/IQ type's 256-value block
+ * (§17): the next type is tried, then F16. Types not listed (Q8_0, Q4_0, ... with 32-value blocks)
+ * make llama-quantize abort; webquant goes to F16 directly and says so.
+ */
+export const GGUF_FALLBACK: Readonly<Record<string, string>> = Object.freeze({
+  q4_k: 'q5_0', q5_k: 'q5_1', q6_k: 'q8_0', q2_k: 'iq4_nl', q3_k: 'iq4_nl', iq4_xs: 'iq4_nl',
+});
+
+interface Compiled {
+  rule: PlanRule;
+  index: number;
+  re?: RegExp;
+  /** `re` anchored at both ends, for fullmatch rules. */
+  full?: RegExp;
+  roles?: Set<Role>;
+  kinds?: Set<string>;
+  layers?: LayerSelector;
+  hits: number;
+  bad?: string;
+  desc?: string;
+}
+
+function compileRule(rule: PlanRule, index: number): Compiled {
+  const c: Compiled = { rule, index, hits: 0 };
+  if (rule.match !== undefined) {
+    try {
+      c.re = parseRegex(rule.match, `rules[${index}].match`);
+      if (rule.fullmatch) c.full = new RegExp(`^(?:${c.re.source})$`, c.re.flags);
+    } catch (e) {
+      c.bad = (e as Error).message;
+    }
+  }
+  if (rule.role !== undefined) c.roles = new Set(asList(rule.role));
+  if (rule.kind !== undefined) c.kinds = new Set(asList(rule.kind));
+  if (rule.layers !== undefined) c.layers = rule.layers;
+  return c;
+}
+
+function inferExperts(entries: PlannedTensor[]): number {
+  let n = 0;
+  for (const e of entries) {
+    if (e.role !== 'expert') continue;
+    if (e.expert !== undefined) n = Math.max(n, e.expert + 1);
+    else if (e.shape.length === 3) n = Math.max(n, e.shape[0]);
+  }
+  return n;
+}
+
+function inferGqa(entries: PlannedTensor[]): number | undefined {
+  const q = new Map<number, number>();
+  const k = new Map<number, number>();
+  for (const e of entries) {
+    if (e.role !== 'attention' || e.layer === undefined || e.shape.length !== 2) continue;
+    if (e.kind === 'q') q.set(e.layer, e.shape[0]);
+    if (e.kind === 'k') k.set(e.layer, e.shape[0]);
+  }
+  for (const [layer, rows] of [...q.entries()].sort((a, b) => a[0] - b[0])) {
+    const kr = k.get(layer);
+    if (kr) return rows / kr;
+  }
+  return undefined;
+}
+
+function fullMatches(anchored: RegExp, name: string): boolean {
+  const module = name.replace(/\.weight$/, '');
+  return [name, module, name.replace(/\./g, '/'), module.replace(/\./g, '/')].some((s) => anchored.test(s));
+}
+
+function describeRule(c: Compiled): string {
+  const r = c.rule;
+  const parts: string[] = [];
+  if (r.match !== undefined) parts.push(`${r.fullmatch ? 'fullmatch' : 'match'} ${r.match}`);
+  if (r.role !== undefined) parts.push(`role ${asList(r.role)!.join('|')}`);
+  if (r.kind !== undefined) parts.push(`kind ${asList(r.kind)!.join('|')}`);
+  if (r.layers !== undefined) parts.push(`layers ${Array.isArray(r.layers) ? r.layers.join(',') : r.layers}`);
+  if (r.nExperts !== undefined) parts.push(`${r.nExperts} experts`);
+  if (r.minGqa !== undefined) parts.push(`gqa >= ${r.minGqa}`);
+  if (r.note) parts.push(r.note);
+  return `rule ${c.index} (${parts.join(', ')})`;
+}
+
+export function schemeLabel(s: SchemeOrKeep): string {
+  if (s === 'keep') return 'keep';
+  const extra: string[] = [];
+  if (s.bits !== undefined) extra.push(`bits ${s.bits}`);
+  if (s.groupSize !== undefined) extra.push(`g${s.groupSize}`);
+  if (s.granularity !== undefined) extra.push(s.granularity);
+  if (s.calibration !== undefined) extra.push(typeof s.calibration === 'string' ? s.calibration : s.calibration.method);
+  if (s.doubleQuant) extra.push('double quant');
+  return extra.length ? `${s.format} (${extra.join(', ')})` : s.format;
+}
+
+function layerSelected(sel: LayerSelector, layer: number | undefined, nLayers: number): boolean {
+  if (layer === undefined) return false;
+  if (Array.isArray(sel)) return sel.includes(layer);
+  if (sel === 'use_more_bits') return useMoreBits(layer, nLayers);
+  return layer < Math.floor(nLayers / 8);
+}
+
+function protectedClass(t: PlannedTensor, protect: Set<ProtectClass>): ProtectClass | undefined {
+  if (protect.has('norm') && t.role === 'norm') return 'norm';
+  if (protect.has('router') && t.role === 'router') return 'router';
+  if (protect.has('bias') && t.role === 'bias') return 'bias';
+  if (protect.has('1d') && t.shape.length < 2) return '1d';
+  if (protect.has('position') && t.role === 'embedding' && t.kind !== 'token') return 'position';
+  if (protect.has('embedding') && t.role === 'embedding' && t.kind === 'token') return 'embedding';
+  return undefined;
+}
+
+/**
+ * Applies a plan to a tensor list. Never throws for problems of individual tensors: each one is an
+ * entry in `problems` (severity error / warning / info) naming the tensor, and `ok` is false when
+ * any is an error. Decision order per tensor: skip list, quantization side tensors, protected classes,
+ * rules (first match), default; then dtype checks, option validation (the registry's
+ * resolveOptions) and the row-length fallback chain.
+ */
+export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opts: ResolveOptions = {}): ResolvedPlan {
+  const plan = normalizePlan(planInput);
+  const lookup = opts.getFormat ?? registryGetFormat;
+  const problems: PlanProblem[] = [];
+  const problem = (severity: Severity, code: ErrorCode, message: string, where: { tensor?: string; rule?: number } = {}) =>
+    problems.push({ severity, code, message, ...where });
+
+  const compiled = plan.rules.map(compileRule);
+  for (const c of compiled) if (c.bad) problem('error', ErrorCodes.PLAN, `[plan] ${c.bad}`, { rule: c.index });
+  const skipNames = new Set<string>();
+  const skipRes: { src: string; re: RegExp }[] = [];
+  for (const s of plan.skip) {
+    if (s.startsWith('/') && /\/[a-z]*$/.test(s) && s.length > 1) skipRes.push({ src: s, re: parseRegex(s, 'skip') });
+    else skipNames.add(s);
+  }
+  const protect = new Set(plan.protect ?? DEFAULT_PROTECT);
+
+  const entries: PlannedTensor[] = tensors.map((t) => {
+    const shape = [...t.shape].map(Number);
+    const rowLength = shape.length ? shape[shape.length - 1] : 1;
+    const params = shape.reduce((a, b) => a * b, 1);
+    const rows = rowLength > 0 ? params / rowLength : 0;
+    return { name: t.name, shape, dtype: t.dtype, ...detectRole(t.name), rows, rowLength, params, scheme: 'keep', reason: '' };
+  });
+  const maxLayer = entries.reduce((m, e) => (e.layer !== undefined && e.layer > m ? e.layer : m), -1);
+  const nLayers = opts.nLayers ?? maxLayer + 1;
+  const nExperts = opts.nExperts ?? inferExperts(entries);
+  const gqa = opts.gqa ?? inferGqa(entries);
+  // llama.cpp: without an output tensor the token embedding doubles as the output head.
+  const hasOutput = entries.some((e) => e.role === 'output');
+  if (!hasOutput) for (const e of entries) if (e.role === 'embedding' && e.kind === 'token') e.tied = true;
+
+  // Validation is per (scheme, row length); big MoE checkpoints repeat both thousands of times.
+  const optCache = new Map<string, { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError }>();
+  const validate = (s: Scheme) => {
+    const key = JSON.stringify(s);
+    let v = optCache.get(key);
+    if (!v) {
+      try {
+        const spec = lookup(s.format);
+        v = { spec, o: resolveOptions(spec, s) };
+      } catch (e) {
+        if (!(e instanceof WebquantError)) throw e;
+        v = { err: e };
+      }
+      optCache.set(key, v);
+    }
+    return v;
+  };
+
+  for (const e of entries) {
+    // 1. skip list
+    if (skipNames.has(e.name)) { e.reason = `skip "${e.name}"`; continue; }
+    const sk = skipRes.find((s) => s.re.test(e.name));
+    if (sk) { e.reason = `skip ${sk.src}`; continue; }
+    if (e.role === 'other' && e.kind === 'quant_aux') { e.reason = 'quantization side tensor of a quantized checkpoint'; continue; }
+    // 2. protected classes
+    const pc = protectedClass(e, protect);
+    if (pc) { e.reason = `protected: ${pc}`; continue; }
+    // 3. rules, then the default
+    let chosen: SchemeOrKeep = plan.default;
+    e.rule = -1;
+    e.reason = 'default';
+    for (const c of compiled) {
+      if (c.bad) continue;
+      if (c.re && !(c.full ? fullMatches(c.full, e.name) : c.re.test(e.name))) continue;
+      if (c.roles && !c.roles.has(e.role) && !(e.tied && c.roles.has('output'))) continue;
+      if (c.kinds && !(e.kind !== undefined && c.kinds.has(e.kind))) continue;
+      if (c.layers && !layerSelected(c.layers, e.layer, nLayers)) continue;
+      if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
+      if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
+      c.hits++;
+      chosen = c.rule.scheme;
+      e.rule = c.index;
+      e.reason = (c.desc ??= describeRule(c));
+      break;
+    }
+    e.scheme = chosen;
+    if (chosen === 'keep') continue;
+    // 4. dtype
+    const dc = dtypeClass(e.dtype);
+    if (dc !== 'float') {
+      problem(dc === 'int' ? 'info' : 'warning', ErrorCodes.UNSUPPORTED_DTYPE,
+        `[plan] ${e.name}: dtype ${e.dtype} is ${dc === 'int' ? 'an integer type' : 'not a float type webquant reads'}; kept as stored instead of ${schemeLabel(chosen)}`, { tensor: e.name });
+      e.reason += `; kept: dtype ${e.dtype}`;
+      e.scheme = 'keep';
+      continue;
+    }
+    // 5. options and row length
+    resolveScheme(e, chosen, validate, !!opts.strict, problem);
+  }
+
+  for (const c of compiled) {
+    if (!c.bad && c.hits === 0 && !c.rule.optional) {
+      const roles = asList(c.rule.role) ?? [];
+      const shielded = roles.filter((r) => (r === 'norm' || r === 'router' || r === 'bias' || r === 'embedding') && protect.has(r as ProtectClass));
+      const hint = shielded.length ? ` (role ${shielded.join(', ')} is protected by the plan; remove it from "protect" to let rules decide)` : '';
+      problem('warning', ErrorCodes.PLAN, `[plan] ${describeRule(c)} matches no tensor${hint}`, { rule: c.index });
+    }
+  }
+  const ok = !problems.some((p) => p.severity === 'error');
+  return { plan, tensors: entries, problems, ok, nLayers, nExperts, gqa, fileType: plan.fileType };
+}
+
+type Validate = (s: Scheme) => { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError };
+type ProblemFn = (severity: Severity, code: ErrorCode, message: string, where?: { tensor?: string; rule?: number }) => void;
+
+function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, problem: ProblemFn): void {
+  const v = validate(chosen);
+  if ('err' in v) {
+    e.error = v.err.message;
+    problem('error', v.err.code, `[plan] ${e.name}: ${schemeLabel(chosen)} (${e.reason}): ${v.err.message}`, { tensor: e.name, rule: e.rule });
+    return;
+  }
+  const block = v.spec.blockSize(v.o);
+  if (e.rowLength > 0 && e.rowLength % block === 0) {
+    e.options = v.o;
+    return;
+  }
+  const why = `row length ${e.rowLength} is not a multiple of the ${v.spec.name} block size ${block}`;
+  if (strict) {
+    e.error = why;
+    problem('error', ErrorCodes.ROW_LENGTH, `[plan] ${e.name}: ${why} (strict: no fallback)`, { tensor: e.name, rule: e.rule });
+    return;
+  }
+  const chain: string[] = [];
+  const fits = (s: Scheme): { spec: FormatSpec; o: ResolvedOptions } | 'invalid' | 'nofit' => {
+    const w = validate(s);
+    if ('err' in w) return 'invalid';
+    return e.rowLength % w.spec.blockSize(w.o) === 0 ? w : 'nofit';
+  };
+  const settle = (s: SchemeOrKeep, w: { o: ResolvedOptions } | undefined, note: string, severity: Severity = 'warning') => {
+    e.fallback = { from: chosen, chain, why };
+    e.scheme = s;
+    if (w) e.options = w.o;
+    e.reason += `; fallback ${schemeLabel(s)}: ${why}`;
+    problem(severity, ErrorCodes.ROW_LENGTH, `[plan] ${e.name}: ${why}; using ${schemeLabel(s)}${note}`, { tensor: e.name, rule: e.rule });
+  };
+  // The F16 end of llama.cpp's chain; where the registry has no f16 the source values are kept.
+  const toF16 = (note: string) => {
+    const f16 = fits({ format: 'f16' });
+    chain.push('f16');
+    if (f16 !== 'invalid' && f16 !== 'nofit') settle({ format: 'f16' }, f16, note);
+    else settle('keep', undefined, `${note} (no f16 format in the registry: kept as stored)`);
+  };
+
+  if (v.spec.family === 'gguf' || v.spec.ggml) {
+    const next = GGUF_FALLBACK[v.spec.name];
+    if (next) {
+      chain.push(next);
+      const f = fits({ format: next });
+      if (f === 'invalid') {
+        e.error = `fallback format ${next} is not usable: ${(validate({ format: next }) as { err: WebquantError }).err.message}`;
+        problem('error', ErrorCodes.UNKNOWN_FORMAT, `[plan] ${e.name}: ${why}; llama.cpp's fallback ${next} is not available: ${e.error}`, { tensor: e.name, rule: e.rule });
+        return;
+      }
+      if (f !== 'nofit') { settle({ format: next }, f, ' (llama.cpp fallback)'); return; }
+      toF16(` (llama.cpp fallback ${v.spec.name} -> ${next} -> f16)`);
+      return;
+    }
+    toF16(` (llama-quantize has no fallback for ${v.spec.name} and refuses this tensor)`);
+    return;
+  }
+  // Other families: a smaller group size the row length allows, then per-channel scales, then keep.
+  const cands: Scheme[] = [];
+  const sizes = [...(v.spec.groupSizes ?? [])].filter((g) => g < (v.o.groupSize || Infinity)).sort((a, b) => b - a);
+  for (const g of sizes) cands.push({ ...chosen, groupSize: g });
+  if (v.spec.granularities?.includes('channel') && v.o.granularity !== 'channel') {
+    const { groupSize: _g, ...rest } = chosen;
+    cands.push({ ...rest, granularity: 'channel' });
+  }
+  for (const c of cands) {
+    chain.push(schemeLabel(c));
+    const f = fits(c);
+    if (f !== 'invalid' && f !== 'nofit') { settle(c, f, ''); return; }
+  }
+  chain.push('keep');
+  settle('keep', undefined, ' (kept as stored)');
+}
+
+/** Throws WebquantError(E_PLAN) listing every error of a resolved plan. */
+export function assertPlanOk(r: ResolvedPlan): void {
+  const errors = r.problems.filter((p) => p.severity === 'error');
+  if (errors.length === 0) return;
+  const first = errors[0];
+  fail(ErrorCodes.PLAN, `[plan] ${errors.length} error(s): ${errors.slice(0, 5).map((p) => p.message.replace(/^\[plan\] /, '')).join('; ')}${errors.length > 5 ? '; ...' : ''}`, {
+    tensor: first.tensor, value: errors.map((p) => p.tensor ?? `rule ${p.rule}`),
+  });
+}

@@ -1,0 +1,147 @@
+// Named plans. GGUF presets follow llama-quantize's per-ftype policy (shared/spec §17); the others
+// follow what bitsandbytes / MaxText / HQQ users run. Users add their own with registerPreset.
+import { ErrorCodes, fail } from '../errors.js';
+import { normalizePlan } from './json.js';
+import type { Plan, PlanRule, ProtectClass } from './types.js';
+
+export interface Preset {
+  name: string;
+  description: string;
+  plan: Plan;
+  /** Container the preset is meant for. */
+  container: 'gguf' | 'safetensors';
+  /** GGUF general.file_type (llama_ftype), GGUF presets only. */
+  fileType?: number;
+  /**
+   * Rough ranks used by recommend(): higher is better. quality ~ fidelity to the original weights;
+   * speed ~ how cheap the weights are to dequantize / multiply on the targets webquant serves.
+   */
+  quality: number;
+  speed: number;
+}
+
+/** llama_ftype ids (shared/spec §17). */
+export const LLAMA_FTYPE = Object.freeze({
+  ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q4_1: 3, MOSTLY_Q8_0: 7, MOSTLY_Q5_0: 8, MOSTLY_Q5_1: 9,
+  MOSTLY_Q2_K: 10, MOSTLY_Q3_K_S: 11, MOSTLY_Q3_K_M: 12, MOSTLY_Q3_K_L: 13, MOSTLY_Q4_K_S: 14, MOSTLY_Q4_K_M: 15,
+  MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ4_NL: 25, MOSTLY_IQ4_XS: 30, MOSTLY_BF16: 32,
+});
+
+// llama-quantize quantizes token_embd with the file's type, never position embeddings.
+const GGUF_PROTECT: ProtectClass[] = ['norm', 'router', 'bias', '1d', 'position'];
+
+/** output.weight (or the tied token_embd) -> Q6_K for every quantized ftype but Q8_0 (§17). */
+const OUTPUT_Q6K: PlanRule = { role: 'output', scheme: { format: 'q6_k' }, note: 'llama.cpp: output.weight / tied token_embd -> Q6_K' };
+
+/** For every quantized ftype llama.cpp puts attn_v and attn_k of 8-expert models (Mixtral) in Q8_0. */
+const MOE8_KV: PlanRule = { role: 'attention', kind: ['v', 'k'], nExperts: 8, scheme: { format: 'q8_0' }, optional: true, note: 'llama.cpp: 8-expert attn_v / attn_k -> Q8_0' };
+/** ...and, for Q4_K_M / IQ4_NL among the presets here, attn_output in Q5_K. */
+const MOE8_O: PlanRule = { role: 'attention', kind: 'o', nExperts: 8, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: 8-expert attn_output -> Q5_K' };
+/** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
+const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
+
+function gguf(name: string, fileType: number, format: string, description: string, quality: number, speed: number, extra: PlanRule[] = [], quantized = true): Preset {
+  return {
+    name,
+    description,
+    container: 'gguf',
+    fileType,
+    quality,
+    speed,
+    plan: {
+      name, description, default: { format }, skip: GGUF_SKIP, protect: GGUF_PROTECT, fileType,
+      // F16/BF16 files skip llama_tensor_get_type altogether; Q8_0 keeps output.weight in Q8_0.
+      rules: quantized ? [...(format === 'q8_0' ? [] : [OUTPUT_Q6K]), MOE8_KV, ...extra] : [],
+    },
+  };
+}
+
+function st(name: string, description: string, scheme: Plan['default'], quality: number, speed: number, rules: PlanRule[] = []): Preset {
+  return {
+    name,
+    description,
+    container: 'safetensors',
+    quality,
+    speed,
+    // The output head stays in the source precision, as bitsandbytes / GPTQ / AWQ exports do.
+    plan: { name, description, default: scheme, rules: [{ role: 'output', scheme: 'keep', optional: true, note: 'output head kept' }, ...rules], skip: [] },
+  };
+}
+
+const builtins: Preset[] = [
+  gguf('f16', LLAMA_FTYPE.MOSTLY_F16, 'f16', 'GGUF F16: every >=2-D weight in IEEE half; norms and other vectors stay F32', 10, 4, [], false),
+  gguf('bf16', LLAMA_FTYPE.MOSTLY_BF16, 'bf16', 'GGUF BF16: every >=2-D weight in bfloat16; norms and other vectors stay F32', 10, 4, [], false),
+  gguf('q8_0', LLAMA_FTYPE.MOSTLY_Q8_0, 'q8_0', 'GGUF Q8_0 (8.5 bpw), output included (llama.cpp keeps Q8_0 for output.weight in this ftype)', 9, 9),
+  gguf('q6_k', LLAMA_FTYPE.MOSTLY_Q6_K, 'q6_k', 'GGUF Q6_K (6.56 bpw) everywhere; rows not a multiple of 256 fall back to Q8_0', 8, 6),
+  gguf('q4_0', LLAMA_FTYPE.MOSTLY_Q4_0, 'q4_0', 'GGUF Q4_0 (4.5 bpw); output.weight / tied embedding Q6_K', 5, 8),
+  gguf('q4_k_m', LLAMA_FTYPE.MOSTLY_Q4_K_M, 'q4_k',
+    "llama.cpp's Q4_K_M mixture: Q4_K by default; Q6_K for attn_v and ffn_down (dense, expert and shared-expert) on " +
+    'the layers use_more_bits picks (first 1/8, last 1/8, every third in between); Q5_K for fused attn_qkv; ' +
+    'Q6_K for output.weight / tied token_embd. Rows not a multiple of 256 fall back Q4_K->Q5_0, Q6_K->Q8_0, Q5_K->Q5_1, then F16.',
+    7, 6,
+    [
+      MOE8_O,
+      { role: 'attention', kind: 'v', layers: 'use_more_bits', scheme: { format: 'q6_k' }, optional: true, note: 'llama.cpp Q4_K_M attn_v' },
+      { role: 'attention', kind: 'qkv', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp Q4_K_M attn_qkv' },
+      { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'use_more_bits', scheme: { format: 'q6_k' }, optional: true, note: 'llama.cpp Q4_K_M ffn_down' },
+    ]),
+  gguf('iq4_nl', LLAMA_FTYPE.MOSTLY_IQ4_NL, 'iq4_nl',
+    'GGUF IQ4_NL (4.5 bpw, non-linear grid); output Q6_K; attn_v Q5_K when n_gqa >= 4; ffn_down of the first 1/8 of layers Q5_K (llama.cpp without imatrix)',
+    6, 5,
+    [MOE8_O,
+     { role: 'attention', kind: 'v', minGqa: 4, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL attn_v, n_gqa >= 4' },
+     { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'first_eighth', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL ffn_down, no imatrix' }]),
+  st('int8', 'int8 symmetric, one absmax scale per output channel (MaxText int8w)', { format: 'int8', granularity: 'channel' }, 9, 9),
+  st('fp8', 'FP8 E4M3 with one scale per output channel', { format: 'fp8_e4m3', granularity: 'channel' }, 8, 9),
+  st('int4w', 'int4 weights, one scale per group of 128', { format: 'int4', groupSize: 128 }, 5, 8),
+  st('hqq4', 'affine 4-bit, group 64, scale and zero optimised by HQQ', { format: 'affine', bits: 4, groupSize: 64, calibration: 'hqq' }, 6, 7),
+  st('nf4', 'bitsandbytes NF4 (normal-float 4-bit, absmax per block of 64)', { format: 'nf4' }, 5, 6),
+  st('fp4', 'bitsandbytes FP4 (E2M1, absmax per block of 64)', { format: 'fp4' }, 4, 6),
+  st('mxfp4', 'OCP MXFP4: E2M1 values with a shared E8M0 scale per 32', { format: 'mxfp4' }, 4, 7),
+  st('adaptive', 'adaptive precision: attention (and everything else) int8 per channel, FFN / expert weights int4 group 128',
+    { format: 'int8', granularity: 'channel' }, 7, 8,
+    [{ role: ['ffn', 'expert', 'shared_expert'], scheme: { format: 'int4', groupSize: 128 }, note: 'FFN 4-bit' },
+     { role: 'attention', scheme: { format: 'int8', granularity: 'channel' }, optional: true, note: 'attention 8-bit' }]),
+];
+
+const presets = new Map<string, Preset>();
+for (const p of builtins) presets.set(p.name, freeze(p));
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+/** Registered presets are immutable: getPreset(...).plan can be shared and passed around freely. */
+function freeze(p: Preset): Preset {
+  return deepFreeze({ ...p, plan: normalizePlan(p.plan) });
+}
+
+/** Adds (or with replace, overrides) a preset. The plan is checked like any other plan. */
+export function registerPreset(p: Preset, opts: { replace?: boolean } = {}): void {
+  if (typeof p?.name !== 'string' || !/^[a-z0-9_.-]+$/i.test(p.name)) {
+    fail(ErrorCodes.PLAN, `[preset] a preset needs a name of letters, digits, "_", "." or "-"`, { option: 'name', value: p?.name });
+  }
+  const key = p.name.toLowerCase();
+  if (presets.has(key) && !opts.replace) {
+    fail(ErrorCodes.PLAN, `[preset] preset "${p.name}" exists; pass {replace: true} to override it`, { option: 'name', value: p.name });
+  }
+  presets.set(key, freeze({ ...p, name: key, plan: { ...p.plan, name: p.plan.name ?? key } }));
+}
+
+export function listPresets(): Preset[] {
+  return [...presets.values()];
+}
+
+export function getPreset(name: string): Preset {
+  const p = presets.get(typeof name === 'string' ? name.toLowerCase() : name);
+  if (!p) {
+    fail(ErrorCodes.UNKNOWN_PRESET, `[preset] unknown preset "${String(name)}"; valid presets: ${[...presets.keys()].join(', ')}`, {
+      option: 'preset', value: name, expected: [...presets.keys()],
+    });
+  }
+  return p;
+}

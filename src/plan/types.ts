@@ -1,0 +1,136 @@
+// Plan data types: what a plan says (rules over names and roles, a default, skip and protect
+// lists) and what resolving it against a tensor list returns.
+import type { ErrorCode } from '../errors.js';
+import type { FormatSpec, ResolvedOptions } from '../formats/types.js';
+import type { FormatOptions } from '../options.js';
+import type { Role, TensorRole } from './roles.js';
+
+/** How one tensor is stored: a registry format and its options (the same fields quantize() takes). */
+export type Scheme = FormatOptions;
+export type SchemeOrKeep = Scheme | 'keep';
+
+/**
+ * Tensor classes a plan never quantizes, whatever its rules say (llama-quantize and MaxText
+ * behave the same way). Remove a class from `protect` to let the rules decide.
+ * - 'norm': norm weights and biases; 'router': MoE routers and their correction biases;
+ *   'bias': biases of linear layers; '1d': every tensor with fewer than two dimensions;
+ *   'embedding': token embeddings (tied ones included); 'position': position and token-type embeddings.
+ */
+export type ProtectClass = 'norm' | 'router' | 'bias' | '1d' | 'embedding' | 'position';
+export const PROTECT_CLASSES: readonly ProtectClass[] = ['norm', 'router', 'bias', '1d', 'embedding', 'position'];
+export const DEFAULT_PROTECT: readonly ProtectClass[] = PROTECT_CLASSES;
+
+/**
+ * Which layers a rule applies to: explicit indices, llama.cpp's `use_more_bits` selection (first
+ * eighth, last eighth, every third in between) or `first_eighth` (layer < floor(n/8)), with n the
+ * number of layers (largest layer index + 1, or ResolveOptions.nLayers).
+ */
+export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth';
+
+export interface PlanRule {
+  /**
+   * Regular expression searched in the tensor name (unanchored, like String.search). A string of the
+   * form "/source/flags" carries flags. All given conditions must hold.
+   */
+  match?: string;
+  /**
+   * With `fullmatch`, `match` must match a whole name instead (MaxText semantics): the tensor name,
+   * or its module path (the name without a final ".weight"), with "/" accepted for "." as separator.
+   */
+  fullmatch?: boolean;
+  role?: Role | Role[];
+  /** Sub-kind(s) from detectRole: 'q', 'v', 'down', 'token', ... */
+  kind?: string | string[];
+  layers?: LayerSelector;
+  /** Only for models with exactly this many routed experts per layer (llama.cpp's n_expert == 8 tweaks). */
+  nExperts?: number;
+  /** Only for models whose query heads per KV head (n_gqa) is at least this. */
+  minGqa?: number;
+  scheme: SchemeOrKeep;
+  /** No "rule matches nothing" warning (architecture-specific rules of presets). */
+  optional?: boolean;
+  /** Shown in `reason`. */
+  note?: string;
+}
+
+export interface Plan {
+  name?: string;
+  description?: string;
+  /** Scheme for every tensor no rule claims. */
+  default: SchemeOrKeep;
+  /** First matching rule wins. */
+  rules: PlanRule[];
+  /** Never quantized: exact tensor names, or "/regex/flags". */
+  skip: string[];
+  /** Defaults to every class (DEFAULT_PROTECT). */
+  protect?: ProtectClass[];
+  /** GGUF `general.file_type` (llama_ftype) for plans that write GGUF. */
+  fileType?: number;
+}
+
+export interface TensorDesc {
+  name: string;
+  /** Row-major; the last dimension is the row length (GGUF ne[] reversed). */
+  shape: readonly number[];
+  /** safetensors ('F32', 'BF16', 'I64', ...), GGUF type names ('Q8_0') or 'f32' | 'f16' | 'bf16'. */
+  dtype: string;
+}
+
+export interface PlannedTensor extends TensorRole {
+  name: string;
+  shape: number[];
+  dtype: string;
+  /** Tied token embedding of a model without an output tensor: rules for role 'output' apply to it. */
+  tied?: boolean;
+  rows: number;
+  rowLength: number;
+  params: number;
+  /** Final decision (after any fallback). */
+  scheme: SchemeOrKeep;
+  /** Validated options of `scheme` (absent for 'keep' and for entries with an error). */
+  options?: ResolvedOptions;
+  /** Which part of the plan decided: 'skip ...', 'protected: norm', 'rule 2 (...)', 'default', ... */
+  reason: string;
+  /** Index of the deciding rule; -1 for the default; absent for skip/protect/dtype decisions. */
+  rule?: number;
+  fallback?: { from: Scheme; chain: string[]; why: string };
+  /** Set when this tensor has an error problem; `scheme` is then what the plan asked for. */
+  error?: string;
+}
+
+export type Severity = 'error' | 'warning' | 'info';
+
+export interface PlanProblem {
+  severity: Severity;
+  code: ErrorCode;
+  message: string;
+  tensor?: string;
+  rule?: number;
+}
+
+export interface ResolvedPlan {
+  plan: Plan;
+  tensors: PlannedTensor[];
+  problems: PlanProblem[];
+  /** No error problems. */
+  ok: boolean;
+  nLayers: number;
+  /** Routed experts per layer (0 for dense models). */
+  nExperts: number;
+  /** Query heads per KV head, from the q / k projection row counts (undefined when not found). */
+  gqa?: number;
+  fileType?: number;
+}
+
+export interface ResolveOptions {
+  /** Errors instead of fallbacks when a format's block does not divide a row. */
+  strict?: boolean;
+  /** Number of transformer blocks (default: largest layer index + 1). */
+  nLayers?: number;
+  /** Routed experts per layer (default: inferred from expert indices or fused 3-D expert tensors). */
+  nExperts?: number;
+  /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */
+  gqa?: number;
+  /** Format lookup (default: the registry's getFormat). */
+  getFormat?: (name: string) => FormatSpec;
+}

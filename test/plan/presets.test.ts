@@ -1,0 +1,290 @@
+// Presets: the registry of named plans, llama.cpp's mixtures on stories260K (rows of 64 and 172,
+// neither a multiple of 256, 172 not even of 32) and a DeepSeek-shaped MoE.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { estimatePlan, getPreset, listPresets, registerPreset, resolvePlan, LLAMA_FTYPE, type PlannedTensor, type ResolvedPlan, type TensorDesc } from '../../src/plan/index.js';
+import { ErrorCodes, WebquantError } from '../../src/errors.js';
+import { SHARED, hasShared } from '../helpers/shared.js';
+import { deepseekMoE, fixtureLookup, formats, stories260K } from './fixtures.js';
+
+const lookup = fixtureLookup();
+const fmtOf = (t: PlannedTensor) => (t.scheme === 'keep' ? 'keep' : t.scheme.format);
+const table = (r: ResolvedPlan) => Object.fromEntries(r.tensors.map((t) => [t.name, fmtOf(t)]));
+
+/** Every format a preset can end up using, fallbacks included. */
+function formatsOf(r: ResolvedPlan): Set<string> {
+  const s = new Set<string>();
+  for (const t of r.tensors) {
+    if (t.scheme !== 'keep') s.add(t.scheme.format);
+    if (t.fallback) { s.add(t.fallback.from.format); for (const c of t.fallback.chain) s.add(c.split(' ')[0]); }
+  }
+  return s;
+}
+
+describe('preset registry', () => {
+  it('has the built-in presets, with llama_ftype ids for GGUF ones', () => {
+    const names = listPresets().map((p) => p.name);
+    for (const n of ['q8_0', 'q4_0', 'q4_k_m', 'q6_k', 'iq4_nl', 'int8', 'int4w', 'nf4', 'fp4', 'fp8', 'mxfp4', 'hqq4', 'adaptive', 'f16', 'bf16']) {
+      expect(names).toContain(n);
+    }
+    expect(getPreset('q8_0').fileType).toBe(7);
+    expect(getPreset('q4_0').fileType).toBe(2);
+    expect(getPreset('Q4_K_M').fileType).toBe(15);
+    expect(getPreset('q6_k').fileType).toBe(18);
+    expect(getPreset('iq4_nl').fileType).toBe(25);
+    expect(getPreset('f16').fileType).toBe(LLAMA_FTYPE.MOSTLY_F16);
+    expect(getPreset('q4_k_m').plan.fileType).toBe(15);
+    expect(getPreset('int8').fileType).toBeUndefined();
+    expect(getPreset('q4_k_m').description).toMatch(/use_more_bits/);
+    // Shared and immutable.
+    expect(Object.isFrozen(getPreset('q4_k_m').plan.rules[0])).toBe(true);
+    expect(() => { (getPreset('q4_k_m').plan.rules as unknown[]).push({}); }).toThrow(TypeError);
+  });
+
+  it('getPreset refuses unknown names with the list of valid ones', () => {
+    let err: unknown;
+    try { getPreset('q3_k_xl'); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(WebquantError);
+    expect((err as WebquantError).code).toBe(ErrorCodes.UNKNOWN_PRESET);
+    expect((err as WebquantError).details.expected).toEqual(listPresets().map((p) => p.name));
+    expect((err as WebquantError).message).toMatch(/valid presets: .*q4_k_m/);
+  });
+
+  it('registerPreset adds presets, refuses duplicates unless replace, checks the plan', () => {
+    registerPreset({ name: 'test_only_q8', description: 'all q8_0', container: 'gguf', quality: 1, speed: 1, plan: { default: { format: 'q8_0' }, rules: [], skip: [] } });
+    expect(getPreset('test_only_q8').plan).toMatchObject({ name: 'test_only_q8', default: { format: 'q8_0' } });
+    expect(() => registerPreset({ ...getPreset('test_only_q8') })).toThrow(/exists/);
+    registerPreset({ ...getPreset('test_only_q8'), description: 'replaced' }, { replace: true });
+    expect(getPreset('test_only_q8').description).toBe('replaced');
+    expect(() => registerPreset({ name: 'bad', description: '', container: 'gguf', quality: 1, speed: 1, plan: { default: 'q8_0', rules: [{ scheme: 'q8_0' }], skip: [] } as never })).toThrow(WebquantError);
+  });
+});
+
+describe('presets on stories260K', () => {
+  const tensors = stories260K();
+
+  it('the tensor list matches the real safetensors header', () => {
+    const file = join(SHARED, 'models/stories260K/model.safetensors');
+    expect(hasShared && existsSync(file)).toBe(true);
+    const b = readFileSync(file);
+    const n = Number(b.readBigUInt64LE(0));
+    const header = JSON.parse(b.subarray(8, 8 + n).toString('utf8'));
+    const real = Object.entries(header).filter(([k]) => k !== '__metadata__').map(([name, v]) => ({ name, shape: (v as { shape: number[] }).shape, dtype: (v as { dtype: string }).dtype }));
+    expect(real).toEqual(tensors);
+  });
+
+  it("q4_k_m = llama.cpp's decisions: Q4_K->Q5_0 on 64-wide rows, F16 on 172-wide rows, Q6_K->Q8_0 on layers 2 and 4", () => {
+    const r = resolvePlan(getPreset('q4_k_m').plan, tensors, { getFormat: lookup });
+    expect(r.ok).toBe(true);
+    expect(r.nLayers).toBe(5);
+    const t = table(r);
+    // Tied embeddings: token_embd is the output tensor -> Q6_K -> (64 % 256) Q8_0.
+    expect(t['model.embed_tokens.weight']).toBe('q8_0');
+    for (let i = 0; i < 5; i++) {
+      const p = `model.layers.${i}`;
+      const more = i === 2 || i === 4;
+      expect(t[`${p}.self_attn.q_proj.weight`]).toBe('q5_0');
+      expect(t[`${p}.self_attn.k_proj.weight`]).toBe('q5_0');
+      expect(t[`${p}.self_attn.o_proj.weight`]).toBe('q5_0');
+      expect(t[`${p}.self_attn.v_proj.weight`], p).toBe(more ? 'q8_0' : 'q5_0');
+      expect(t[`${p}.mlp.gate_proj.weight`]).toBe('q5_0');
+      expect(t[`${p}.mlp.up_proj.weight`]).toBe('q5_0');
+      // 172 columns: Q6_K->Q8_0 or Q4_K->Q5_0 do not divide either: F16.
+      expect(t[`${p}.mlp.down_proj.weight`]).toBe('f16');
+      expect(r.tensors.find((x) => x.name === `${p}.mlp.down_proj.weight`)!.fallback!.from.format).toBe(more ? 'q6_k' : 'q4_k');
+      expect(t[`${p}.input_layernorm.weight`]).toBe('keep');
+    }
+    expect(t['model.norm.weight']).toBe('keep');
+    expect(r.problems.every((p) => p.severity === 'warning' && p.code === ErrorCodes.ROW_LENGTH)).toBe(true);
+    expect(r.fileType).toBe(15);
+  });
+
+  it('q8_0 / q4_0 / q6_k / iq4_nl', () => {
+    const q8 = table(resolvePlan(getPreset('q8_0').plan, tensors, { getFormat: lookup }));
+    expect(q8['model.embed_tokens.weight']).toBe('q8_0');
+    expect(q8['model.layers.0.mlp.gate_proj.weight']).toBe('q8_0');
+    expect(q8['model.layers.0.mlp.down_proj.weight']).toBe('f16');
+    const q4 = table(resolvePlan(getPreset('q4_0').plan, tensors, { getFormat: lookup }));
+    expect(q4['model.embed_tokens.weight']).toBe('q8_0');
+    expect(q4['model.layers.3.self_attn.v_proj.weight']).toBe('q4_0');
+    expect(q4['model.layers.3.mlp.down_proj.weight']).toBe('f16');
+    const q6 = table(resolvePlan(getPreset('q6_k').plan, tensors, { getFormat: lookup }));
+    expect(q6['model.layers.1.self_attn.q_proj.weight']).toBe('q8_0');
+    expect(q6['model.layers.1.mlp.down_proj.weight']).toBe('f16');
+    const iq = resolvePlan(getPreset('iq4_nl').plan, tensors, { getFormat: lookup });
+    // 5 layers: first eighth is empty, so no Q5_K ffn_down.
+    expect(table(iq)['model.layers.0.mlp.down_proj.weight']).toBe('f16');
+    expect(table(iq)['model.layers.0.mlp.up_proj.weight']).toBe('iq4_nl');
+  });
+
+  it('int4w / hqq4 / int8 / adaptive (non-GGUF fallbacks: smaller groups, then channel, then keep)', () => {
+    const i4 = resolvePlan(getPreset('int4w').plan, tensors, { getFormat: lookup });
+    const byName = (r: ResolvedPlan, n: string) => r.tensors.find((x) => x.name === n)!;
+    expect(byName(i4, 'model.layers.0.mlp.gate_proj.weight').scheme).toEqual({ format: 'int4', groupSize: 64 });
+    expect(byName(i4, 'model.layers.0.mlp.down_proj.weight').scheme).toEqual({ format: 'int4', granularity: 'channel' });
+    expect(byName(i4, 'model.embed_tokens.weight').scheme).toBe('keep');
+    const hqq = resolvePlan(getPreset('hqq4').plan, tensors, { getFormat: lookup });
+    expect(byName(hqq, 'model.layers.0.mlp.gate_proj.weight').scheme).toEqual({ format: 'affine', bits: 4, groupSize: 64, calibration: 'hqq' });
+    expect(byName(hqq, 'model.layers.0.mlp.down_proj.weight').scheme).toBe('keep');
+    const i8 = resolvePlan(getPreset('int8').plan, tensors, { getFormat: lookup });
+    expect(i8.ok).toBe(true);
+    expect(i8.problems).toEqual([]);
+    expect(i8.tensors.filter((t) => t.scheme !== 'keep').length).toBe(35);
+    const ad = resolvePlan(getPreset('adaptive').plan, tensors, { getFormat: lookup });
+    expect(byName(ad, 'model.layers.0.self_attn.q_proj.weight').scheme).toEqual({ format: 'int8', granularity: 'channel' });
+    expect(byName(ad, 'model.layers.0.mlp.up_proj.weight').scheme).toEqual({ format: 'int4', groupSize: 64 });
+  });
+
+  it('every preset resolves against the real registry, or fails only on formats it does not have yet', () => {
+    for (const p of listPresets()) {
+      const r = resolvePlan(p.plan, tensors);
+      const errors = r.problems.filter((x) => x.severity === 'error');
+      for (const e of errors) {
+        expect(e.code, `${p.name}: ${e.message}`).toBe(ErrorCodes.UNKNOWN_FORMAT);
+        expect(e.tensor).toBeDefined();
+      }
+      const missing = [...formatsOf(r)].filter((f) => f !== 'keep' && !formats.has(f));
+      expect(errors.length === 0, `${p.name}: missing ${missing.join(',')}`).toBe(missing.length === 0 || missing.every((f) => f === 'f16'));
+    }
+  });
+});
+
+describe('presets on a DeepSeek-style MoE', () => {
+  const tensors = deepseekMoE();
+
+  it('q4_k_m: experts quantized, ffn_down of use_more_bits layers Q6_K, router / norms kept, lm_head Q6_K', () => {
+    const r = resolvePlan(getPreset('q4_k_m').plan, tensors, { getFormat: lookup });
+    expect(r.ok).toBe(true);
+    expect(r.problems).toEqual([]);
+    const t = table(r);
+    // 4 layers: n/8 = 0, 7n/8 = 3 -> layers 2 and 3 get more bits.
+    for (const i of [1, 2, 3]) {
+      const p = `model.layers.${i}.mlp`;
+      const more = i >= 2;
+      for (let e = 0; e < 4; e++) {
+        expect(t[`${p}.experts.${e}.gate_proj.weight`]).toBe('q4_k');
+        expect(t[`${p}.experts.${e}.up_proj.weight`]).toBe('q4_k');
+        expect(t[`${p}.experts.${e}.down_proj.weight`]).toBe(more ? 'q6_k' : 'q4_k');
+      }
+      expect(t[`${p}.shared_experts.down_proj.weight`]).toBe(more ? 'q6_k' : 'q4_k');
+      expect(t[`${p}.gate.weight`]).toBe('keep');
+      expect(t[`${p}.gate.e_score_correction_bias`]).toBe('keep');
+    }
+    expect(t['model.layers.0.mlp.down_proj.weight']).toBe('q4_k');
+    expect(t['model.layers.2.self_attn.q_a_layernorm.weight']).toBe('keep');
+    expect(t['model.layers.2.self_attn.kv_b_proj.weight']).toBe('q4_k');
+    expect(t['model.embed_tokens.weight']).toBe('q4_k');
+    expect(t['lm_head.weight']).toBe('q6_k');
+    const routers = r.tensors.filter((x) => x.role === 'router');
+    expect(routers.length).toBe(6);
+    expect(routers.every((x) => x.reason === 'protected: router')).toBe(true);
+  });
+
+  it('int4w / adaptive / nf4: experts quantized, router, norms, embeddings and lm_head kept', () => {
+    for (const name of ['int4w', 'adaptive', 'nf4', 'mxfp4']) {
+      const r = resolvePlan(getPreset(name).plan, tensors, { getFormat: lookup });
+      for (const x of r.tensors) {
+        const keep = ['router', 'norm', 'embedding', 'output'].includes(x.role) || x.shape.length < 2;
+        expect(x.scheme === 'keep', `${name} ${x.name}`).toBe(keep);
+      }
+      if (name === 'adaptive') {
+        expect(r.ok).toBe(true);
+        const byName = (n: string) => r.tensors.find((x) => x.name === n)!.scheme;
+        expect(byName('model.layers.1.mlp.experts.2.down_proj.weight')).toEqual({ format: 'int4', groupSize: 128 });
+        expect(byName('model.layers.1.mlp.shared_experts.up_proj.weight')).toEqual({ format: 'int4', groupSize: 128 });
+        expect(byName('model.layers.1.self_attn.kv_b_proj.weight')).toEqual({ format: 'int8', granularity: 'channel' });
+      }
+    }
+  });
+});
+
+describe("llama.cpp's shape-dependent tweaks", () => {
+  /** GGUF-named model: 8 layers, d = 512, 8 query heads per 2 KV heads (gqa 4), optional fused experts. */
+  const ggufModel = (experts: number): TensorDesc[] => {
+    const t: TensorDesc[] = [{ name: 'token_embd.weight', shape: [1000, 512], dtype: 'F16' }];
+    for (let i = 0; i < 8; i++) {
+      t.push(
+        { name: `blk.${i}.attn_norm.weight`, shape: [512], dtype: 'F32' },
+        { name: `blk.${i}.attn_q.weight`, shape: [512, 512], dtype: 'F16' },
+        { name: `blk.${i}.attn_k.weight`, shape: [128, 512], dtype: 'F16' },
+        { name: `blk.${i}.attn_v.weight`, shape: [128, 512], dtype: 'F16' },
+        { name: `blk.${i}.attn_output.weight`, shape: [512, 512], dtype: 'F16' },
+      );
+      if (experts) {
+        t.push(
+          { name: `blk.${i}.ffn_gate_inp.weight`, shape: [experts, 512], dtype: 'F32' },
+          { name: `blk.${i}.ffn_gate_exps.weight`, shape: [experts, 1024, 512], dtype: 'F16' },
+          { name: `blk.${i}.ffn_down_exps.weight`, shape: [experts, 512, 1024], dtype: 'F16' },
+        );
+      } else {
+        t.push({ name: `blk.${i}.ffn_down.weight`, shape: [512, 1024], dtype: 'F16' });
+      }
+    }
+    t.push({ name: 'output_norm.weight', shape: [512], dtype: 'F32' }, { name: 'output.weight', shape: [1000, 512], dtype: 'F16' });
+    return t;
+  };
+
+  it('8-expert models: attn_v / attn_k Q8_0, attn_output Q5_K (Q4_K_M); fused experts counted from their shape', () => {
+    const r = resolvePlan(getPreset('q4_k_m').plan, ggufModel(8), { getFormat: lookup });
+    expect(r.nExperts).toBe(8);
+    expect(r.gqa).toBe(4);
+    const t = table(r);
+    for (let i = 0; i < 8; i++) {
+      expect(t[`blk.${i}.attn_v.weight`]).toBe('q8_0');
+      expect(t[`blk.${i}.attn_k.weight`]).toBe('q8_0');
+      expect(t[`blk.${i}.attn_output.weight`]).toBe('q5_k');
+      expect(t[`blk.${i}.attn_q.weight`]).toBe('q4_k');
+      expect(t[`blk.${i}.ffn_gate_inp.weight`]).toBe('keep');
+      // 8 layers: use_more_bits = 0, 7 and (i - 1) % 3 == 2 -> 3, 6
+      expect(t[`blk.${i}.ffn_down_exps.weight`], `layer ${i}`).toBe([0, 3, 6, 7].includes(i) ? 'q6_k' : 'q4_k');
+    }
+    expect(t['output.weight']).toBe('q6_k');
+    expect(t['token_embd.weight']).toBe('q4_k');
+    // Q4_0 keeps attn_output but still bumps attn_v / attn_k.
+    const q4 = table(resolvePlan(getPreset('q4_0').plan, ggufModel(8), { getFormat: lookup }));
+    expect([q4['blk.0.attn_v.weight'], q4['blk.0.attn_k.weight'], q4['blk.0.attn_output.weight']]).toEqual(['q8_0', 'q8_0', 'q4_0']);
+    // A 4-expert model gets none of this.
+    const r4 = table(resolvePlan(getPreset('q4_k_m').plan, ggufModel(4), { getFormat: lookup }));
+    expect([r4['blk.1.attn_v.weight'], r4['blk.1.attn_k.weight'], r4['blk.1.attn_output.weight']]).toEqual(['q4_k', 'q4_k', 'q4_k']);
+  });
+
+  it('IQ4_NL: attn_v Q5_K when n_gqa >= 4; ffn_down Q5_K on the first eighth of layers', () => {
+    const t = table(resolvePlan(getPreset('iq4_nl').plan, ggufModel(0), { getFormat: lookup }));
+    expect(t['blk.3.attn_v.weight']).toBe('q5_k');
+    expect(t['blk.3.attn_k.weight']).toBe('iq4_nl');
+    expect(t['blk.0.ffn_down.weight']).toBe('q5_k');
+    expect(t['blk.1.ffn_down.weight']).toBe('iq4_nl');
+    const noGqa = table(resolvePlan(getPreset('iq4_nl').plan, ggufModel(0), { getFormat: lookup, gqa: 1 }));
+    expect(noGqa['blk.3.attn_v.weight']).toBe('iq4_nl');
+  });
+
+  it('GGUF presets skip the 2-D tensors llama-quantize never touches', () => {
+    const r = resolvePlan(getPreset('q4_k_m').plan, [{ name: 'blk.0.ssm_conv1d.weight', shape: [4, 1024], dtype: 'F32' }], { getFormat: lookup });
+    expect(r.tensors[0].scheme).toBe('keep');
+    expect(r.tensors[0].reason).toMatch(/^skip /);
+  });
+});
+
+describe('scale', () => {
+  it('resolves and estimates a DeepSeek-V3-sized list (61 layers x 256 experts)', () => {
+    const t: TensorDesc[] = [];
+    for (let i = 0; i < 61; i++) {
+      t.push({ name: `model.layers.${i}.mlp.gate.weight`, shape: [256, 7168], dtype: 'BF16' });
+      for (let e = 0; e < 256; e++) {
+        t.push(
+          { name: `model.layers.${i}.mlp.experts.${e}.gate_proj.weight`, shape: [2048, 7168], dtype: 'F8_E4M3' },
+          { name: `model.layers.${i}.mlp.experts.${e}.up_proj.weight`, shape: [2048, 7168], dtype: 'F8_E4M3' },
+          { name: `model.layers.${i}.mlp.experts.${e}.down_proj.weight`, shape: [7168, 2048], dtype: 'F8_E4M3' },
+          { name: `model.layers.${i}.mlp.experts.${e}.down_proj.weight_scale_inv`, shape: [56, 16], dtype: 'F32' },
+        );
+      }
+    }
+    const r = resolvePlan(getPreset('q4_k_m').plan, t, { getFormat: lookup });
+    const est = estimatePlan(r, { getFormat: lookup });
+    expect(r.ok).toBe(true);
+    expect(r.nExperts).toBe(256);
+    expect(r.tensors.filter((x) => x.kind === 'quant_aux').every((x) => x.scheme === 'keep')).toBe(true);
+    expect(est.byRole.expert!.tensors).toBe(61 * 256 * 3);
+  });
+});

@@ -1,0 +1,73 @@
+// recommend(): the preset that fits a memory budget.
+import { describe, expect, it } from 'vitest';
+import { estimatePlan, getPreset, recommend, resolvePlan, syntheticModel } from '../../src/plan/index.js';
+import { ErrorCodes, WebquantError } from '../../src/errors.js';
+import { fixtureLookup, stories260K } from './fixtures.js';
+
+const getFormat = fixtureLookup();
+const tensors = stories260K();
+const size = (preset: string) => estimatePlan(resolvePlan(getPreset(preset).plan, tensors, { getFormat }), { getFormat }).bytes;
+
+describe('recommend', () => {
+  it('quality: the best preset that fits; the budget decides between Q8_0, Q6_K and Q4_K_M', () => {
+    const gguf = { tensors, getFormat, container: 'gguf' as const };
+    // Everything fits: F16 (or BF16) is the best quality there is.
+    expect(['f16', 'bf16']).toContain(recommend({ ...gguf, memoryBudget: 10e6 }).preset.name);
+    const q8 = size('q8_0');
+    const q4km = size('q4_k_m');
+    expect(recommend({ ...gguf, memoryBudget: q8 }).preset.name).toBe('q8_0');
+    const mid = recommend({ ...gguf, memoryBudget: q8 - 1 });
+    // Q6_K falls back to Q8_0 on every 64-wide row of this model, so it is the same size: nothing between.
+    expect(mid.preset.name).toBe('q4_k_m');
+    expect(mid.bytes).toBe(q4km);
+    expect(mid.exact).toBe(true);
+    expect(mid.reason).toMatch(/^q4_k_m: the highest-quality preset that fits \(267168 bytes/);
+    expect(mid.candidates.find((c) => c.preset === 'q8_0')).toMatchObject({ fits: false, bytes: q8 });
+    expect(recommend({ ...gguf, memoryBudget: q4km - 1 }).preset.name).toBe('iq4_nl');
+  });
+
+  it('size and speed targets', () => {
+    const gguf = { tensors, getFormat, container: 'gguf' as const, memoryBudget: 10e6 };
+    const small = recommend({ ...gguf, target: 'size' });
+    expect(small.bytes).toBe(Math.min(...small.candidates.filter((c) => c.bytes !== undefined).map((c) => c.bytes!)));
+    // Q4_0 and IQ4_NL tie on size here; quality breaks the tie.
+    expect(small.preset.name).toBe('iq4_nl');
+    expect(recommend({ ...gguf, target: 'speed' }).preset.name).toBe('q8_0');
+  });
+
+  it('throws E_BUDGET when nothing fits, naming the smallest option', () => {
+    let err: unknown;
+    try { recommend({ tensors, getFormat, memoryBudget: 1000 }); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(WebquantError);
+    expect((err as WebquantError).code).toBe(ErrorCodes.BUDGET);
+    expect((err as WebquantError).message).toMatch(/no preset fits 1000 bytes; the smallest, \w+, needs \d+ bytes/);
+    expect(() => recommend({ tensors, memoryBudget: -1 })).toThrow(/memoryBudget/);
+    expect(() => recommend({ memoryBudget: 1e9 })).toThrow(/modelBytes and paramCount/);
+    expect(() => recommend({ tensors, memoryBudget: 1e9, target: 'fast' as never })).toThrow(/target/);
+  });
+
+  it('from modelBytes + paramCount: a 7B BF16 model in 5 GB gets a 4-bit mixture', () => {
+    const r = recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 5e9, getFormat, container: 'gguf' });
+    expect(r.preset.name).toBe('q4_k_m');
+    expect(r.exact).toBe(false);
+    expect(r.bpw).toBeGreaterThan(4.5);
+    expect(r.bpw).toBeLessThan(5.2);
+    expect(r.bytes).toBeLessThanOrEqual(5e9);
+    expect(r.reason).toMatch(/synthetic model/);
+    // 8 GB: Q8_0 (7.4 GB) fits.
+    expect(recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 8e9, getFormat, container: 'gguf' }).preset.name).toBe('q8_0');
+  });
+
+  it('the synthetic model has about the requested parameter count', () => {
+    for (const p of [1e8, 1.1e9, 7e9, 70e9]) {
+      const n = syntheticModel(p).reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0);
+      expect(Math.abs(n - p) / p).toBeLessThan(0.1);
+    }
+  });
+
+  it('presets whose formats are missing are listed as unavailable, not recommended', () => {
+    const r = recommend({ tensors, memoryBudget: 10e6, getFormat: fixtureLookup({ without: ['f16', 'bf16'] }), presets: ['f16', 'bf16', 'q8_0'] });
+    expect(r.preset.name).toBe('q8_0');
+    expect(r.candidates.find((c) => c.preset === 'f16')!.unavailable).toMatch(/unknown format "f16"/);
+  });
+});
