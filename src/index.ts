@@ -8,3 +8,4 @@ export { loadKernels, configureWasm, hasSimd, type WasmBuild } from './kernels/l
 export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './util/half.js';
 export * from './io/index.js';
 export * from './plan/index.js';
+export * from './pipeline/index.js';

@@ -87,7 +87,9 @@ async function compile(src: WasmSource): Promise<WebAssembly.Module> {
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src as BufferSource);
   const url = typeof src === 'string' ? new URL(src, import.meta.url) : src;
   if (url.protocol === 'file:') {
-    const { readFile } = await import(/* @vite-ignore */ 'node:fs/promises');
+    // A computed specifier keeps bundlers from pulling a Node module into browser builds.
+    const fsModule = 'node:fs/promises';
+    const { readFile } = (await import(/* @vite-ignore */ fsModule)) as typeof import('node:fs/promises');
     return WebAssembly.compile(await readFile(url));
   }
   const res = await fetch(url);

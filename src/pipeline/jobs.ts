@@ -1,0 +1,185 @@
+// From a plan to units of work: processing order (embeddings, blocks by index, the rest), output
+// sizes from the registry layout, and the cut of tensors larger than the memory budget into row
+// chunks (see pipeline.ts for why only some formats may be cut).
+import { ErrorCodes, WebquantError } from '../errors.js';
+import { getFormat } from '../formats/registry.js';
+import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
+import { resolveOptions, type FormatOptions } from '../options.js';
+import type { ErrorMetrics } from '../metrics.js';
+import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
+import { detectRole } from '../plan/roles.js';
+import type { OutputTensor } from './container.js';
+
+/** One tensor of a resolved plan (what src/plan's resolvePlan gives per tensor). */
+export interface PlannedTensor {
+  name: string;
+  role?: string;
+  scheme: FormatOptions | 'keep';
+}
+
+/** resolvePlan()'s result (src/plan) or just its tensors. */
+export type PlanInput = Iterable<PlannedTensor> | { tensors: readonly (PlannedTensor & { error?: string })[]; ok?: boolean; problems?: readonly { severity: string; message: string; tensor?: string }[] };
+
+/** Reads `rows` rows from `firstRow` of a float tensor, as readValues would (F32/F16/BF16). */
+export type RowReader = (info: TensorInfo, firstRow: number, rows: number) => Promise<TensorValues>;
+
+export interface Job {
+  index: number;
+  info: TensorInfo;
+  role?: string;
+  layer?: number;
+  group: string;
+  out: OutputTensor;
+  /** Quantized only. */
+  spec?: FormatSpec;
+  scheme?: FormatOptions;
+  rowLen: number;
+  nrows: number;
+  /** Bytes per element of the values sent to the workers. */
+  elemBytes: number;
+  /** readValues (F32/F16/BF16) or readF32 (everything else). */
+  readAs: 'values' | 'f32';
+  units: Unit[];
+  /** Without ranged reads: the whole tensor, read once for all its chunks. */
+  whole?: Promise<TensorValues>;
+  chunksRead?: number;
+}
+
+export interface Unit {
+  job: Job;
+  chunk: number;
+  r0: number;
+  rows: number;
+  cost: number;
+  id: string;
+}
+
+export interface UnitResult {
+  data: Uint8Array;
+  metrics?: ErrorMetrics;
+  cached: boolean;
+}
+
+const GROUP_FIRST = -1;
+const GROUP_LAST = Number.MAX_SAFE_INTEGER;
+
+function planError(name: string, e: unknown): never {
+  if (e instanceof WebquantError) {
+    throw new WebquantError(e.code, `[pipeline] tensor "${name}": ${e.message}`, { ...e.details, tensor: name });
+  }
+  throw e;
+}
+
+function groupOf(name: string, role: string | undefined): { layer?: number; order: number; group: string } {
+  const r = detectRole(name);
+  if (r.layer !== undefined) return { layer: r.layer, order: r.layer, group: `layer ${r.layer}` };
+  if ((role ?? r.role) === 'embedding') return { order: GROUP_FIRST, group: 'embeddings' };
+  return { order: GROUP_LAST, group: 'other' };
+}
+
+/** Jobs in processing order (embeddings, blocks by index, the rest; file order within each). */
+function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
+  if (!('tensors' in plan)) return plan;
+  const errors = (plan.problems ?? []).filter((p) => p.severity === 'error');
+  const bad = plan.tensors.find((t) => t.error);
+  if (plan.ok === false || errors.length || bad) {
+    const first = errors[0] ?? { message: bad!.error!, tensor: bad!.name };
+    throw new WebquantError(ErrorCodes.PLAN, `[pipeline] the plan has errors; first: ${first.message}`, { tensor: first.tensor, value: errors.map((e) => e.message) });
+  }
+  return plan.tensors;
+}
+
+export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number): Job[] {
+  const byName = new Map<string, PlannedTensor>();
+  for (const p of planEntries(plan)) {
+    input.tensor(p.name); // unknown names fail here, naming the tensor
+    byName.set(p.name, p);
+  }
+  const order = input.tensors.map((info, i) => {
+    const p = byName.get(info.name);
+    return { info, p, i, g: groupOf(info.name, p?.role) };
+  });
+  order.sort((a, b) => a.g.order - b.g.order || a.i - b.i);
+  return order.map(({ info, p, g }, index) => {
+    const scheme = p && p.scheme !== 'keep' ? p.scheme : undefined;
+    const base = { index, info, role: p?.role, layer: g.layer, group: g.group, units: [] as Unit[] };
+    if (!scheme) {
+      const job: Job = { ...base, rowLen: 0, nrows: 0, elemBytes: 0, readAs: 'values', out: { name: info.name, kind: 'keep', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: info.byteLength } };
+      job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: info.byteLength, id: `${index}` });
+      return job;
+    }
+    const stored = { F32: 4, F16: 2, BF16: 2 }[info.dtype];
+    if (stored === undefined && !['F64', 'F8_E4M3', 'F8_E5M2'].includes(info.dtype) && !/^(Q|IQ|TQ)\d/.test(info.dtype)) {
+      throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" is ${info.dtype}, which cannot be quantized (plan it as 'keep')`, { tensor: info.name, value: info.dtype, expected: 'a float tensor' });
+    }
+    let spec: FormatSpec, o: ResolvedOptions, layout: Layout;
+    const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
+    const numel = info.shape.reduce((a, b) => a * b, 1);
+    const nrows = rowLen > 0 ? numel / rowLen : 0;
+    try {
+      spec = getFormat(scheme.format);
+      o = resolveOptions(spec, scheme);
+      const block = spec.blockSize(o);
+      if (rowLen <= 0 || rowLen % block !== 0) {
+        throw new WebquantError(ErrorCodes.ROW_LENGTH, `[quantize] row length ${rowLen} is not a multiple of the ${spec.name} block size ${block}`, { option: 'rowLength', value: rowLen, expected: `a multiple of ${block}` });
+      }
+      layout = layoutOf(spec, nrows, rowLen, o);
+    } catch (e) {
+      planError(info.name, e);
+    }
+    const elemBytes = stored ?? 4;
+    const job: Job = {
+      ...base, spec, scheme, rowLen, nrows, elemBytes, readAs: stored ? 'values' : 'f32',
+      out: { name: info.name, kind: 'quantized', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: layout.bytes, format: spec.name, options: o, layout },
+    };
+    const perRow = rowLen * elemBytes + layout.sections.reduce((a, s) => a + s.perRow, 0);
+    const whole = nrows * perRow + layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
+    // readF32 (FP8, F64, GGUF quantized input) has no ranged form: such tensors are not cut.
+    const chunkable = !spec.tensorSections && !spec.prepare && !spec.finish && stored !== undefined;
+    if (whole <= budget || !chunkable || nrows <= 1) {
+      job.units.push({ job, chunk: 0, r0: 0, rows: nrows, cost: whole, id: `${index}` });
+    } else {
+      // Small enough that every worker can hold a chunk within the budget.
+      const rows = Math.max(1, Math.floor(budget / poolSize / perRow));
+      for (let r0 = 0, c = 0; r0 < nrows; r0 += rows, c++) {
+        const n = Math.min(rows, nrows - r0);
+        // The id names the rows, so a resumed run that cuts differently never mixes chunks up.
+        job.units.push({ job, chunk: c, r0, rows: n, cost: n * perRow, id: `${index}.${r0}+${n}` });
+      }
+    }
+    return job;
+  });
+}
+
+export function combineMetrics(parts: (ErrorMetrics | undefined)[]): ErrorMetrics | undefined {
+  if (parts.some((m) => !m)) return undefined;
+  const ms = parts as ErrorMetrics[];
+  if (ms.length === 1) return ms[0];
+  let se = 0, sx = 0, n = 0, mx = 0, cos = 0, sxKnown = true;
+  for (const m of ms) {
+    const e = m.rmse * m.rmse * m.count;
+    se += e;
+    n += m.count;
+    mx = Math.max(mx, m.maxAbsError);
+    cos += m.cosine * m.count;
+    if (Number.isFinite(m.sqnrDb)) sx += e * 10 ** (m.sqnrDb / 10);
+    else if (e !== 0) sxKnown = false;
+    else sxKnown = false;
+  }
+  return {
+    rmse: n > 0 ? Math.sqrt(se / n) : 0,
+    maxAbsError: mx,
+    sqnrDb: se === 0 ? Infinity : sxKnown ? 10 * Math.log10(sx / se) : NaN,
+    cosine: n > 0 ? cos / n : 1,
+    count: n,
+  };
+}
+
+// JSON has no Infinity (sqnrDb of an exact tensor): metrics are cached with numbers as strings.
+export function encodeMetrics(m: ErrorMetrics | undefined): Record<string, string> | null {
+  return m ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) : null;
+}
+
+export function decodeMetrics(m: unknown): ErrorMetrics | undefined {
+  return m && typeof m === 'object' ? (Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Number(v)])) as unknown as ErrorMetrics) : undefined;
+}

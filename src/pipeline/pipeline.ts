@@ -1,0 +1,338 @@
+// The streaming pipeline: reads a checkpoint tensor by tensor in layer order, quantizes on a pool
+// of workers and writes the output container in order as results arrive.
+//
+// Memory: every unit of work reserves its input plus output bytes before it is read and releases
+// them once written; reading waits while the reservation would exceed maxInFlightBytes (a unit
+// larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
+// rows, each quantized by its own call: row sections are rows back to back, so the chunks' parts
+// concatenated per section give the bytes of one call over the whole tensor. Formats with
+// tensor-level sections, a `prepare` or a `finish` hook need the whole tensor at once, so their
+// tensors are never cut (they run alone instead). With several row sections, the first section
+// streams out chunk by chunk and the others (block scales: a small fraction) are held until the
+// last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
+// and only the quantization is chunked.
+//
+// Metrics of a chunked tensor are combined from its chunks: rmse, maxAbsError, count and sqnrDb
+// exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
+import { ErrorCodes, WebquantError } from '../errors.js';
+import type { ErrorMetrics } from '../metrics.js';
+import type { QuantizedTensor } from '../quantize.js';
+import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
+import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
+import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
+import { runKey, type ResumeStore } from './cache.js';
+import { safetensorsContainer, type Container } from './container.js';
+import { ProgressLog, type ProgressEvent, type TensorProgress } from './progress.js';
+import type { Sink } from './sink.js';
+
+export type { ProgressEvent, TensorProgress, LayerProgress } from './progress.js';
+export type { PlannedTensor, PlanInput, RowReader } from './jobs.js';
+
+export interface QuantizeCheckpointOptions {
+  input: Checkpoint;
+  /** Tensors the plan does not name are copied unchanged. A plan with errors is refused. */
+  plan: PlanInput;
+  sink: Sink;
+  /** Output layout; safetensors by default. */
+  container?: Container;
+  /** A pool to use (left running afterwards); otherwise one is created and terminated. */
+  pool?: WorkerPool;
+  /** Size of the pool created when `pool` is not given (default: number of cores). */
+  workers?: number;
+  poolOptions?: Omit<PoolOptions, 'size'>;
+  /** Input plus output bytes of the work between reading and writing (default 256 MiB). */
+  maxInFlightBytes?: number;
+  signal?: AbortSignal;
+  onProgress?: (e: ProgressEvent) => void;
+  /** Compute error metrics per tensor (default true). */
+  metrics?: boolean;
+  /** Per-column importance (imatrix) by tensor name. */
+  importance?: Record<string, Float32Array>;
+  /** Stores finished units so that a restarted run resumes (see cache-node.ts, cache-browser.ts). */
+  resume?: ResumeStore;
+  /** Keep the resume data after a successful run (default: cleared). */
+  keepResumeData?: boolean;
+  /** Input file size for the resume key (default: the end of the last tensor). */
+  inputSize?: number;
+  /** Ranged reads for row chunks; defaults to the checkpoint's readRows when it has one. */
+  readRows?: RowReader;
+}
+
+export interface TensorReport {
+  name: string;
+  format: string;
+  bytes: number;
+  outputBytes: number;
+  cached: boolean;
+  chunks: number;
+  metrics?: ErrorMetrics;
+}
+
+export interface PipelineResult {
+  tensors: TensorReport[];
+  bytesWritten: number;
+  elapsedMs: number;
+  /** Units taken from the resume cache. */
+  resumedUnits: number;
+  /** Most input + output bytes held between reading and writing at any time. */
+  peakInFlightBytes: number;
+}
+
+export interface PipelineRun extends PromiseLike<PipelineResult>, AsyncIterable<ProgressEvent> {
+  readonly done: Promise<PipelineResult>;
+}
+
+export const DEFAULT_MAX_IN_FLIGHT = 256 << 20;
+
+function now(): number {
+  return typeof performance !== 'undefined' ? performance.now() : Date.now();
+}
+
+/** Bytes reserved between reading and writing; waiters resume in order. */
+class Budget {
+  private used = 0;
+  /** Most bytes ever reserved at once (reported, and checked by the tests). */
+  peak = 0;
+  private waiters: (() => void)[] = [];
+  constructor(private readonly max: number) {}
+
+  async acquire(n: number, signal: AbortSignal): Promise<void> {
+    while (!(this.used === 0 || this.used + n <= this.max)) {
+      if (signal.aborted) throw signal.reason;
+      await new Promise<void>((resolve) => {
+        const done = () => { signal.removeEventListener('abort', done); resolve(); };
+        this.waiters.push(done);
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+    if (signal.aborted) throw signal.reason;
+    this.used += n;
+    this.peak = Math.max(this.peak, this.used);
+  }
+
+  release(n: number): void {
+    this.used -= n;
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+}
+
+function deferred<T>() {
+  let resolve!: (v: T) => void, reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  promise.catch(() => undefined); // rejections are observed by the writer, or are moot after a failure
+  return { promise, resolve, reject };
+}
+
+
+function defaultRowReader(input: Checkpoint): RowReader | undefined {
+  const r = (input as { readRows?: (name: string, firstRow: number, rows: number) => Promise<TensorValues> }).readRows;
+  return r ? (info, r0, n) => r.call(input, info.name, r0, n) : undefined;
+}
+
+export function quantizeCheckpoint(opts: QuantizeCheckpointOptions): PipelineRun {
+  const log = new ProgressLog();
+  const done = run(opts, (e) => {
+    log.push(e);
+    opts.onProgress?.(e);
+  }).then(
+    (r) => { log.finish(); return r; },
+    (e) => { log.finish(e); throw e; },
+  );
+  done.catch(() => undefined); // a caller that only iterates must not see an unhandled rejection
+  return {
+    done,
+    then: (a, b) => done.then(a, b),
+    [Symbol.asyncIterator]: () => log[Symbol.asyncIterator](),
+  };
+}
+
+async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => void): Promise<PipelineResult> {
+  const t0 = now();
+  const { input, sink } = opts;
+  const ctl = new AbortController();
+  const onUserAbort = () => ctl.abort(abortedError(`quantizing ${input.source}`, opts.signal?.reason));
+  if (opts.signal?.aborted) onUserAbort();
+  opts.signal?.addEventListener('abort', onUserAbort, { once: true });
+  let pool = opts.pool;
+  const ownPool = !pool;
+  try {
+    if (ctl.signal.aborted) throw ctl.signal.reason;
+    const budgetBytes = opts.maxInFlightBytes ?? DEFAULT_MAX_IN_FLIGHT;
+    if (!(budgetBytes > 0)) {
+      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] maxInFlightBytes must be positive but got ${budgetBytes}`, { option: 'maxInFlightBytes', value: budgetBytes, expected: '> 0' });
+    }
+    // Creating a pool starts no worker yet: plan errors below still cost nothing.
+    pool ??= await createPool({ ...opts.poolOptions, size: opts.workers });
+    const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size);
+    const container = opts.container ?? safetensorsContainer();
+    const outputs = jobs.map((j) => j.out);
+    const key = opts.resume
+      ? await runKey({
+        source: input.source,
+        size: opts.inputSize ?? input.tensors.reduce((a, t) => Math.max(a, t.offset + t.byteLength), 0),
+        header: { format: input.format, tensors: input.tensors, metadata: input.metadata },
+        plan: outputs.map((o) => ({ name: o.name, kind: o.kind, format: o.format, options: o.options })),
+        container: container.id,
+        importance: opts.importance,
+      })
+      : undefined;
+    const readRows = opts.readRows ?? defaultRowReader(input);
+    const wantMetrics = opts.metrics ?? true;
+    if (ctl.signal.aborted) throw ctl.signal.reason;
+
+    const units = jobs.flatMap((j) => j.units);
+    const results = units.map(() => deferred<UnitResult>());
+    const budget = new Budget(budgetBytes);
+    let resumedUnits = 0;
+
+    const read = async (u: Unit): Promise<TensorValues> => {
+      const { job } = u;
+      // readF32 inputs (FP8, F64, GGUF block types) are never cut (see jobs.ts).
+      if (job.readAs === 'f32') return { values: await input.readF32(job.info.name), dtype: 'f32' };
+      if (job.units.length === 1) return input.readValues(job.info.name);
+      if (readRows) return readRows(job.info, u.r0, u.rows);
+      job.whole ??= input.readValues(job.info.name);
+      const all = await job.whole;
+      if ((job.chunksRead = (job.chunksRead ?? 0) + 1) >= job.units.length) job.whole = undefined;
+      const v = all.values;
+      return { values: v.subarray(u.r0 * job.rowLen, (u.r0 + u.rows) * job.rowLen) as typeof v, dtype: all.dtype };
+    };
+
+    // Reads a unit (or takes it from the resume cache) and hands it to the pool; the returned
+    // result is delivered by the pool later.
+    const start = async (u: Unit): Promise<{ result: Promise<UnitResult> }> => {
+      const { job } = u;
+      if (job.out.kind === 'keep') {
+        // Raw copies cost no worker: read in turn like everything else.
+        return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
+      }
+      const cached = key ? await opts.resume!.get(key, u.id) : undefined;
+      if (cached) {
+        resumedUnits++;
+        return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
+      }
+      const first = await read(u);
+      if (ctl.signal.aborted) throw ctl.signal.reason;
+      const s = job.scheme!;
+      // Wrapped: an async function returning a promise would wait for it.
+      const result = pool!.quantize(
+        { values: first.values, reload: async () => (await read(u)).values, signal: ctl.signal },
+        {
+          format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
+          rowLength: job.rowLen, dtype: first.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
+        },
+      ).then(async (q: QuantizedTensor) => {
+        if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
+        return { data: q.data, metrics: q.metrics, cached: false };
+      });
+      return { result };
+    };
+
+    // One read after another (HTTP range reads and disks prefer that), quantization in parallel.
+    const produce = async () => {
+      for (let i = 0; i < units.length; i++) {
+        await budget.acquire(units[i].cost, ctl.signal);
+        const d = results[i];
+        try {
+          (await start(units[i])).result.then(d.resolve, d.reject);
+        } catch (e) {
+          d.reject(e);
+          throw e;
+        }
+      }
+    };
+
+    let written = 0;
+    const put = async (bytes: Uint8Array) => {
+      if (ctl.signal.aborted) throw ctl.signal.reason;
+      if (bytes.byteLength) await sink.write(bytes);
+      written += bytes.byteLength;
+    };
+    const reports: TensorReport[] = [];
+    const bytesTotal = jobs.reduce((a, j) => a + j.info.byteLength, 0);
+    let bytesDone = 0, bytesComputed = 0, computeMs = 0;
+    const rate = () => {
+      const elapsedMs = now() - t0;
+      const throughput = computeMs > 0 ? bytesComputed / (computeMs / 1000) : 0;
+      const etaMs = throughput > 0 ? ((bytesTotal - bytesDone) / throughput) * 1000 : undefined;
+      return { elapsedMs, throughput, etaMs };
+    };
+
+    const layoutPlan = container.plan(outputs, input);
+    const zeros = (n: number) => (n > 0 ? put(new Uint8Array(n)) : Promise.resolve());
+
+    const consume = async () => {
+      await put(layoutPlan.header);
+      let u = 0;
+      let groupStart = 0;
+      for (const job of jobs) {
+        const entries = layoutPlan.entries[job.index];
+        // What the container calls entries are the layout's sections (one for a kept tensor).
+        const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: 0 }];
+        const held: Uint8Array[][] = secs.map(() => []);
+        const parts: (ErrorMetrics | undefined)[] = [];
+        let cachedAll = true;
+        for (const unit of job.units) {
+          const r = await results[u].promise;
+          let at = 0;
+          for (let s = 0; s < secs.length; s++) {
+            const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
+            const part = r.data.subarray(at, at + len);
+            at += len;
+            // The first section streams out as chunks arrive; later ones wait for the last chunk.
+            if (s === 0) await put(part);
+            else held[s].push(part);
+          }
+          if (at !== r.data.byteLength) {
+            throw new WebquantError(ErrorCodes.BAD_INPUT, `[pipeline] tensor "${job.info.name}": got ${r.data.byteLength} bytes for rows ${unit.r0}..${unit.r0 + unit.rows} but the layout needs ${at}`, { tensor: job.info.name, value: r.data.byteLength, expected: at });
+          }
+          parts.push(r.metrics);
+          cachedAll &&= r.cached;
+          budget.release(unit.cost);
+          u++;
+        }
+        await zeros(entries[0].padAfter);
+        for (let s = 1; s < secs.length; s++) {
+          for (const p of held[s]) await put(p);
+          await zeros(entries[s].padAfter);
+        }
+        bytesDone += job.info.byteLength;
+        if (!cachedAll) { bytesComputed += job.info.byteLength; computeMs = now() - t0; }
+        const metrics = job.out.kind === 'quantized' && wantMetrics ? combineMetrics(parts) : undefined;
+        const report: TensorReport = { name: job.info.name, format: job.out.format ?? 'keep', bytes: job.info.byteLength, outputBytes: job.out.byteLength, cached: cachedAll && job.out.kind === 'quantized', chunks: job.units.length, metrics };
+        reports.push(report);
+        const ev: TensorProgress = {
+          type: 'tensor', name: report.name, role: job.role, layer: job.layer, index: job.index, count: jobs.length,
+          format: report.format, cached: report.cached, bytes: report.bytes, outputBytes: report.outputBytes,
+          bytesDone, bytesTotal, ...rate(), metrics,
+        };
+        emit(ev);
+        const next = jobs[job.index + 1];
+        if (!next || next.group !== job.group) {
+          emit({ type: 'layer', layer: job.layer, group: job.group, tensors: job.index + 1 - groupStart, bytesDone, bytesTotal, ...rate() });
+          groupStart = job.index + 1;
+        }
+      }
+      if (written !== layoutPlan.totalBytes) {
+        throw new WebquantError(ErrorCodes.BAD_INPUT, `[pipeline] wrote ${written} bytes but the container planned ${layoutPlan.totalBytes}`, { value: written, expected: layoutPlan.totalBytes });
+      }
+    };
+
+    const fail = (e: unknown) => { if (!ctl.signal.aborted) ctl.abort(e); throw e; };
+    await Promise.all([produce().catch(fail), consume().catch(fail)]);
+    await sink.close();
+    if (key && !opts.keepResumeData) await opts.resume!.clear(key);
+    return { tensors: reports, bytesWritten: written, elapsedMs: now() - t0, resumedUnits, peakInFlightBytes: budget.peak };
+  } catch (e) {
+    // The first failure decides the error; an abort reports E_ABORTED whatever it interrupted.
+    const err = opts.signal?.aborted ? (ctl.signal.reason ?? e) : e;
+    if (!ctl.signal.aborted) ctl.abort(err);
+    await sink.abort(err).catch(() => undefined);
+    throw err;
+  } finally {
+    opts.signal?.removeEventListener('abort', onUserAbort);
+    if (ownPool && pool) await pool.terminate();
+  }
+}

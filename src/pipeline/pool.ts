@@ -1,0 +1,242 @@
+// A pool of quantization workers driven through comlink. Runtime-specific spawning lives in
+// spawn-node.ts / spawn-browser.ts; scheduling, crash recovery and cancellation live here.
+//
+// Buffers: a tensor's values are transferred to the worker (the caller's view is detached
+// afterwards) unless the view covers only part of its buffer, in which case only that span is
+// copied out, since transferring would detach memory the caller still uses (e.g. a whole file).
+// Crashes: a worker that dies mid-task is replaced and the task retried once, with values from
+// `reload` (a transferred buffer is gone with the worker); a second death rejects with
+// E_WORKER_CRASHED naming the tensor.
+import { Comlink } from './transfer.js';
+import type { Endpoint } from 'comlink';
+import { ErrorCodes, WebquantError } from '../errors.js';
+import type { QuantizedTensor, QuantizeOptions, Backend, TensorValues } from '../quantize.js';
+import type { WasmBuild, WasmSource } from '../kernels/loader.js';
+import type { WorkerApi, WorkerDType, WorkerResult } from './worker.js';
+
+export interface WorkerHandle {
+  endpoint: Endpoint;
+  /** Called once if the worker dies by itself (not after terminate()). */
+  onExit(cb: (reason: Error) => void): void;
+  setBusy?(busy: boolean): void;
+  terminate(): Promise<void>;
+}
+
+export interface Spawner {
+  defaultSize(): number;
+  spawn(): WorkerHandle;
+}
+
+export interface PoolOptions {
+  /** Number of workers; defaults to the number of cores. */
+  size?: number;
+  backend?: Backend;
+  /** Passed to configureWasm in every worker (string URLs, bytes or compiled Modules). */
+  wasm?: Partial<Record<WasmBuild, WasmSource>>;
+  /** The worker entry module (worker-node.js / worker-browser.js next to this file by default). */
+  workerUrl?: string | URL;
+  /** Overrides the runtime's spawner entirely (tests, custom runtimes). */
+  spawner?: Spawner;
+}
+
+export interface PoolTask {
+  values: TensorValues;
+  /** Reads the values again for the retry after a crash; without it a crash is final. */
+  reload?: () => Promise<TensorValues> | TensorValues;
+  signal?: AbortSignal;
+}
+
+interface Slot {
+  handle: WorkerHandle;
+  api: Comlink.Remote<WorkerApi>;
+  ready: Promise<unknown>;
+  died: Promise<Error>;
+  task?: Job;
+}
+
+interface Job {
+  task: PoolTask;
+  opts: QuantizeOptions;
+  attempt: number;
+  resolve(q: QuantizedTensor): void;
+  reject(e: unknown): void;
+  slot?: Slot;
+  onAbort?: () => void;
+}
+
+export function abortedError(what: string, reason?: unknown): WebquantError {
+  const why = reason instanceof Error ? `: ${reason.message}` : '';
+  return new WebquantError(ErrorCodes.ABORTED, `[pipeline] ${what} was aborted${why}`, {});
+}
+
+async function runtimeSpawner(url: string | URL | undefined): Promise<Spawner> {
+  const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof (globalThis as { window?: unknown }).window === 'undefined';
+  if (isNode) {
+    // A computed specifier keeps bundlers from pulling worker_threads into browser builds.
+    const nodeModule = './spawn-node.js';
+    return ((await import(/* @vite-ignore */ nodeModule)) as typeof import('./spawn-node.js')).nodeSpawner(url);
+  }
+  return (await import('./spawn-browser.js')).browserSpawner(url);
+}
+
+export async function createPool(opts: PoolOptions = {}): Promise<WorkerPool> {
+  const spawner = opts.spawner ?? (await runtimeSpawner(opts.workerUrl));
+  return new WorkerPool(spawner, opts);
+}
+
+export class WorkerPool {
+  readonly size: number;
+  private readonly slots = new Set<Slot>();
+  private readonly idle: Slot[] = [];
+  private readonly queue: Job[] = [];
+  /** Terminations started by cancellation, awaited by terminate(). */
+  private readonly ending = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly spawner: Spawner, private readonly opts: PoolOptions = {}) {
+    const size = opts.size ?? spawner.defaultSize();
+    if (!Number.isInteger(size) || size < 1) {
+      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] pool size must be a positive integer but got ${size}`, { option: 'workers', value: size, expected: '>= 1' });
+    }
+    this.size = size;
+  }
+
+  /** Workers started and not yet terminated. */
+  get workers(): number {
+    return this.slots.size;
+  }
+
+  quantize(task: PoolTask, opts: QuantizeOptions): Promise<QuantizedTensor> {
+    return new Promise<QuantizedTensor>((resolve, reject) => {
+      const name = opts.name ?? 'tensor';
+      if (this.closed) return reject(new WebquantError(ErrorCodes.ABORTED, `[pipeline] cannot quantize ${name}: the worker pool was terminated`, { tensor: name }));
+      if (task.signal?.aborted) return reject(abortedError(`quantizing ${name}`, task.signal.reason));
+      const job: Job = { task, opts, attempt: 1, resolve, reject };
+      if (task.signal) {
+        job.onAbort = () => this.cancel(job, abortedError(`quantizing ${name}`, task.signal?.reason));
+        task.signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.pump();
+    });
+  }
+
+  /** Terminates every worker; queued and running tasks reject with E_ABORTED. */
+  async terminate(): Promise<void> {
+    this.closed = true;
+    const err = abortedError('the worker pool');
+    for (const j of this.queue.splice(0)) this.settle(j, () => j.reject(err));
+    const all = [...this.slots];
+    this.slots.clear();
+    this.idle.length = 0;
+    for (const s of all) if (s.task) { const j = s.task; s.task = undefined; this.settle(j, () => j.reject(err)); }
+    await Promise.all([...all.map((s) => s.handle.terminate()), ...this.ending]);
+  }
+
+  private settle(job: Job, f: () => void): void {
+    if (job.onAbort) job.task.signal?.removeEventListener('abort', job.onAbort);
+    job.slot = undefined;
+    f();
+  }
+
+  private cancel(job: Job, err: WebquantError): void {
+    const q = this.queue.indexOf(job);
+    if (q >= 0) this.queue.splice(q, 1);
+    const slot = job.slot;
+    if (slot) {
+      // The kernels cannot be interrupted: the worker goes, a fresh one replaces it on demand.
+      slot.task = undefined;
+      this.slots.delete(slot);
+      const end = slot.handle.terminate().finally(() => this.ending.delete(end));
+      this.ending.add(end);
+    }
+    this.settle(job, () => job.reject(err));
+    this.pump();
+  }
+
+  private spawn(): Slot {
+    const handle = this.spawner.spawn();
+    const api = Comlink.wrap<WorkerApi>(handle.endpoint);
+    const died = new Promise<Error>((resolve) => handle.onExit(resolve));
+    const slot: Slot = { handle, api, died, ready: Promise.resolve() };
+    slot.ready = api.init({ backend: this.opts.backend, wasm: this.opts.wasm });
+    // init failures surface through the first task; keep them from being reported as unhandled.
+    slot.ready.catch(() => undefined);
+    died.then(() => this.onDeath(slot));
+    this.slots.add(slot);
+    return slot;
+  }
+
+  private onDeath(slot: Slot): void {
+    if (!this.slots.delete(slot)) return;
+    const i = this.idle.indexOf(slot);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (!this.closed && this.queue.length > 0) {
+      let slot = this.idle.pop();
+      if (!slot) {
+        if (this.slots.size >= this.size) return;
+        slot = this.spawn();
+      }
+      const job = this.queue.shift()!;
+      void this.run(slot, job);
+    }
+  }
+
+  private async run(slot: Slot, job: Job): Promise<void> {
+    slot.task = job;
+    job.slot = slot;
+    slot.handle.setBusy?.(true);
+    const name = job.opts.name ?? 'tensor';
+    let outcome: { ok: WorkerResult } | { err: unknown } | { died: Error };
+    try {
+      const values = job.attempt === 1 ? job.task.values : await job.task.reload!();
+      const { buffer, dtype } = movable(values, job.opts.dtype);
+      const { backend: _b, dtype: _d, ...rest } = job.opts;
+      const call = slot.ready.then(() => slot.api.quantizeTensor(Comlink.transfer(buffer, [buffer]), { ...rest, dtype }));
+      outcome = await Promise.race([
+        call.then((ok) => ({ ok }), (err) => ({ err })),
+        slot.died.then((died) => ({ died })),
+      ]);
+    } catch (err) {
+      outcome = { err };
+    }
+    if (slot.task !== job) return; // cancelled or terminated meanwhile
+    slot.task = undefined;
+    slot.handle.setBusy?.(false);
+    if ('died' in outcome) {
+      this.slots.delete(slot);
+      if (job.attempt === 1 && job.task.reload) {
+        job.attempt = 2;
+        job.slot = undefined;
+        this.queue.unshift(job);
+      } else {
+        const retried = job.attempt > 1 ? 'twice' : 'and the input could not be read again for a retry';
+        this.settle(job, () => job.reject(new WebquantError(ErrorCodes.WORKER_CRASHED, `[pipeline] a worker crashed ${retried} while quantizing tensor "${name}": ${outcome.died.message}`, { tensor: name, value: outcome.died.message })));
+      }
+    } else {
+      this.idle.push(slot);
+      if ('ok' in outcome) {
+        const r = outcome.ok;
+        this.settle(job, () => job.resolve({ format: r.format, shape: r.shape, data: new Uint8Array(r.data), layout: r.layout, options: r.options, metrics: r.metrics, backend: r.backend }));
+      } else {
+        const e = outcome.err;
+        this.settle(job, () => job.reject(e));
+      }
+    }
+    this.pump();
+  }
+}
+
+function movable(values: TensorValues, dtype: QuantizeOptions['dtype']): { buffer: ArrayBuffer; dtype: WorkerDType } {
+  const d: WorkerDType = values instanceof Float32Array ? 'f32' : (dtype === 'f16' || dtype === 'bf16' ? dtype : (dtype as WorkerDType));
+  if (!(values instanceof Float32Array) && !(values instanceof Uint16Array)) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, '[pipeline] values must be a Float32Array or a Uint16Array', { option: 'values', expected: ['Float32Array', 'Uint16Array'] });
+  }
+  const whole = values.byteOffset === 0 && values.byteLength === values.buffer.byteLength && values.buffer instanceof ArrayBuffer;
+  const buffer = whole ? (values.buffer as ArrayBuffer) : (values.slice().buffer as ArrayBuffer);
+  return { buffer, dtype: d };
+}
