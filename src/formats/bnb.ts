@@ -1,0 +1,90 @@
+// bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2) and OCP MXFP4. Layouts and rounding rules are
+// documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts.
+import type { FormatSpec, ResolvedOptions, Section, TensorContext } from './types.js';
+import type { KernelArgs } from '../kernels/args.js';
+
+const GROUP_SIZES = [32, 64, 128, 256] as const;
+
+/** Absmax blocks per row, and 8-bit absmax groups (of up to 256 blocks, never crossing a row). */
+function blocks(rowLen: number, o: ResolvedOptions) {
+  const nb = rowLen / o.groupSize;
+  return { nb, groups: Math.ceil(nb / 256) };
+}
+
+function bnb4(name: 'nf4' | 'fp4', description: string): FormatSpec {
+  return {
+    name,
+    family: 'bnb',
+    description,
+    kernel: name,
+    blockSize: (o) => o.groupSize,
+    calibrations: ['absmax'],
+    importance: false,
+    groupSizes: GROUP_SIZES,
+    doubleQuant: true,
+    defaults: { groupSize: 64 },
+    rowSections(rowLen, o): Section[] {
+      const { nb, groups } = blocks(rowLen, o);
+      const codes = { name: 'codes', bytes: rowLen / 2 };
+      if (!o.doubleQuant) return [codes, { name: 'scales', bytes: nb * 4 }];
+      return [codes, { name: 'absmax_codes', bytes: nb }, { name: 'absmax_scales', bytes: groups * 4 }];
+    },
+    tensorSections: (_nrows, _rowLen, o) => (o.doubleQuant ? [{ name: 'offset', bytes: 4 }] : []),
+    async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
+      if (!ctx.opts.doubleQuant) return {};
+      // Mean of every block absmax (bitsandbytes' `offset`), summed in f64 in row-major block order.
+      const out = await ctx.reduce('bnb4_absmax_sum', 16);
+      return { tscale: Math.fround(out.getFloat64(0, true) / out.getFloat64(8, true)) };
+    },
+  };
+}
+
+// FP8 scale per row ('channel', default) or per tensor ('tensor'):
+//   absmax          s = amax / FMAX
+//   clip,<r>        s = (amax * r) / FMAX: values beyond r * amax saturate to +-FMAX
+//   fixed,<s>,<m>   s as given (same for every row), inputs clamped to [-m, m] first; with
+//                   s = m / FMAX this maps the bound |x| <= m onto the format's range.
+const FP8_CALIBRATIONS = ['absmax', 'clip', 'fixed'] as const;
+
+function fp8(name: 'fp8_e4m3' | 'fp8_e5m2', fmax: number, description: string): FormatSpec {
+  return {
+    name,
+    family: 'fp8',
+    description,
+    kernel: name,
+    blockSize: () => 1,
+    calibrations: FP8_CALIBRATIONS,
+    importance: false,
+    granularities: ['channel', 'tensor'],
+    defaults: { granularity: 'channel' },
+    rowSections: (rowLen, o) =>
+      o.granularity === 'tensor' ? [{ name: 'codes', bytes: rowLen }] : [{ name: 'codes', bytes: rowLen }, { name: 'scales', bytes: 4 }],
+    tensorSections: (_nrows, _rowLen, o) => (o.granularity === 'tensor' ? [{ name: 'scale', bytes: 4 }] : []),
+    async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
+      if (ctx.opts.granularity !== 'tensor') return {};
+      const c = ctx.opts.calibration;
+      if (c.method === 'fixed') return { tscale: Math.fround(c.scale!) };
+      const amax = (await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true);
+      // The same f32 operations the kernel does per row for 'channel'.
+      const top = c.method === 'clip' ? Math.fround(amax * Math.fround(c.ratio!)) : amax;
+      return { tscale: Math.fround(top / fmax) };
+    },
+  };
+}
+
+export const bnbFormats: FormatSpec[] = [
+  bnb4('nf4', 'bitsandbytes NF4: 4-bit normal-float code book, f32 absmax per group (4.5 bpw at group 64)'),
+  bnb4('fp4', 'bitsandbytes FP4: 4-bit E2M1-style code book, f32 absmax per group (4.5 bpw at group 64)'),
+  fp8('fp8_e4m3', 448, 'FP8 E4M3FN (OCP, finite, max 448), saturating RNE, f32 scale per row or tensor'),
+  fp8('fp8_e5m2', 57344, 'FP8 E5M2 (max 57344), saturating RNE, f32 scale per row or tensor'),
+  {
+    name: 'mxfp4',
+    family: 'mx',
+    description: 'OCP MXFP4: 32 E2M1 values + one E8M0 scale per block, 17 bytes (4.25 bpw)',
+    kernel: 'mxfp4',
+    blockSize: () => 32,
+    calibrations: ['absmax'],
+    importance: false,
+    rowSections: (rowLen) => [{ name: 'blocks', bytes: (rowLen / 32) * 17 }],
+  },
+];
