@@ -1,0 +1,187 @@
+// Q2_K (ggml type 10): super-blocks of 256 = 16 sub-blocks x 16, 84 bytes, 2.625 bits per weight.
+// Layout: scales: uint8[16] at 0 (low nibble sub-scale, high nibble sub-min), qs: uint8[64] at 16
+// (element 128h + 32j + l is bits 2j..2j+1 of qs[32h + l]), d: fp16 at 80, dmin: fp16 at 82.
+// Dequantized value = (d*(sc & 15))*q - (dmin*(sc >> 4)).
+// Quantizer: spec §9 (reference) and §14.3 (importance matrix).
+import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
+
+export const Q2_K_BLOCK: i32 = 256;
+export const Q2_K_BYTES: i32 = 84;
+
+const L = memory.data(256);
+const LAUX = memory.data(16);
+const W = memory.data(256 * 4);
+const SC = memory.data(16 * 4);
+const MN = memory.data(16 * 4);
+const SW = memory.data(16 * 4);
+const LS = memory.data(16);
+const LM = memory.data(16);
+
+@inline function f32At(p: usize, i: i32): f32 {
+  return load<f32>(p + (<usize>i << 2));
+}
+
+function quantizeBlock(x: usize, qw: usize, y: usize): void {
+  if (qw == 0) {
+    let maxScale: f32 = 0;
+    let maxMin: f32 = 0;
+    if (ASC_FEATURE_SIMD) {
+      for (let l = 0; l < 256; l += 4) v128.store(W + (<usize>l << 2), f32x4.abs(v128.load(x + (<usize>l << 2))));
+    } else {
+      for (let l = 0; l < 256; l++) store<f32>(W + (<usize>l << 2), Mathf.abs(f32At(x, l)));
+    }
+    for (let g = 0; g < 4; g++) {
+      const o = <usize>g << 6; // 4 sub-blocks = 64 values
+      makeQkxQuants4(16, 3, x + (o << 2), W + (o << 2), L + o, LAUX, MN + (<usize>g << 4), SC + (<usize>g << 4), -0.5, 0.1, 15, true);
+    }
+    for (let j = 0; j < 16; j++) {
+      const s = f32At(SC, j);
+      if (s > maxScale) maxScale = s;
+      const m = f32At(MN, j);
+      if (m > maxMin) maxMin = m;
+    }
+    if (maxScale > 0) {
+      const iscale: f32 = <f32>15 / maxScale;
+      for (let j = 0; j < 16; j++) store<u8>(y + <usize>j, <u8>nearestInt(iscale * f32At(SC, j)));
+      store<u16>(y + 80, f32ToF16(maxScale / 15));
+    } else {
+      memory.fill(y, 0, 16);
+      store<u16>(y + 80, 0);
+    }
+    if (maxMin > 0) {
+      const iscale: f32 = <f32>15 / maxMin;
+      for (let j = 0; j < 16; j++) {
+        const l = nearestInt(iscale * f32At(MN, j));
+        store<u8>(y + <usize>j, <u8>(<u32>load<u8>(y + <usize>j) | (<u32>l << 4)));
+      }
+      store<u16>(y + 82, f32ToF16(maxMin / 15));
+    } else {
+      store<u16>(y + 82, 0);
+    }
+  } else {
+    let sumX2: f32 = 0;
+    for (let l = 0; l < 256; l++) {
+      const v = f32At(x, l);
+      sumX2 += v * v;
+    }
+    const sigma2: f32 = sumX2 / 256;
+    if (ASC_FEATURE_SIMD) {
+      const vs = f32x4.splat(sigma2);
+      for (let l = 0; l < 256; l += 4) {
+        const v = v128.load(x + (<usize>l << 2));
+        v128.store(W + (<usize>l << 2), f32x4.mul(v128.load(qw + (<usize>l << 2)), f32x4.sqrt(f32x4.add(vs, f32x4.mul(v, v)))));
+      }
+    } else {
+      for (let l = 0; l < 256; l++) {
+        const v = f32At(x, l);
+        store<f32>(W + (<usize>l << 2), f32At(qw, l) * Mathf.sqrt(sigma2 + v * v));
+      }
+    }
+    for (let j = 0; j < 16; j++) {
+      let sumw: f32 = 0;
+      for (let l = 0; l < 16; l++) sumw += f32At(W, 16 * j + l);
+      store<f32>(SW + (<usize>j << 2), sumw);
+    }
+    for (let g = 0; g < 4; g++) {
+      const o = <usize>g << 6;
+      makeQkxQuants4(16, 3, x + (o << 2), W + (o << 2), L + o, LAUX, MN + (<usize>g << 4), SC + (<usize>g << 4), -0.9, 0.05, 36, false);
+    }
+    const dm = makeQpQuants(16, 15, SC, LS, SW);
+    const mm = makeQpQuants(16, 15, MN, LM, SW);
+    store<u16>(y + 80, f32ToF16(dm));
+    store<u16>(y + 82, f32ToF16(mm));
+    for (let j = 0; j < 16; j++) {
+      store<u8>(y + <usize>j, <u8>(<u32>load<u8>(LS + <usize>j) | (<u32>load<u8>(LM + <usize>j) << 4)));
+    }
+  }
+  // Final pass with the stored (fp16) super-scales.
+  const d = f16ToF32(<u32>load<u16>(y + 80));
+  const dmin = f16ToF32(<u32>load<u16>(y + 82));
+  for (let j = 0; j < 16; j++) {
+    const s = <u32>load<u8>(y + <usize>j);
+    const dj: f32 = d * <f32>(s & 15);
+    if (dj == 0) continue;
+    const mj: f32 = dmin * <f32>(s >> 4);
+    quantDiv(x + (<usize>j << 6), 16, true, mj, dj, 0, 3, 0, L + (<usize>j << 4));
+  }
+  packCodes2(L, y + 16);
+}
+
+// 2-bit packing (also Q3_K's low bits): element 128h + 32j + l -> bits 2j..2j+1 of q[32h + l].
+export function packCodes2(L: usize, q: usize): void {
+  if (ASC_FEATURE_SIMD) {
+    for (let h = 0; h < 2; h++) {
+      for (let k = 0; k < 2; k++) {
+        const p = L + (<usize>h << 7) + (<usize>k << 4);
+        const v = v128.or(
+          v128.or(v128.load(p), i8x16.shl(v128.load(p + 32), 2)),
+          v128.or(i8x16.shl(v128.load(p + 64), 4), i8x16.shl(v128.load(p + 96), 6)),
+        );
+        v128.store(q + (<usize>h << 5) + (<usize>k << 4), v);
+      }
+    }
+  } else {
+    for (let h = 0; h < 2; h++) {
+      for (let l = 0; l < 32; l++) {
+        const p = L + (<usize>h << 7) + <usize>l;
+        const v = <u32>load<u8>(p) | (<u32>load<u8>(p + 32) << 2) | (<u32>load<u8>(p + 64) << 4) | (<u32>load<u8>(p + 96) << 6);
+        store<u8>(q + (<usize>h << 5) + <usize>l, <u8>v);
+      }
+    }
+  }
+}
+
+export function q2_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const scratch = argU32(args, A_SCRATCH);
+  const imat = argU32(args, A_IMATRIX);
+  const nb = rowLen >> 8;
+  for (let r = 0; r < nrows; r++) {
+    const x = rowF32(src, srcType, r, rowLen, scratch);
+    const y = dst + <usize>r * <usize>nb * 84;
+    for (let b = 0; b < nb; b++) {
+      quantizeBlock(x + (<usize>b << 10), imat != 0 ? imat + (<usize>b << 10) : 0, y + <usize>b * 84);
+    }
+  }
+}
+
+export function q2_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  for (let b: usize = 0; b < nblocks; b++) {
+    const blk = src + b * 84;
+    const d = f16ToF32(<u32>load<u16>(blk + 80));
+    const dmin = f16ToF32(<u32>load<u16>(blk + 82));
+    const y = dst + (b << 10);
+    for (let h = 0; h < 2; h++) {
+      for (let j = 0; j < 4; j++) {
+        for (let k = 0; k < 2; k++) {
+          // elements 128h + 32j + 16k + (0..15): sub-block 8h + 2j + k
+          const s = <u32>load<u8>(blk + <usize>(8 * h + 2 * j + k));
+          const dl: f32 = d * <f32>(s & 15);
+          const ml: f32 = dmin * <f32>(s >> 4);
+          const q = blk + 16 + (<usize>h << 5) + (<usize>k << 4);
+          const ye = y + ((<usize>(128 * h + 32 * j + 16 * k)) << 2);
+          if (ASC_FEATURE_SIMD) {
+            const c = v128.and(i8x16.shr_u(v128.load(q), 2 * j), i8x16.splat(3));
+            storeU8x16(ye, c, f32x4.splat(dl), f32x4.splat(ml));
+          } else {
+            for (let l = 0; l < 16; l++) {
+              const c = (<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3;
+              store<f32>(ye + (<usize>l << 2), dl * <f32>c - ml);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// 16 unsigned byte codes -> 16 floats a*q - b.
+@inline function storeU8x16(y: usize, c: v128, va: v128, vb: v128): void {
+  const lo = i16x8.extend_low_i8x16_u(c);
+  const hi = i16x8.extend_high_i8x16_u(c);
+  v128.store(y, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(lo))), vb));
+  v128.store(y + 16, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(lo))), vb));
+  v128.store(y + 32, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(hi))), vb));
+  v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(hi))), vb));
+}
