@@ -5,3 +5,4 @@ export { metrics_accumulate } from './metrics';
 export * from './gguf/index';
 export * from './bnb/index';
 export * from './int/index';
+export * from './serve/index';

@@ -32,6 +32,12 @@ export function parseCalibration(c: CalibrationOption | undefined, spec: FormatS
       }
       cal.scale = Number(parts[1]);
       cal.max = Number(parts[2]);
+      // MaxText configs also spell a fixed bound as fixed,<min>,<max> (e.g. fixed,-224,224):
+      // a non-positive first number is read as that symmetric bound with a unit scale.
+      if (cal.scale <= 0 && Number.isFinite(cal.scale) && cal.max > 0) {
+        cal.max = Math.max(-cal.scale, cal.max);
+        cal.scale = 1;
+      }
     } else if (parts.length === 2) {
       const v = Number(parts[1]);
       if (method === 'clip') cal.ratio = v;

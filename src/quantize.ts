@@ -115,6 +115,8 @@ class Arena {
   out: number[];
   deq: number;
   aux: number;
+  /** First byte after the arena, relative to heapBase (scratch for reductions goes here). */
+  end: number;
 
   constructor(readonly k: Kernels, rowLen: number, rowsPerChunk: number, elemBytes: number, perRow: number[], auxBytes: number) {
     const align = (n: number) => (n + 15) & ~15;
@@ -126,6 +128,7 @@ class Arena {
     this.out = perRow.map((b) => { const p = at; at = align(at + b * rowsPerChunk); return p; });
     this.aux = at; at = align(at + auxBytes);
     this.deq = at; at = align(at + rowsPerChunk * rowLen * 4);
+    this.end = at;
     const base = k.reserve(at);
     for (const key of ['args', 'imatrix', 'scratch', 'input', 'aux', 'deq'] as const) this[key] += base;
     this.out = this.out.map((p) => p + base);
@@ -163,29 +166,34 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
   }
   const st = SrcType[dtype];
 
+  // The input is scanned for NaN/inf once, on the first pass over it; later passes (calibration
+  // reductions, then the quantize pass) only copy.
+  let scanned = false;
   const forEachChunk = (cb: (r0: number, n: number) => void) => {
     for (let r0 = 0; r0 < nrows; r0 += rows) {
       const n = Math.min(rows, nrows - r0);
       k.u8(arena.input, n * rowLen * eb).set(src.subarray(r0 * rowLen * eb, (r0 + n) * rowLen * eb));
-      const bad = findNonFinite(arena.input, st, n * rowLen) as number;
+      const bad = scanned ? -1 : (findNonFinite(arena.input, st, n * rowLen) as number);
       if (bad >= 0) {
         const index = r0 * rowLen + bad;
         fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(values[index]) });
       }
       cb(r0, n);
     }
+    scanned = true;
   };
 
   const ctx: TensorContext = {
     kernels: k, nrows, rowLen, opts: o,
     async reduce(kernel, outBytes, init) {
+      // The reduction buffer lives after the arena, sized by the caller.
+      const at = k.reserve(arena.end + outBytes) + arena.end;
       const fn = k.fn(kernel);
-      const out = new DataView(k.buffer, arena.aux, outBytes);
-      new Uint8Array(k.buffer, arena.aux, outBytes).fill(0);
-      init?.(out);
+      new Uint8Array(k.buffer, at, outBytes).fill(0);
+      init?.(new DataView(k.buffer, at, outBytes));
       writeArgs(k.buffer, arena.args, args);
-      forEachChunk((_r0, n) => fn(arena.input, st, n, rowLen, arena.aux, arena.args));
-      return new DataView(k.buffer.slice(arena.aux, arena.aux + outBytes));
+      forEachChunk((_r0, n) => fn(arena.input, st, n, rowLen, at, arena.args));
+      return new DataView(k.buffer.slice(at, at + outBytes));
     },
   };
   const tensorArgs = spec.prepare ? await spec.prepare(ctx) : {};

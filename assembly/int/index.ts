@@ -1,2 +1,4 @@
-// Integer formats: symmetric and affine int2..int8, plus calibration searches.
-export const INT_FAMILY: i32 = 1;
+// Integer formats: symmetric int2..int8 (AQT style) and affine int2..int8 (MLX style), with their
+// calibration searches (calib.ts, hqq.ts) and the shared bit packing (pack.ts).
+export * from './sym';
+export * from './affine';

@@ -1,9 +1,11 @@
 // The one format registry: dispatch, validation, tests and tooling all read it.
 import { ErrorCodes, fail } from '../errors.js';
 import { ggufFormats } from './gguf.js';
+import { intFormats } from './int.js';
+import { bnbFormats } from './bnb.js';
 import type { FormatSpec } from './types.js';
 
-const all: FormatSpec[] = [...ggufFormats];
+const all: FormatSpec[] = [...ggufFormats, ...intFormats, ...bnbFormats];
 
 export const formats: ReadonlyMap<string, FormatSpec> = new Map(all.map((f) => [f.name, f]));
 

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { dequantize, formats, quantize, WebquantError, ErrorCodes } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ARGS_BYTES, A } from '../../src/kernels/args.js';
+import { resolveOptions } from '../../src/options.js';
 import { edgeRows, toBf16Exact, gaussian } from '../helpers/data.js';
 
 const builds = ['wasm-simd', 'wasm'] as const;
@@ -72,7 +73,7 @@ for (const f of formats.values()) {
       const v = gaussian(1024, 1);
       v[700] = NaN;
       await expect(quantize(v, { ...o, rowLength: 512 })).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { index: 700 } });
-      const block = f.blockSize({ bits: f.defaults?.bits ?? 0, groupSize: f.defaults?.groupSize ?? 0, granularity: 'group', doubleQuant: false, calibration: { method: 'default' } });
+      const block = f.blockSize(resolveOptions(f, { format: f.name }));
       if (block > 1) {
         await expect(quantize(new Float32Array(block + 1), { ...o, rowLength: block + 1 })).rejects.toMatchObject({ code: ErrorCodes.ROW_LENGTH });
       }

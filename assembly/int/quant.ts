@@ -1,0 +1,128 @@
+// Fused quantize-and-pack runs: codes of n values straight into their packed bytes, vectorised for
+// the 8- and 4-bit widths, through a code buffer and packCodes for the others. Purely elementwise,
+// so both builds write the same bytes. Code rules: calib.ts symCodes / affineCodes.
+import { affineCodes, symCodes } from './calib';
+import { packCodes } from './pack';
+
+const SLICE: i32 = 256;
+const codes = memory.data(SLICE * 4, 16);
+
+// 1.5 * 2^23: adding it to a float of magnitude < 2^22 rounds it to an integer (half to even, the
+// current rounding mode) and leaves that integer in the low mantissa bits.
+const MAGIC: f32 = 12582912.0;
+const MAGIC_BITS: i32 = 0x4b400000;
+
+// clamp(x / s, lo, hi) rounded half to even, as i32 lanes; lo/hi are integers, so clamping before
+// rounding equals clamping after, and the clamped value is small enough for the MAGIC trick.
+@inline function code4(v: v128, vs: v128, lo: v128, hi: v128): v128 {
+  const t = f32x4.pmin(f32x4.pmax(f32x4.div(v, vs), lo), hi);
+  return i32x4.sub(f32x4.add(t, f32x4.splat(MAGIC)), i32x4.splat(MAGIC_BITS));
+}
+
+// Four code vectors (16 codes) as 16 bytes (low 8 bits of each code).
+@inline function bytes16(a: v128, b: v128, c: v128, d: v128): v128 {
+  const m = i32x4.splat(0xff);
+  return i8x16.narrow_i16x8_u(
+    i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)),
+    i16x8.narrow_i32x4_u(v128.and(c, m), v128.and(d, m)),
+  );
+}
+
+// 16 bytes holding 4-bit codes in their low nibbles -> 8 u16 lanes, byte j = code 2j | code 2j+1 << 4.
+@inline function nibblePairs(w: v128): v128 {
+  return v128.or(v128.and(w, i16x8.splat(0x0f)), v128.and(i16x8.shr_u(w, 4), i16x8.splat(0xf0)));
+}
+
+// Codes of x[0..n) against (x - b) / s (b = 0 for symmetric) clamped to [lo, hi], packed to dst.
+// s must be nonzero. The vector loop covers whole runs of 16 (8-bit) / 32 (4-bit) values.
+@inline function simdRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, bits: i32, dst: usize, affine: bool): i32 {
+  let i = 0;
+  const vs = f32x4.splat(s);
+  const vb = f32x4.splat(b);
+  const vlo = f32x4.splat(lo);
+  const vhi = f32x4.splat(hi);
+  if (bits == 8) {
+    for (; i + 16 <= n; i += 16) {
+      const p = x + (<usize>i << 2);
+      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
+      if (affine) {
+        u0 = f32x4.sub(u0, vb);
+        u1 = f32x4.sub(u1, vb);
+        u2 = f32x4.sub(u2, vb);
+        u3 = f32x4.sub(u3, vb);
+      }
+      v128.store(dst + <usize>i, bytes16(code4(u0, vs, vlo, vhi), code4(u1, vs, vlo, vhi), code4(u2, vs, vlo, vhi), code4(u3, vs, vlo, vhi)));
+    }
+  } else if (bits == 4) {
+    const m = i32x4.splat(0x0f);
+    for (; i + 32 <= n; i += 32) {
+      const p = x + (<usize>i << 2);
+      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
+      let u4 = v128.load(p, 64), u5 = v128.load(p, 80), u6 = v128.load(p, 96), u7 = v128.load(p, 112);
+      if (affine) {
+        u0 = f32x4.sub(u0, vb);
+        u1 = f32x4.sub(u1, vb);
+        u2 = f32x4.sub(u2, vb);
+        u3 = f32x4.sub(u3, vb);
+        u4 = f32x4.sub(u4, vb);
+        u5 = f32x4.sub(u5, vb);
+        u6 = f32x4.sub(u6, vb);
+        u7 = f32x4.sub(u7, vb);
+      }
+      const w0 = bytes16(v128.and(code4(u0, vs, vlo, vhi), m), v128.and(code4(u1, vs, vlo, vhi), m), v128.and(code4(u2, vs, vlo, vhi), m), v128.and(code4(u3, vs, vlo, vhi), m));
+      const w1 = bytes16(v128.and(code4(u4, vs, vlo, vhi), m), v128.and(code4(u5, vs, vlo, vhi), m), v128.and(code4(u6, vs, vlo, vhi), m), v128.and(code4(u7, vs, vlo, vhi), m));
+      v128.store(dst + <usize>(i >> 1), i8x16.narrow_i16x8_u(nibblePairs(w0), nibblePairs(w1)));
+    }
+  } else if (bits == 2) {
+    const m = i32x4.splat(3);
+    for (; i + 16 <= n; i += 16) {
+      const p = x + (<usize>i << 2);
+      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
+      if (affine) {
+        u0 = f32x4.sub(u0, vb);
+        u1 = f32x4.sub(u1, vb);
+        u2 = f32x4.sub(u2, vb);
+        u3 = f32x4.sub(u3, vb);
+      }
+      const w = bytes16(v128.and(code4(u0, vs, vlo, vhi), m), v128.and(code4(u1, vs, vlo, vhi), m), v128.and(code4(u2, vs, vlo, vhi), m), v128.and(code4(u3, vs, vlo, vhi), m));
+      // u32 lane c0 | c1 << 8 | c2 << 16 | c3 << 24 -> byte c0 | c1 << 2 | c2 << 4 | c3 << 6.
+      const f = v128.or(
+        v128.or(v128.and(w, i32x4.splat(0x03)), v128.and(i32x4.shr_u(w, 6), i32x4.splat(0x0c))),
+        v128.or(v128.and(i32x4.shr_u(w, 12), i32x4.splat(0x30)), v128.and(i32x4.shr_u(w, 18), i32x4.splat(0xc0))),
+      );
+      const h = i16x8.narrow_i32x4_u(f, f);
+      v128.store32_lane(dst + <usize>(i >> 2), i8x16.narrow_i16x8_u(h, h), 0);
+    }
+  }
+  return i;
+}
+
+// Symmetric run: codes clamp(round(x / s), -qmax, qmax) packed at dst (n*bits a multiple of 8).
+export function symQuantRun(x: usize, n: i32, s: f32, qmax: i32, bits: i32, dst: usize): void {
+  if (s == 0) {
+    memory.fill(dst, 0, (<usize>n * <usize>bits) >> 3);
+    return;
+  }
+  let i = 0;
+  if (ASC_FEATURE_SIMD) i = simdRun(x, n, s, 0, -<f32>qmax, <f32>qmax, bits, dst, false);
+  for (; i < n; i += SLICE) {
+    const m = min(SLICE, n - i);
+    symCodes(x + (<usize>i << 2), m, s, qmax, codes);
+    packCodes(codes, m, bits, dst + ((<usize>i * <usize>bits) >> 3));
+  }
+}
+
+// Affine run: codes clamp(round((x - b) / s), 0, qmax) packed at dst.
+export function affineQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits: i32, dst: usize): void {
+  if (s == 0) {
+    memory.fill(dst, 0, (<usize>n * <usize>bits) >> 3);
+    return;
+  }
+  let i = 0;
+  if (ASC_FEATURE_SIMD) i = simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true);
+  for (; i < n; i += SLICE) {
+    const m = min(SLICE, n - i);
+    affineCodes(x + (<usize>i << 2), m, s, b, qmax, codes);
+    packCodes(codes, m, bits, dst + ((<usize>i * <usize>bits) >> 3));
+  }
+}
