@@ -9,3 +9,4 @@ export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './util/half.js';
 export * from './io/index.js';
 export * from './plan/index.js';
 export * from './pipeline/index.js';
+export { ggufView, hfGgufMetadata, llamaConfigFrom, unpermuteRows, LLAMA_GGUF_MODEL_TYPES, type GgufView, type GgufViewOptions, type GgufTokenizer } from './convert/hf-view.js';

@@ -1,0 +1,114 @@
+// `webquant eval --model <original> --quantized <quantized> --tokens <file.u16>`: what quantization
+// cost, measured with the reference Llama forward (src/eval) on the quantized weights served by
+// src/serve (matvec on the quantized bytes). A GGUF candidate is read through its llama.cpp names
+// with the q/k rows put back into the Hugging Face order the forward expects.
+import { readFile } from 'node:fs/promises';
+import { ErrorCodes, fail } from '../errors.js';
+import { ggufTensorName, permuteHeads } from '../convert/llama-gguf.js';
+import { unpermuteRows } from '../convert/hf-view.js';
+import { evaluate, type EvaluateResult } from '../eval/evaluate.js';
+import { checkpointWeights, llamaConfig, llamaTensorNames, type LlamaConfig, type WeightSource } from '../eval/llama.js';
+import { readTokens } from '../eval/tokens.js';
+import { openQuantized, weightSource } from '../serve/index.js';
+import type { OptionSpecs } from './args.js';
+import { absPath, openInput, type OpenedInput } from './input.js';
+import { fmtNum, fmtSci, table, toJSON, type CliIO } from './io.js';
+
+export const EVAL_OPTIONS: OptionSpecs = {
+  model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the original (Hugging Face Llama-family safetensors with config.json beside it)' },
+  quantized: { type: 'string', short: 'q', value: 'checkpoint', help: 'the quantized checkpoint (a webquant .safetensors output or a .gguf)' },
+  tokens: { type: 'string', short: 't', value: 'file.u16', help: 'little-endian uint16 token ids, every document starting with BOS' },
+  'max-docs': { type: 'int', value: 'n', help: 'evaluate the first n documents only' },
+  context: { type: 'int', value: 'n', help: 'context window in tokens (default 512)' },
+  json: { type: 'boolean', help: 'JSON report on stdout' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+};
+
+const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
+
+/** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
+function ggufAsHf(ws: WeightSource & { matvec(name: string, x: Float32Array): Float32Array }, cfg: LlamaConfig): WeightSource {
+  const gguf = (hf: string) => ggufTensorName(hf) ?? hf;
+  const heads = (hf: string) => permuteHeads(hf, cfg);
+  return {
+    async get(hf) {
+      const w = await ws.get(gguf(hf));
+      const h = heads(hf);
+      if (h === undefined) return w;
+      // q_proj / k_proj weights have hidden_size columns; their biases are single values per row.
+      const cols = hf.endsWith('.bias') ? 1 : cfg.hidden_size;
+      return f32(unpermuteRows(new Uint8Array(w.buffer, w.byteOffset, w.byteLength), w.length / cols, cols * 4, h));
+    },
+    matvec(hf, x) {
+      const y = ws.matvec(gguf(hf), x);
+      const h = heads(hf);
+      return h === undefined ? y : f32(unpermuteRows(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), y.length, 4, h));
+    },
+  };
+}
+
+export async function evalCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {
+  for (const k of ['model', 'quantized', 'tokens'] as const) {
+    if (o[k] === undefined) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --${k} is required`, { option: k });
+  }
+  const tokensFile = absPath(String(o.tokens), io);
+  const bytes = await readFile(tokensFile).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${String(o.tokens)}: ${(e as Error).message}`, { file: tokensFile, option: 'tokens' }));
+  const tokens = readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), tokensFile);
+  const opened: OpenedInput[] = [];
+  try {
+    const ref = await openInput(String(o.model), io);
+    opened.push(ref);
+    if (ref.configError) throw ref.configError;
+    if (!ref.config) {
+      fail(ErrorCodes.CONFIG, `[cli] eval: the original model needs its config.json beside ${ref.file}`, { file: ref.file, option: 'model', expected: 'config.json' });
+    }
+    if (ref.checkpoint.format !== 'safetensors') {
+      fail(ErrorCodes.BAD_INPUT, `[cli] eval: --model must be the Hugging Face safetensors original; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
+    }
+    const config = llamaConfig(ref.config);
+    const cand = await openInput(String(o.quantized), io);
+    opened.push(cand);
+    const q = await openQuantized(cand.checkpoint);
+    const isGguf = cand.checkpoint.format === 'gguf';
+    const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n) ?? n : n));
+    for (const n of want) {
+      if (!q.has(n)) {
+        fail(ErrorCodes.TENSOR_NOT_FOUND, `[cli] eval: ${cand.file} has no tensor "${n}"; is it a quantization of ${ref.file}?`, { file: cand.file, tensor: n });
+      }
+    }
+    const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
+    const ws = await weightSource(q, { names: matrices });
+    const candidate = isGguf ? ggufAsHf(ws, config) : ws;
+    const json = !!o.json;
+    let last = 0;
+    const result = await evaluate({
+      reference: { config, weights: checkpointWeights(ref.checkpoint) },
+      candidate, tokens, maxDocs: o['max-docs'] as number | undefined, contextLength: o.context as number | undefined, signal: io.signal,
+      onProgress: (p) => {
+        if (json || !io.stdout.isTTY || Date.now() - last < 200) return;
+        last = Date.now();
+        io.stdout.write(`\r\x1b[K${p.documents}/${p.totalDocuments} documents, ${p.tokens} tokens`);
+      },
+    });
+    if (!json && io.stdout.isTTY) io.stdout.write('\r\x1b[K');
+    const report = { model: ref.file, quantized: cand.file, tokensFile, ...result };
+    if (json) {
+      io.stdout.write(toJSON(report) + '\n');
+      return report;
+    }
+    const w = (s: string) => io.stdout.write(s);
+    w(`${result.documents} documents, ${result.reference.tokens} predicted tokens, ${result.seconds.toFixed(1)} s\n\n`);
+    w(table(['model', 'NLL (nats/token)', 'perplexity'], [
+      ['original', fmtNum(result.reference.nll, 5), fmtNum(result.reference.ppl, 3)],
+      ['quantized', fmtNum(result.candidate!.nll, 5), fmtNum(result.candidate!.ppl, 3)],
+    ], [1, 2]));
+    w(`\ndelta NLL ${fmtNum(result.deltaNll, 5)}   KL(original || quantized) ${fmtSci(result.klDivergence)} nats/token   top-1 agreement ${fmtNum(100 * result.top1Agreement!, 2)} %\n`);
+    if (result.perLayer) {
+      w('\nresidual stream after each layer:\n');
+      w(table(['layer', 'RMSE', 'SQNR dB', 'cosine'], result.perLayer.map((l) => [String(l.layer), fmtSci(l.rmse), fmtNum(l.sqnrDb, 1), fmtNum(l.cosine, 5)]), [0, 1, 2, 3]));
+    }
+    return report;
+  } finally {
+    await Promise.all(opened.map((x) => x.close()));
+  }
+}

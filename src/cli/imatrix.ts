@@ -1,0 +1,75 @@
+// Importance matrices as llama.cpp's llama-imatrix writes them, by GGUF tensor name:
+// - the legacy binary file (imatrix.dat): i32 n_entries, then per entry i32 name length, name,
+//   i32 ncall, i32 nval, f32 values[nval] (sums of squared activations over ncall chunks), and an
+//   optional trailer (last call, dataset name) that is ignored;
+// - the GGUF file (imatrix.gguf): per weight `<name>.in_sum2` (sums) and `<name>.counts`.
+// Both become per-column means, the values llama-quantize passes to the quantizers.
+import { ErrorCodes, fail } from '../errors.js';
+import { openGguf } from '../io/gguf.js';
+import type { ByteSource } from '../io/source.js';
+import { GGUF_MAGIC } from '../io/gguf.js';
+
+export async function readImatrix(src: ByteSource): Promise<Map<string, Float32Array>> {
+  const size = await src.size();
+  if (size >= 4) {
+    const m = await src.read(0, 4);
+    if ((m[0] | (m[1] << 8) | (m[2] << 16) | (m[3] << 24)) >>> 0 === GGUF_MAGIC) return readGgufImatrix(src);
+  }
+  return readLegacy(src, size);
+}
+
+function readLegacy(src: ByteSource, size: number): Promise<Map<string, Float32Array>> {
+  const file = src.name;
+  const bad = (msg: string, at: number): never => fail(ErrorCodes.BAD_INPUT, `[imatrix] ${file}: ${msg} (at byte ${at})`, { file, index: at });
+  return src.read(0, size).then((bytes) => {
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let at = 0;
+    const i32 = () => {
+      if (at + 4 > size) bad('unexpected end of file', at);
+      const v = dv.getInt32(at, true);
+      at += 4;
+      return v;
+    };
+    const out = new Map<string, Float32Array>();
+    const n = i32();
+    if (n < 0 || n * 12 > size) bad(`${n} entries cannot fit in ${size} bytes; not an imatrix file`, 0);
+    for (let e = 0; e < n; e++) {
+      const len = i32();
+      if (len <= 0 || at + len > size) bad(`entry ${e}: bad name length ${len}`, at - 4);
+      let name: string;
+      try {
+        name = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(at, at + len));
+      } catch {
+        return bad(`entry ${e}: name is not UTF-8`, at);
+      }
+      at += len;
+      const ncall = i32();
+      const nval = i32();
+      if (nval <= 0 || at + nval * 4 > size) bad(`entry "${name}": bad value count ${nval}`, at - 4);
+      const v = new Float32Array(nval);
+      for (let i = 0; i < nval; i++) v[i] = dv.getFloat32(at + 4 * i, true) / (ncall > 0 ? ncall : 1);
+      at += nval * 4;
+      if (out.has(name)) bad(`entry "${name}" appears twice`, at);
+      out.set(name, v);
+    }
+    return out;
+  });
+}
+
+async function readGgufImatrix(src: ByteSource): Promise<Map<string, Float32Array>> {
+  const g = await openGguf(src);
+  const out = new Map<string, Float32Array>();
+  for (const t of g.tensors) {
+    if (!t.name.endsWith('.in_sum2')) continue;
+    const name = t.name.slice(0, -'.in_sum2'.length);
+    const sums = await g.readF32(t.name);
+    const counts = await g.readF32(`${name}.counts`);
+    const cols = t.shape[t.shape.length - 1];
+    if (counts.length !== 1 || sums.length !== cols) {
+      fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: "${name}" holds ${counts.length} matrices; per-expert importance is not supported yet`, { file: src.name, tensor: name, value: counts.length, expected: 1 });
+    }
+    const c = counts[0] > 0 ? counts[0] : 1;
+    out.set(name, sums.map((v) => v / c));
+  }
+  return out;
+}

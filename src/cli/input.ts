@@ -1,0 +1,143 @@
+// Opening what the user names on the command line: a .safetensors or .gguf file, a sharded
+// checkpoint (its model.safetensors.index.json or the directory holding it), a directory with one
+// checkpoint, or an http(s) URL read with range requests. config.json beside the input is read
+// when present.
+import { readdir, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { ErrorCodes, fail, WebquantError } from '../errors.js';
+import type { Checkpoint } from '../io/checkpoint.js';
+import { readConfig, type ModelConfig } from '../io/config.js';
+import { fromPath, type FileSource } from '../io/node.js';
+import { openCheckpoint } from '../io/open.js';
+import { openSafetensorsIndex } from '../io/safetensors.js';
+import { fromUrl, type ByteSource } from '../io/source.js';
+import type { CliIO } from './io.js';
+
+export interface OpenedInput {
+  checkpoint: Checkpoint;
+  /** What the user gave, and the resolved file (or URL) read. */
+  spec: string;
+  file: string;
+  /** Local directory of the input (undefined for URLs). */
+  dir?: string;
+  config?: ModelConfig;
+  configFile?: string;
+  /** config.json exists but could not be read: only commands that need it fail with this. */
+  configError?: WebquantError;
+  /** A tokenizer.json beside the input. */
+  tokenizerFile?: string;
+  /** Bytes of the input file(s), when known. */
+  size?: number;
+  close(): Promise<void>;
+}
+
+export const isUrl = (s: string) => /^https?:\/\//i.test(s);
+
+export function absPath(p: string, io: CliIO): string {
+  return isAbsolute(p) ? p : resolve(io.cwd ?? process.cwd(), p);
+}
+
+async function exists(p: string): Promise<'file' | 'dir' | undefined> {
+  try {
+    const s = await stat(p);
+    return s.isDirectory() ? 'dir' : s.isFile() ? 'file' : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function notFound(what: string, p: string): never {
+  return fail(ErrorCodes.IO, `[cli] ${what} ${p} does not exist`, { file: p, value: 'ENOENT' });
+}
+
+/** The checkpoint file of a directory: a sharded index, model.safetensors, or its only checkpoint. */
+async function pickInDir(dir: string): Promise<string> {
+  for (const f of ['model.safetensors.index.json', 'model.safetensors']) if ((await exists(join(dir, f))) === 'file') return join(dir, f);
+  const files = (await readdir(dir)).filter((f) => /\.(safetensors|gguf)$|\.safetensors\.index\.json$/.test(f)).sort();
+  const idx = files.filter((f) => f.endsWith('.index.json'));
+  const pick = idx.length === 1 ? idx : files.filter((f) => !/-\d+-of-\d+\.safetensors$/.test(f));
+  if (pick.length !== 1) {
+    fail(ErrorCodes.BAD_INPUT, `[cli] ${dir}: ${pick.length ? `several checkpoints (${pick.join(', ')}); name one` : 'no .safetensors, .gguf or model.safetensors.index.json in this directory'}`, {
+      file: dir, value: pick, expected: 'one checkpoint file',
+    });
+  }
+  return join(dir, pick[0]);
+}
+
+export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
+  if (isUrl(spec)) return openUrl(spec, io);
+  let file = absPath(spec, io);
+  const kind = await exists(file);
+  if (!kind) notFound('input', spec);
+  if (kind === 'dir') file = await pickInDir(file);
+  const dir = dirname(file);
+  const sources: FileSource[] = [];
+  const src = (p: string) => { const s = fromPath(p); sources.push(s); return s; };
+  const close = async () => { await Promise.all(sources.map((s) => s.close())); };
+  try {
+    let checkpoint: Checkpoint;
+    let size: number | undefined;
+    if (file.endsWith('.json')) {
+      checkpoint = await openSafetensorsIndex(src(file), async (shard) => {
+        const p = join(dir, shard);
+        if ((await exists(p)) !== 'file') notFound(`shard ${shard} of`, file);
+        return src(p);
+      });
+      size = 0;
+      for (const s of sources.slice(1)) size += await s.size();
+    } else {
+      const s = src(file);
+      checkpoint = await openCheckpoint(s);
+      size = await s.size();
+    }
+    const opened: OpenedInput = { checkpoint, spec, file, dir, size, close };
+    const cfg = join(dir, 'config.json');
+    if ((await exists(cfg)) === 'file') {
+      opened.configFile = cfg;
+      try {
+        opened.config = await readConfig(src(cfg));
+      } catch (e) {
+        if (!(e instanceof WebquantError)) throw e;
+        opened.configError = e;
+      }
+    }
+    if ((await exists(join(dir, 'tokenizer.json'))) === 'file') opened.tokenizerFile = join(dir, 'tokenizer.json');
+    return opened;
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
+  const opts = io.fetch ? { fetch: io.fetch } : {};
+  const main = fromUrl(url, opts);
+  const checkpoint = url.split('?')[0].endsWith('.json')
+    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts))
+    : await openCheckpoint(main);
+  const opened: OpenedInput = { checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined };
+  // config.json beside a URL is optional: any failure to fetch it means there is none.
+  const cfgUrl = new URL('config.json', url).toString();
+  let cfgSrc: ByteSource | undefined;
+  try {
+    cfgSrc = fromUrl(cfgUrl, opts);
+    await cfgSrc.size();
+  } catch (e) {
+    if (!(e instanceof WebquantError)) throw e;
+    cfgSrc = undefined;
+  }
+  if (cfgSrc) {
+    opened.configFile = cfgUrl;
+    try {
+      opened.config = await readConfig(cfgSrc);
+    } catch (e) {
+      if (!(e instanceof WebquantError)) throw e;
+      opened.configError = e;
+    }
+  }
+  return opened;
+}
+
+export function baseName(p: string): string {
+  return basename(p.split('?')[0]);
+}

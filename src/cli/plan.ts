@@ -1,0 +1,115 @@
+// From command-line options to a plan: a preset, a single format, a plan file, or a plan file
+// whose rules go before a preset's / format's.
+import { ErrorCodes, fail } from '../errors.js';
+import { getFormat } from '../formats/registry.js';
+import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
+import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
+import { planFromJSON } from '../plan/json.js';
+import type { Plan } from '../plan/types.js';
+
+export interface PlanChoice {
+  plan: Plan;
+  /** What the plan came from, for the report. */
+  label: string;
+  preset?: Preset;
+  /** Container the preset / format is meant for, when it says. */
+  container?: 'gguf' | 'safetensors';
+  /** GGUF general.file_type. */
+  fileType?: number;
+}
+
+/**
+ * The llama_ftype llama.cpp's loader guesses for a file whose tensors are mostly of one type
+ * (llama_model_loader): K types map to their _M mixture.
+ */
+const FTYPE_OF_FORMAT: Record<string, number> = {
+  f16: LLAMA_FTYPE.MOSTLY_F16, bf16: LLAMA_FTYPE.MOSTLY_BF16, q4_0: LLAMA_FTYPE.MOSTLY_Q4_0, q4_1: LLAMA_FTYPE.MOSTLY_Q4_1,
+  q5_0: LLAMA_FTYPE.MOSTLY_Q5_0, q5_1: LLAMA_FTYPE.MOSTLY_Q5_1, q8_0: LLAMA_FTYPE.MOSTLY_Q8_0, q2_k: LLAMA_FTYPE.MOSTLY_Q2_K,
+  q3_k: LLAMA_FTYPE.MOSTLY_Q3_K_M, q4_k: LLAMA_FTYPE.MOSTLY_Q4_K_M, q5_k: LLAMA_FTYPE.MOSTLY_Q5_K_M, q6_k: LLAMA_FTYPE.MOSTLY_Q6_K,
+  iq4_nl: LLAMA_FTYPE.MOSTLY_IQ4_NL, iq4_xs: LLAMA_FTYPE.MOSTLY_IQ4_XS,
+};
+
+export function fileTypeOfFormat(format: string): number | undefined {
+  return FTYPE_OF_FORMAT[format.toLowerCase()];
+}
+
+/** `--calibration`: a name ("mse"), MaxText's "fixed,<scale>,<max>", "clip,0.9", or a JSON object. */
+function parseCalibration(s: string): CalibrationOption {
+  if (!s.trim().startsWith('{')) return s;
+  try {
+    return JSON.parse(s) as CalibrationOption;
+  } catch (e) {
+    return fail(ErrorCodes.BAD_CALIBRATION, `[cli] --calibration is not valid JSON (${(e as Error).message})`, { option: 'calibration', value: s });
+  }
+}
+
+export interface PlanArgs {
+  preset?: string;
+  format?: string;
+  groupSize?: number;
+  bits?: number;
+  calibration?: string;
+  /** Text of a --rules file and its name. */
+  rules?: { text: string; file: string };
+}
+
+export function choosePlan(a: PlanArgs): PlanChoice {
+  if (a.preset !== undefined && a.format !== undefined) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: give either --preset or --format, not both', { option: 'preset', value: [a.preset, a.format] });
+  }
+  if (a.format === undefined && (a.groupSize !== undefined || a.bits !== undefined || a.calibration !== undefined)) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --group-size, --bits and --calibration go with --format', { option: 'format' });
+  }
+  let base: PlanChoice | undefined;
+  if (a.preset !== undefined) {
+    const p = getPreset(a.preset);
+    base = { plan: p.plan, label: `preset ${p.name}`, preset: p, container: p.container, fileType: p.fileType };
+  } else if (a.format !== undefined) {
+    const spec = getFormat(a.format);
+    const scheme: FormatOptions = { format: spec.name };
+    if (a.groupSize !== undefined) scheme.groupSize = a.groupSize;
+    if (a.bits !== undefined) scheme.bits = a.bits;
+    if (a.calibration !== undefined) scheme.calibration = parseCalibration(a.calibration);
+    // Options wrong for the format are wrong for every tensor: one message, before any file is read.
+    resolveOptions(spec, scheme);
+    base = {
+      plan: { name: spec.name, default: scheme, rules: [], skip: [] },
+      label: `format ${spec.name}`,
+      container: spec.ggml ? undefined : 'safetensors',
+      fileType: fileTypeOfFormat(spec.name),
+    };
+  }
+  if (!a.rules) {
+    if (!base) {
+      fail(ErrorCodes.BAD_OPTION, '[cli] quantize: say how to quantize with --preset <name>, --format <format> or --rules <plan.json> (see `webquant presets`)', {
+        option: 'preset', expected: ['--preset', '--format', '--rules'],
+      });
+    }
+    return base;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(a.rules.text);
+  } catch (e) {
+    fail(ErrorCodes.PLAN, `[plan] ${a.rules.file} is not valid JSON (${(e as Error).message})`, { file: a.rules.file, option: 'rules' });
+  }
+  let file: Plan;
+  try {
+    file = planFromJSON(raw);
+  } catch (e) {
+    if (e instanceof Error) e.message = `${e.message} (in ${a.rules.file})`;
+    throw e;
+  }
+  if (!base) return { plan: file, label: `rules ${a.rules.file}`, fileType: file.fileType };
+  const has = (k: string) => typeof raw === 'object' && raw !== null && k in raw;
+  const maxText = has('__default__');
+  const plan: Plan = {
+    ...base.plan,
+    name: `${base.plan.name ?? 'plan'}+${file.name ?? 'rules'}`,
+    rules: [...file.rules, ...base.plan.rules],
+    skip: [...base.plan.skip, ...file.skip],
+    default: has('default') || maxText ? file.default : base.plan.default,
+    protect: has('protect') ? file.protect : base.plan.protect,
+  };
+  return { ...base, plan, label: `${base.label} + rules ${a.rules.file}`, fileType: file.fileType ?? base.fileType };
+}

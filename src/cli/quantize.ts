@@ -1,0 +1,300 @@
+// `webquant quantize <in> -o <out>`: a checkpoint through the streaming pipeline into a GGUF or
+// safetensors file, written atomically (nothing is left at <out> after a failure).
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname, extname } from 'node:path';
+import { ErrorCodes, fail } from '../errors.js';
+import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
+import type { Checkpoint } from '../io/checkpoint.js';
+import type { GgufWriteKV } from '../io/gguf-writer.js';
+import { fromPath } from '../io/node.js';
+import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
+import { ggufContainer, safetensorsContainer, type Container } from '../pipeline/container.js';
+import { fileSink } from '../pipeline/sink-node.js';
+import { resolvePlan, schemeLabel } from '../plan/plan.js';
+import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
+import { readImatrix } from './imatrix.js';
+import { absPath, baseName, isUrl, openInput, type OpenedInput } from './input.js';
+import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
+import { choosePlan, type PlanArgs } from './plan.js';
+
+export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
+  input: string;
+  /** A plan file (--rules). */
+  rulesFile?: string;
+  output: string;
+  strict?: boolean;
+  workers?: number;
+  imatrix?: string;
+  json?: boolean;
+}
+
+export interface RoleSummary {
+  role: string;
+  tensors: number;
+  quantized: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** Over the quantized tensors of the role (undefined when none). */
+  rmse?: number;
+  sqnrDb?: number;
+}
+
+export interface QuantizeReport {
+  command: 'quantize';
+  input: string;
+  output: string;
+  container: 'gguf' | 'safetensors';
+  plan: string;
+  fileType?: number;
+  tensors: (TensorReport & { role: string; scheme: string })[];
+  roles: RoleSummary[];
+  totals: RoleSummary & { params: number; bpw: number; fileBytes: number };
+  warnings: string[];
+  notes: string[];
+  elapsedMs: number;
+}
+
+/** Per-role totals; RMSE and SQNR are recombined from each tensor's sums (exact, not averaged). */
+export function summarize(tensors: QuantizeReport['tensors']): { roles: RoleSummary[]; total: RoleSummary } {
+  const acc = new Map<string, RoleSummary & { se: number; sx: number; n: number }>();
+  const total = { role: 'total', tensors: 0, quantized: 0, bytesIn: 0, bytesOut: 0, se: 0, sx: 0, n: 0 };
+  for (const t of tensors) {
+    let r = acc.get(t.role);
+    if (!r) acc.set(t.role, (r = { role: t.role, tensors: 0, quantized: 0, bytesIn: 0, bytesOut: 0, se: 0, sx: 0, n: 0 }));
+    for (const x of [r, total]) {
+      x.tensors++;
+      x.bytesIn += t.bytes;
+      x.bytesOut += t.outputBytes;
+      const m = t.metrics;
+      if (m && m.count > 0) {
+        x.quantized++;
+        const se = m.rmse * m.rmse * m.count;
+        x.se += se;
+        x.n += m.count;
+        // sqnr = 10 log10(sx / se); an exact reconstruction (se = 0) carries no sx information.
+        x.sx += se > 0 && Number.isFinite(m.sqnrDb) ? se * 10 ** (m.sqnrDb / 10) : 0;
+      }
+    }
+  }
+  const fin = (x: typeof total): RoleSummary => ({
+    role: x.role, tensors: x.tensors, quantized: x.quantized, bytesIn: x.bytesIn, bytesOut: x.bytesOut,
+    rmse: x.n ? Math.sqrt(x.se / x.n) : undefined,
+    sqnrDb: x.n ? (x.se > 0 ? 10 * Math.log10(x.sx / x.se) : Infinity) : undefined,
+  });
+  return { roles: [...acc.values()].map(fin), total: fin(total) };
+}
+
+export function summaryTable(rep: Pick<QuantizeReport, 'roles' | 'totals'>): string {
+  const row = (r: RoleSummary) => [r.role, `${r.quantized}/${r.tensors}`, fmtBytes(r.bytesIn), fmtBytes(r.bytesOut), fmtSci(r.rmse), fmtNum(r.sqnrDb, 1)];
+  return table(['role', 'quantized', 'bytes in', 'bytes out', 'RMSE', 'SQNR dB'], [...rep.roles.map(row), row(rep.totals)], [1, 2, 3, 4, 5]);
+}
+
+function outputKind(out: string): 'gguf' | 'safetensors' {
+  const ext = extname(out).toLowerCase();
+  if (ext === '.gguf') return 'gguf';
+  if (ext === '.safetensors') return 'safetensors';
+  return fail(ErrorCodes.BAD_OPTION, `[cli] quantize: -o must end in .gguf or .safetensors (the container follows the extension) but is "${out}"`, {
+    option: 'output', value: out, expected: ['.gguf', '.safetensors'],
+  });
+}
+
+/** Progress as a bar on a terminal, one line per tensor otherwise, JSON lines on stderr with --json. */
+function progressPrinter(io: CliIO, json: boolean, roles: Map<string, PlannedTensor>) {
+  const out = io.stdout;
+  let drawn = false;
+  return {
+    event(e: ProgressEvent) {
+      if (json) {
+        io.stderr.write(JSON.stringify({ progress: e.type, ...e }) + '\n');
+        return;
+      }
+      if (e.type !== 'tensor') return;
+      const pct = e.bytesTotal ? e.bytesDone / e.bytesTotal : 1;
+      if (out.isTTY) {
+        const width = Math.max(10, Math.min(30, (out.columns ?? 80) - 60));
+        const fill = Math.round(pct * width);
+        const eta = e.etaMs !== undefined ? ` ETA ${Math.ceil(e.etaMs / 1000)}s` : '';
+        const line = `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${(pct * 100).toFixed(0).padStart(3)}% ${e.index + 1}/${e.count} ${fmtBytes(e.throughput)}/s${eta} ${e.name}`;
+        out.write(`\r\x1b[K${line.slice(0, (out.columns ?? 80) - 1)}`);
+        drawn = true;
+      } else {
+        const m = e.metrics ? `  rmse ${fmtSci(e.metrics.rmse)}  sqnr ${fmtNum(e.metrics.sqnrDb, 1)} dB` : '';
+        const role = roles.get(e.name)?.role ?? e.role ?? '';
+        out.write(`[${String(e.index + 1).padStart(String(e.count).length)}/${e.count}] ${e.name} (${role}) ${e.format} ${fmtBytes(e.bytes)} -> ${fmtBytes(e.outputBytes)}${m}\n`);
+      }
+    },
+    end() {
+      if (drawn) out.write('\r\x1b[K');
+    },
+  };
+}
+
+async function loadImportance(path: string, io: CliIO, ck: Checkpoint, resolved: ResolvedPlan, warnings: string[]): Promise<Record<string, Float32Array>> {
+  const file = absPath(path, io);
+  const src = fromPath(file);
+  try {
+    const m = await readImatrix(src);
+    const out: Record<string, Float32Array> = {};
+    const byName = new Map(resolved.tensors.map((t) => [t.name, t]));
+    let unused = 0;
+    for (const [name, v] of m) {
+      const t = byName.get(name);
+      if (!t) { unused++; continue; }
+      if (t.scheme === 'keep') continue;
+      if (v.length !== t.rowLength) {
+        fail(ErrorCodes.IMPORTANCE_LENGTH, `[imatrix] ${path}: "${name}" has ${v.length} values but its rows have ${t.rowLength}`, { file, tensor: name, value: v.length, expected: t.rowLength });
+      }
+      out[name] = v;
+    }
+    const missing = resolved.tensors.filter((t) => t.scheme !== 'keep' && !out[t.name]).length;
+    if (unused) warnings.push(`imatrix ${basename(file)}: ${unused} entries name no tensor of ${ck.source}`);
+    if (missing) warnings.push(`imatrix ${basename(file)}: no importance for ${missing} quantized tensors`);
+    return out;
+  } finally {
+    await src.close();
+  }
+}
+
+/**
+ * general.name for a GGUF written from a Hugging Face checkpoint: the directory holding it, or for a
+ * URL the repository name of a Hub "resolve" link (…/org/name/resolve/rev/file), else the file stem.
+ */
+export function modelName(input: Pick<OpenedInput, 'dir' | 'file'>): string {
+  if (input.dir) return basename(input.dir);
+  const path = new URL(input.file).pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const r = path.indexOf('resolve');
+  if (r > 0) return path[r - 1];
+  if (path.length > 1) return path[path.length - 2];
+  return (path[0] ?? 'model').replace(/\.[^.]*$/, '').replace(/\.safetensors\.index$/, '');
+}
+
+/** Plan warnings, with the row-length fallbacks (one per tensor in the plan) grouped by chain. */
+export function planWarnings(r: ResolvedPlan): string[] {
+  const fellBack = new Map<string, string[]>();
+  const out: string[] = [];
+  const byName = new Map(r.tensors.map((t) => [t.name, t]));
+  for (const p of r.problems) {
+    if (p.severity !== 'warning') continue;
+    const t = p.tensor !== undefined ? byName.get(p.tensor) : undefined;
+    if (t?.fallback) {
+      const key = `${schemeLabel(t.fallback.from)} -> ${schemeLabel(t.scheme)}`;
+      const list = fellBack.get(key) ?? [];
+      list.push(t.name);
+      fellBack.set(key, list);
+    } else out.push(p.message);
+  }
+  for (const [chain, names] of fellBack) {
+    out.push(`${names.length} tensor${names.length > 1 ? 's' : ''} ${chain} (the row length is not a multiple of the block): ${names.slice(0, 3).join(', ')}${names.length > 3 ? ', ...' : ''}`);
+  }
+  return out;
+}
+
+/** Runs a quantization and prints its progress and summary; returns the report. */
+export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
+  const json = !!a.json;
+  const kind = outputKind(a.output);
+  const out = absPath(a.output, io);
+  const outDir = dirname(out);
+  if (!(await stat(outDir).then((s) => s.isDirectory(), () => false))) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output directory ${outDir} does not exist`, { file: out, option: 'output', value: outDir });
+  }
+  let rulesText: { text: string; file: string } | undefined;
+  if (a.rulesFile !== undefined) {
+    const p = absPath(a.rulesFile, io);
+    const text = await readFile(p, 'utf8').catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the plan file ${a.rulesFile}: ${(e as Error).message}`, { file: p, option: 'rules' }));
+    rulesText = { text, file: a.rulesFile };
+  }
+  const choice = choosePlan({ ...a, rules: rulesText });
+  if (choice.container && choice.container !== kind) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}`, {
+      option: 'output', value: a.output, expected: `.${choice.container}`,
+    });
+  }
+
+  const input: OpenedInput = await openInput(a.input, io);
+  try {
+    if (!isUrl(a.input) && absPath(input.file, io) === out) {
+      fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output ${a.output} is the input; write to another file`, { option: 'output', value: a.output });
+    }
+    const warnings: string[] = [];
+    const notes: string[] = [];
+    let ck: Checkpoint = input.checkpoint;
+    let container: Container;
+    const fileType = choice.fileType;
+    if (kind === 'gguf') {
+      const quantVersion: GgufWriteKV = { key: 'general.quantization_version', type: 'u32', value: 2 };
+      if (ck.format === 'gguf') {
+        const kv: GgufWriteKV[] = [quantVersion];
+        if (fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: fileType });
+        else warnings.push('general.file_type is carried over unchanged: the plan names no llama_ftype (give "fileType" in the plan file)');
+        container = ggufContainer({ metadata: kv });
+      } else {
+        if (input.configError) throw input.configError;
+        if (!input.config) {
+          fail(ErrorCodes.CONFIG, `[cli] quantize: writing GGUF from a safetensors checkpoint needs its config.json beside ${baseName(input.file)} (architecture and hyper-parameters)`, {
+            file: input.file, option: 'config', expected: 'config.json',
+          });
+        }
+        const cfg = llamaConfigFrom(input.config);
+        ck = ggufView(ck, cfg);
+        const tok: GgufTokenizer = input.tokenizerFile ? { kind: 'unconverted', file: input.tokenizerFile } : { kind: 'none' };
+        if (tok.kind === 'none') notes.push('no tokenizer beside the input: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)');
+        else warnings.push(`${baseName(tok.file)} was found but converting tokenizers is not supported yet: the GGUF has no tokenizer keys, and llama.cpp will not load it until they are added`);
+        const name = modelName(input);
+        container = ggufContainer({ metadata: hfGgufMetadata(cfg, fileType ?? 0, tok, name) });
+        if (fileType === undefined) warnings.push('general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
+      }
+    } else {
+      container = safetensorsContainer({ 'webquant.plan': choice.label });
+    }
+
+    const resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict });
+    warnings.push(...planWarnings(resolved));
+    const errors = resolved.problems.filter((p) => p.severity === 'error');
+    if (errors.length) {
+      fail(ErrorCodes.PLAN, `[plan] ${choice.label}: ${errors.length} error${errors.length > 1 ? 's' : ''}: ${errors.slice(0, 3).map((e) => e.message.replace(/^\[plan\] /, '')).join('; ')}${errors.length > 3 ? '; ...' : ''}`, {
+        value: errors.map((e) => e.message), tensor: errors[0].tensor,
+      });
+    }
+    const importance = a.imatrix !== undefined ? await loadImportance(a.imatrix, io, ck, resolved, warnings) : undefined;
+    const roles = new Map(resolved.tensors.map((t) => [t.name, t]));
+    if (!json) {
+      io.stdout.write(`webquant: ${baseName(input.file)} (${ck.format}, ${ck.tensors.length} tensors) -> ${basename(out)} (${kind}) with ${choice.label}\n`);
+      for (const w of warnings) io.stderr.write(`webquant: warning: ${w}\n`);
+    }
+    const progress = progressPrinter(io, json, roles);
+    // The sink exists only from here on; the pipeline removes its partial file on any failure.
+    const sink = await fileSink(out);
+    let result;
+    try {
+      result = await quantizeCheckpoint({
+        input: ck, plan: resolved, sink, container, workers: a.workers, importance, signal: io.signal,
+        poolOptions: io.workerUrl ? { workerUrl: io.workerUrl } : undefined,
+        inputSize: input.size,
+        onProgress: (e) => progress.event(e),
+      });
+    } finally {
+      progress.end();
+    }
+    const tensors = result.tensors.map((t) => {
+      const p = roles.get(t.name)!;
+      return { ...t, role: p.role, scheme: schemeLabel(p.scheme) };
+    });
+    const { roles: byRole, total } = summarize(tensors);
+    const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
+    const report: QuantizeReport = {
+      command: 'quantize', input: input.file, output: out, container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,
+      tensors, roles: byRole,
+      totals: { ...total, params, bpw: params ? (8 * total.bytesOut) / params : 0, fileBytes: result.bytesWritten },
+      warnings, notes, elapsedMs: result.elapsedMs,
+    };
+    if (!json) {
+      io.stdout.write('\n' + summaryTable(report));
+      io.stdout.write(`\nwrote ${out}: ${fmtBytes(result.bytesWritten)} (${fmtNum(report.totals.bpw, 2)} bits per weight over ${params.toLocaleString('en-US')} parameters) in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
+      for (const n of notes) io.stdout.write(`note: ${n}\n`);
+    }
+    return report;
+  } finally {
+    await input.close();
+  }
+}

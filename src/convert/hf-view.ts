@@ -1,0 +1,246 @@
+// A Hugging Face Llama-family checkpoint seen as llama.cpp's converter would write it: GGUF tensor
+// names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted from the
+// rotate-half layout to interleaved pairs, and 1-D F16/BF16 tensors (norms) widened to F32, since
+// llama.cpp stores every vector in F32. Nothing is read until a tensor is asked for; ranged reads
+// of a permuted tensor fetch only the source rows they need.
+import { ErrorCodes, fail } from '../errors.js';
+import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
+import type { GgufWriteKV } from '../io/gguf-writer.js';
+import type { ModelConfig } from '../io/config.js';
+import { ggufTensorName, llamaMetadata, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+
+export interface GgufViewOptions {
+  /** Present 1-D F16/BF16 tensors as F32, as llama.cpp's converter stores them (default true). */
+  f32Vectors?: boolean;
+}
+
+export interface GgufView extends Checkpoint {
+  /** The checkpoint seen through the view. */
+  readonly input: Checkpoint;
+  /** Source (Hugging Face) name of a GGUF tensor name of the view. */
+  sourceName(name: string): string;
+}
+
+interface Entry {
+  info: TensorInfo;
+  src: TensorInfo;
+  /** Head count for permuted tensors. */
+  heads?: number;
+  /** Stored as F16/BF16 in the source, presented as F32. */
+  widened: boolean;
+}
+
+const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
+
+function rowGeometry(shape: readonly number[]): { rows: number; rowLen: number } {
+  // A 1-D tensor (a bias) is permuted element by element: its "rows" are single values.
+  if (shape.length <= 1) return { rows: shape[0] ?? 1, rowLen: 1 };
+  const rowLen = shape[shape.length - 1];
+  return { rows: rowLen === 0 ? 0 : numel(shape) / rowLen, rowLen };
+}
+
+/** Source row of output row `to` of the rotate-half -> interleaved permutation (see permuteRows). */
+function sourceRow(to: number, perHead: number): number {
+  const h = Math.floor(to / perHead), j = to % perHead, half = perHead / 2;
+  return h * perHead + (j % 2) * half + (j >> 1);
+}
+
+function permuteValues(v: TensorValues, rows: number, heads: number): TensorValues {
+  const bytes = new Uint8Array(v.values.buffer, v.values.byteOffset, v.values.byteLength);
+  const out = permuteRows(bytes, rows, v.values.byteLength / rows, heads);
+  return {
+    values: v.dtype === 'f32' ? new Float32Array(out.buffer, 0, out.byteLength >> 2) : new Uint16Array(out.buffer, 0, out.byteLength >> 1),
+    dtype: v.dtype,
+  };
+}
+
+export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
+  const widen = opts.f32Vectors ?? true;
+  const entries = new Map<string, Entry>();
+  const tensors: TensorInfo[] = [];
+  for (const src of input.tensors) {
+    const name = ggufTensorName(src.name);
+    if (name === undefined) continue;
+    if (entries.has(name)) {
+      fail(ErrorCodes.MODEL, `[convert] ${input.source}: tensors "${entries.get(name)!.src.name}" and "${src.name}" both map to GGUF "${name}"`, { file: input.source, tensor: src.name, value: name });
+    }
+    const heads = permuteHeads(src.name, config);
+    if (heads !== undefined) {
+      if (!(src.dtype in ELEM)) {
+        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 q/k projections can be permuted for GGUF`, {
+          file: input.source, tensor: src.name, value: src.dtype, expected: Object.keys(ELEM),
+        });
+      }
+      const { rows } = rowGeometry(src.shape);
+      if (rows % (2 * heads) !== 0) {
+        fail(ErrorCodes.MODEL, `[convert] ${input.source}: "${src.name}" has ${rows} rows, which do not split into ${heads} heads of row pairs (check num_attention_heads / num_key_value_heads in config.json)`, {
+          file: input.source, tensor: src.name, value: rows, expected: `a multiple of ${2 * heads}`,
+        });
+      }
+    }
+    const widened = widen && src.shape.length <= 1 && (src.dtype === 'F16' || src.dtype === 'BF16');
+    const info: TensorInfo = { ...src, shape: src.shape.slice(), name, ...(widened ? { dtype: 'F32', byteLength: numel(src.shape) * 4 } : {}) };
+    entries.set(name, { info, src, heads, widened });
+    tensors.push(info);
+  }
+
+  const entry = (name: string): Entry => {
+    const e = entries.get(name);
+    if (!e) {
+      fail(ErrorCodes.TENSOR_NOT_FOUND, `[convert] ${input.source}: no tensor named "${String(name)}" in the GGUF view`, {
+        file: input.source, tensor: String(name), expected: `one of the ${entries.size} GGUF tensor names of the checkpoint`,
+      });
+    }
+    return e;
+  };
+
+  const readRows = input.readRows;
+  const view: GgufView = {
+    format: input.format,
+    source: input.source,
+    tensors,
+    metadata: input.metadata,
+    input,
+    tensor: (name) => entry(name).info,
+    sourceName: (name) => entry(name).src.name,
+    async readRaw(name) {
+      const e = entry(name);
+      if (e.widened) {
+        const f = await input.readF32(e.src.name);
+        return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+      }
+      const raw = await input.readRaw(e.src.name);
+      if (e.heads === undefined) return raw;
+      const { rows } = rowGeometry(e.src.shape);
+      return permuteRows(raw, rows, rows ? raw.byteLength / rows : 0, e.heads);
+    },
+    async readF32(name) {
+      const e = entry(name);
+      const f = await input.readF32(e.src.name);
+      if (e.heads === undefined) return f;
+      const { rows } = rowGeometry(e.src.shape);
+      const out = permuteRows(new Uint8Array(f.buffer, f.byteOffset, f.byteLength), rows, rows ? f.byteLength / rows : 0, e.heads);
+      return new Float32Array(out.buffer, 0, out.byteLength >> 2);
+    },
+    async readValues(name) {
+      const e = entry(name);
+      if (e.widened) return { values: await input.readF32(e.src.name), dtype: 'f32' };
+      const v = await input.readValues(e.src.name);
+      return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
+    },
+  };
+  if (readRows) {
+    view.readRows = async (name, firstRow, rows) => {
+      const e = entry(name);
+      const { rows: nrows, rowLen } = rowGeometry(e.info.shape);
+      const n2 = e.info.shape.length <= 1 ? 1 : nrows;
+      if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > n2) {
+        fail(ErrorCodes.BAD_INPUT, `[convert] ${input.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${n2} rows of "${name}"`, {
+          file: input.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${n2}`,
+        });
+      }
+      // 1-D tensors are a single row: read them whole.
+      if (e.widened || e.info.shape.length <= 1) {
+        const v = await view.readValues(name);
+        return rows === 0 ? { values: v.values.subarray(0, 0), dtype: v.dtype } as TensorValues : v;
+      }
+      if (e.heads === undefined) return readRows.call(input, e.src.name, firstRow, rows);
+      return permutedRows(e, nrows, rowLen, firstRow, rows);
+    };
+  }
+
+  // Output rows [firstRow, firstRow + rows) of a permuted matrix. Within one head the rows needed
+  // come from two contiguous source runs (the two halves), so a range costs at most two reads per head.
+  async function permutedRows(e: Entry, nrows: number, rowLen: number, firstRow: number, rows: number): Promise<TensorValues> {
+    const perHead = nrows / e.heads!;
+    const parts: { from: number; n: number; v: TensorValues }[] = [];
+    let dtype: TensorValues['dtype'] | undefined;
+    for (let h = Math.floor(firstRow / perHead); rows > 0 && h * perHead < firstRow + rows; h++) {
+      const lo = Math.max(firstRow, h * perHead), hi = Math.min(firstRow + rows, (h + 1) * perHead);
+      for (let s = 0; s < 2; s++) {
+        let a = Infinity, b = -Infinity;
+        for (let to = lo; to < hi; to++) {
+          if ((to - h * perHead) % 2 !== s) continue;
+          const from = sourceRow(to, perHead);
+          a = Math.min(a, from);
+          b = Math.max(b, from);
+        }
+        if (a > b) continue;
+        const v = await readRows!.call(input, e.src.name, a, b - a + 1);
+        dtype = v.dtype;
+        parts.push({ from: a, n: b - a + 1, v });
+      }
+    }
+    const elem = dtype === 'f32' || dtype === undefined ? 4 : 2;
+    const out = new Uint8Array(rows * rowLen * elem);
+    const rowBytes = rowLen * elem;
+    for (let to = firstRow; to < firstRow + rows; to++) {
+      const from = sourceRow(to, perHead);
+      const p = parts.find((x) => from >= x.from && from < x.from + x.n)!;
+      const bytes = new Uint8Array(p.v.values.buffer, p.v.values.byteOffset, p.v.values.byteLength);
+      out.set(bytes.subarray((from - p.from) * rowBytes, (from - p.from + 1) * rowBytes), (to - firstRow) * rowBytes);
+    }
+    return elem === 4
+      ? { values: new Float32Array(out.buffer, 0, out.byteLength >> 2), dtype: 'f32' }
+      : { values: new Uint16Array(out.buffer, 0, out.byteLength >> 1), dtype: dtype! };
+  }
+
+  return view;
+}
+
+/** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
+export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = ['llama', 'mistral'];
+
+/**
+ * The converter's config from readConfig()'s result. Refuses (E_MODEL) model types llama.cpp does
+ * not load as "llama" (Qwen2, Gemma, ... have their own GGUF architectures and tensor sets).
+ */
+export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
+  if (!LLAMA_GGUF_MODEL_TYPES.includes(c.modelType)) {
+    fail(ErrorCodes.MODEL, `[convert] model_type "${c.modelType}" (${c.architecture}) cannot be written as GGUF by webquant yet; supported: ${LLAMA_GGUF_MODEL_TYPES.join(', ')} (write .safetensors instead)`, {
+      option: 'model_type', value: c.modelType, expected: LLAMA_GGUF_MODEL_TYPES,
+    });
+  }
+  if (c.intermediateSize === undefined) {
+    fail(ErrorCodes.CONFIG, `[convert] config.json has no "intermediate_size", which GGUF needs (llama.feed_forward_length)`, { option: 'intermediate_size' });
+  }
+  return {
+    architectures: [c.architecture], model_type: c.modelType, hidden_size: c.hiddenSize, intermediate_size: c.intermediateSize,
+    num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
+    max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
+  };
+}
+
+/** Tokenizer keys of a GGUF written from a Hugging Face checkpoint. */
+export type GgufTokenizer =
+  /** No tokenizer beside the input: `tokenizer.ggml.model = "no_vocab"` (llama.cpp loads such a file). */
+  | { kind: 'none' }
+  /** A tokenizer.json exists but is not converted (not supported yet): no tokenizer keys are written. */
+  | { kind: 'unconverted'; file: string };
+
+/**
+ * GGUF key/value pairs for a Hugging Face Llama-family input: llamaMetadata(config) plus
+ * general.file_type (llama_ftype), general.quantization_version = 2 (GGML_QNT_VERSION) and the
+ * tokenizer keys described by `tokenizer`.
+ */
+export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer: GgufTokenizer, name?: string): GgufWriteKV[] {
+  const kv: GgufWriteKV[] = Object.entries(llamaMetadata(config, name)).map(([key, v]) => ({ key, type: v.type, value: v.value }));
+  kv.push({ key: 'general.file_type', type: 'u32', value: fileType });
+  kv.push({ key: 'general.quantization_version', type: 'u32', value: 2 });
+  if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
+  return kv;
+}
+
+/** The inverse of permuteRows: interleaved (GGUF) rows back to the rotate-half (Hugging Face) order. */
+export function unpermuteRows(src: Uint8Array, rows: number, rowBytes: number, heads: number): Uint8Array {
+  if (rows % (2 * heads) !== 0) {
+    fail(ErrorCodes.MODEL, `[convert] cannot un-permute ${rows} rows into ${heads} heads of pairs`, { value: rows, expected: `a multiple of ${2 * heads}` });
+  }
+  const out = new Uint8Array(src.length);
+  const perHead = rows / heads;
+  for (let to = 0; to < rows; to++) {
+    const from = sourceRow(to, perHead);
+    out.set(src.subarray(to * rowBytes, (to + 1) * rowBytes), from * rowBytes);
+  }
+  return out;
+}

@@ -1,0 +1,111 @@
+// From "this checkpoint with that preset (or format)" to what quantizeCheckpoint needs, for the
+// runtimes that have no CLI (the demo page, the Cloudflare Worker). It makes the choices
+// `webquant quantize` makes (src/cli/quantize.ts), so every runtime writes the same bytes for the
+// same input: GGUF from a Hugging Face checkpoint goes through the llama.cpp converter view and
+// needs config.json; safetensors output records the plan's label. test/browser checks the bytes.
+import { ErrorCodes, WebquantError } from '../errors.js';
+import type { Checkpoint } from '../io/checkpoint.js';
+import { readConfig, type ModelConfig } from '../io/config.js';
+import type { GgufWriteKV } from '../io/gguf-writer.js';
+import { openCheckpoint } from '../io/open.js';
+import { openSafetensorsIndex } from '../io/safetensors.js';
+import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
+import { resolvePlan } from '../plan/plan.js';
+import type { ResolvedPlan } from '../plan/types.js';
+import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
+import { choosePlan, type PlanChoice } from '../cli/plan.js';
+import { ggufContainer, safetensorsContainer, type Container } from './container.js';
+
+export type ContainerKind = 'gguf' | 'safetensors';
+
+export interface InputBundle {
+  checkpoint: Checkpoint;
+  /** GGUF general.name: the CLI uses the name of the folder holding the checkpoint. */
+  name: string;
+  config?: ModelConfig;
+  /** A tokenizer.json came with the checkpoint (GGUF output then has no tokenizer keys). */
+  hasTokenizer?: boolean;
+}
+
+export interface PreparedOutput {
+  /** The checkpoint as the container sees it (the GGUF view of a Hugging Face one). */
+  input: Checkpoint;
+  plan: ResolvedPlan;
+  container: Container;
+  kind: ContainerKind;
+  /** 'preset q8_0', 'format nf4'. */
+  label: string;
+  /** Plan warnings (fallbacks for rows a format cannot take...). */
+  warnings: string[];
+  /** `<name>-<preset or format>.<kind>` */
+  fileName: string;
+}
+
+/** A file beside a URL, or undefined when it cannot be read (as the CLI treats config.json). */
+async function besideUrl(file: string, url: string, opts: UrlSourceOptions): Promise<ByteSource | undefined> {
+  try {
+    const src = fromUrl(new URL(file, url).toString(), opts);
+    await src.size();
+    return src;
+  } catch (e) {
+    if (e instanceof WebquantError) return undefined;
+    throw e;
+  }
+}
+
+/** A checkpoint read by URL with Range requests, with the config.json (and tokenizer.json) beside it. */
+export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Promise<InputBundle & { size?: number }> {
+  const main = fromUrl(url, opts);
+  const sharded = url.split('?')[0].endsWith('.json');
+  const checkpoint = sharded
+    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url).toString(), opts))
+    : await openCheckpoint(main);
+  const cfg = await besideUrl('config.json', url, opts);
+  const path = new URL(url).pathname.split('/').filter(Boolean);
+  return {
+    checkpoint,
+    name: path.length > 1 ? path[path.length - 2] : new URL(url).host,
+    config: cfg ? await readConfig(cfg) : undefined,
+    hasTokenizer: !!(await besideUrl('tokenizer.json', url, opts)),
+    size: sharded ? undefined : await main.size(),
+  };
+}
+
+/**
+ * Plan and container for a preset or a format. `want` picks the container for a format that
+ * GGUF and safetensors can both hold (default GGUF); a preset's own container must match it.
+ */
+export function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind): PreparedOutput {
+  const choice: PlanChoice = choosePlan(what);
+  if (want && choice.container && want !== choice.container) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[prepare] ${choice.label} writes ${choice.container}, not ${want}`, { option: 'container', value: want, expected: choice.container });
+  }
+  const kind: ContainerKind = choice.container ?? want ?? 'gguf';
+  const warnings: string[] = [];
+  let input = src.checkpoint;
+  let container: Container;
+  if (kind === 'safetensors') {
+    container = safetensorsContainer({ 'webquant.plan': choice.label });
+  } else if (input.format === 'gguf') {
+    const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
+    if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
+    container = ggufContainer({ metadata: kv });
+  } else {
+    if (!src.config) {
+      throw new WebquantError(ErrorCodes.CONFIG, '[prepare] GGUF from a safetensors checkpoint needs its config.json (architecture and hyper-parameters)', { file: input.source, option: 'config', expected: 'config.json' });
+    }
+    const cfg = llamaConfigFrom(src.config);
+    input = ggufView(input, cfg);
+    const tok: GgufTokenizer = src.hasTokenizer ? { kind: 'unconverted', file: 'tokenizer.json' } : { kind: 'none' };
+    if (tok.kind === 'unconverted') warnings.push('tokenizer.json is not converted yet: the GGUF has no tokenizer keys');
+    container = ggufContainer({ metadata: hfGgufMetadata(cfg, choice.fileType ?? 0, tok, src.name) });
+  }
+  const plan = resolvePlan(choice.plan, input.tensors);
+  for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
+  const errors = plan.problems.filter((p) => p.severity === 'error');
+  if (errors.length) {
+    throw new WebquantError(ErrorCodes.PLAN, `[plan] ${choice.label}: ${errors.map((e) => e.message).join('; ')}`, { value: errors.map((e) => e.message), tensor: errors[0].tensor });
+  }
+  const tag = (what.preset ?? what.format ?? 'quant').toLowerCase();
+  return { input, plan, container, kind, label: choice.label, warnings, fileName: `${src.name || 'model'}-${tag}.${kind}` };
+}

@@ -1,0 +1,88 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHARED, hasShared } from '../helpers/shared.js';
+import { cli, ensureBuilt, tempDir } from './helpers.js';
+import { fromBuffer } from '../../src/io/source.js';
+import { openCheckpoint } from '../../src/io/open.js';
+import { evaluate } from '../../src/eval/evaluate.js';
+import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
+import { readTokens } from '../../src/eval/tokens.js';
+import { unpermuteRows } from '../../src/convert/hf-view.js';
+import { permuteRows } from '../../src/convert/llama-gguf.js';
+
+const DIR = join(SHARED, 'models/stories260K');
+const MODEL = join(DIR, 'model.safetensors');
+const TOKENS = join(SHARED, 'eval/tinystories_dev.tokens.u16');
+
+describe('unpermuteRows', () => {
+  it('inverts permuteRows', () => {
+    const rows = 24, rowBytes = 6;
+    const src = Uint8Array.from({ length: rows * rowBytes }, (_, i) => (i * 37) & 0xff);
+    for (const heads of [1, 2, 3, 6, 12]) {
+      const p = permuteRows(src, rows, rowBytes, heads);
+      expect(Buffer.from(p).equals(Buffer.from(src))).toBe(heads === 12); // pairs of rows only: the identity
+      expect(Buffer.from(unpermuteRows(p, rows, rowBytes, heads)).equals(Buffer.from(src))).toBe(true);
+    }
+  });
+});
+
+describe.skipIf(!hasShared)('webquant eval', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-eval');
+  }, 300_000);
+
+  it('GGUF and safetensors outputs of one plan evaluate identically; the reference matches evaluate()', async () => {
+    // The GGUF presets' protect list (token embeddings quantized) for both containers.
+    writeFileSync(join(tmp, 'plan.json'), JSON.stringify({ default: { format: 'q4_0' }, protect: ['norm', 'router', 'bias', '1d', 'position'], fileType: 2 }));
+    for (const out of ['q.gguf', 'q.safetensors']) {
+      const r = await cli(['quantize', MODEL, '-o', out, '--rules', 'plan.json'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const runs = [];
+    for (const q of ['q.gguf', 'q.safetensors']) {
+      const r = await cli(['eval', '--model', MODEL, '--quantized', q, '--tokens', TOKENS, '--max-docs', '6', '--json'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      runs.push(JSON.parse(r.stdout));
+    }
+    const [g, s] = runs;
+    expect(g.documents).toBe(6);
+    // Rows are quantized independently, so the permuted GGUF rows hold the same values: with the
+    // q/k rows put back in order, the two candidates are the same model.
+    expect(g.candidate).toEqual(s.candidate);
+    expect(g.klDivergence).toBe(s.klDivergence);
+    expect(g.perLayer).toEqual(s.perLayer);
+    expect(g.deltaNll).toBeGreaterThan(0);
+    expect(g.deltaNll).toBeLessThan(0.2);
+    expect(g.top1Agreement).toBeGreaterThan(0.7);
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(MODEL))));
+    const direct = await evaluate({
+      reference: { config: llamaConfig(JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8'))), weights: checkpointWeights(ck) },
+      tokens: readTokens(new Uint8Array(readFileSync(TOKENS))), maxDocs: 6,
+    });
+    expect(g.reference).toEqual(direct.reference);
+  });
+
+  it('q8_0 costs less than q4_0; text output; missing options and files exit 2', async () => {
+    const r = await cli(['quantize', MODEL, '-o', 'q8.gguf', '--preset', 'q8_0'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const e = await cli(['eval', '-m', MODEL, '-q', 'q8.gguf', '-t', TOKENS, '--max-docs', '6'], { cwd: tmp });
+    expect(e.code, e.stderr).toBe(0);
+    expect(e.stdout).toMatch(/^quantized\s+1\.\d{5}\s+\d\.\d{3}$/m);
+    const kl8 = Number(/KL\(original \|\| quantized\) (\S+)/.exec(e.stdout)![1]);
+    const j4 = JSON.parse((await cli(['eval', '-m', MODEL, '-q', 'q.gguf', '-t', TOKENS, '--max-docs', '6', '--json'], { cwd: tmp })).stdout);
+    expect(kl8).toBeLessThan(j4.klDivergence / 10);
+    const missing = await cli(['eval', '--model', MODEL, '--tokens', TOKENS], { cwd: tmp });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe('webquant: [cli] eval: --quantized is required (E_BAD_OPTION)\n');
+    const noFile = await cli(['eval', '--model', MODEL, '--quantized', 'nope.gguf', '--tokens', TOKENS], { cwd: tmp });
+    expect(noFile.code).toBe(2);
+    expect(noFile.stderr).toMatch(/nope\.gguf does not exist/);
+    writeFileSync(join(tmp, 'odd.u16'), new Uint8Array(3));
+    const odd = await cli(['eval', '--model', MODEL, '--quantized', 'q8.gguf', '--tokens', 'odd.u16'], { cwd: tmp });
+    expect(odd.code).toBe(2);
+    expect(odd.stderr).toMatch(/not a whole number of uint16 tokens/);
+  });
+});

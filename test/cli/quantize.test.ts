@@ -1,0 +1,387 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHARED, hasShared } from '../helpers/shared.js';
+import { cli, ensureBuilt, tempDir, workerUrl } from './helpers.js';
+import { quantizeCheckpoint } from '../../src/pipeline/pipeline.js';
+import { ggufContainer } from '../../src/pipeline/container.js';
+import type { Sink } from '../../src/pipeline/sink.js';
+import { resolvePlan } from '../../src/plan/plan.js';
+import { getPreset } from '../../src/plan/presets.js';
+import { fromBuffer } from '../../src/io/source.js';
+import { openCheckpoint } from '../../src/io/open.js';
+import { readConfig } from '../../src/io/config.js';
+import type { Checkpoint } from '../../src/io/checkpoint.js';
+import type { GgufCheckpoint } from '../../src/io/gguf.js';
+import { ggufView, llamaConfigFrom } from '../../src/convert/hf-view.js';
+import { dequantize, quantize } from '../../src/quantize.js';
+import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { writeGguf } from '../../src/io/gguf-writer.js';
+import { collect } from '../../src/io/stream.js';
+
+const DIR = join(SHARED, 'models/stories260K');
+const MODEL = join(DIR, 'model.safetensors');
+const GGUF1 = join(DIR, 'tinyllamas-stories-260k-f32.gguf');
+
+const openFile = (p: string) => openCheckpoint(fromBuffer(new Uint8Array(readFileSync(p)), p));
+const same = (a: ArrayBufferView, b: ArrayBufferView) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.includes('.partial-'));
+
+async function hfView(): Promise<Checkpoint> {
+  return ggufView(await openFile(MODEL), llamaConfigFrom(await readConfig(fromBuffer(new Uint8Array(readFileSync(join(DIR, 'config.json'))), 'config.json'))));
+}
+
+/** Every tensor of a GGUF output against quantize()/dequantize() of the same input tensor. */
+async function checkGguf(out: Checkpoint, src: Checkpoint): Promise<Record<string, number>> {
+  const types: Record<string, number> = {};
+  expect(out.tensors.map((t) => t.name).sort()).toEqual(src.tensors.map((t) => t.name).sort());
+  for (const t of out.tensors) {
+    types[t.dtype] = (types[t.dtype] ?? 0) + 1;
+    const s = src.tensor(t.name);
+    expect(t.shape, t.name).toEqual(s.shape);
+    if (t.dtype === s.dtype) {
+      expect(same(await out.readRaw(t.name), await src.readRaw(t.name)), t.name).toBe(true);
+      continue;
+    }
+    const values = await src.readF32(t.name);
+    const q = await quantize(values, { format: t.dtype.toLowerCase(), rowLength: t.shape[t.shape.length - 1], name: t.name });
+    expect(same(await out.readRaw(t.name), q.data), `${t.name} bytes`).toBe(true);
+    expect(same(await out.readF32(t.name), await dequantize(q)), `${t.name} values`).toBe(true);
+  }
+  return types;
+}
+
+describe.skipIf(!hasShared)('webquant quantize', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-q');
+  }, 300_000);
+
+  it('stories260K safetensors -> GGUF q8_0 and q4_k_m, equal to quantize() tensor by tensor', async () => {
+    const view = await hfView();
+    for (const [preset, ftype] of [['q8_0', 7], ['q4_k_m', 15]] as const) {
+      const out = join(tmp, `s-${preset}.gguf`);
+      const r = await cli(['quantize', MODEL, '-o', out, '--preset', preset, '--workers', '2'], { cwd: tmp });
+      expect(r.code).toBe(0);
+      // Rows of 172 values (ffn_down) fit no 32- or 256-value block: one grouped warning per chain.
+      const warnings = r.stderr.trim().split('\n');
+      expect(warnings.length).toBeLessThanOrEqual(4);
+      expect(r.stderr).toMatch(/^webquant: warning: \d tensors q\d_\w+ -> f16 \(the row length is not a multiple of the block\): blk\.\d\.ffn_down\.weight, /m);
+      expect(r.stdout).toMatch(/role\s+quantized\s+bytes in\s+bytes out\s+RMSE\s+SQNR dB/);
+      expect(r.stdout).toMatch(/^total\s+36\/47\s/m);
+      expect(r.stdout).toContain('no_vocab');
+      const g = (await openFile(out)) as GgufCheckpoint;
+      expect(g.version).toBe(3);
+      expect(g.metadata['general.file_type']).toBe(ftype);
+      expect(g.metadata['general.quantization_version']).toBe(2);
+      expect(g.metadata['tokenizer.ggml.model']).toBe('no_vocab');
+      expect(g.metadata['general.architecture']).toBe('llama');
+      expect(g.metadata['llama.attention.head_count_kv']).toBe(4);
+      expect(g.metadata['llama.block_count']).toBe(5);
+      const types = await checkGguf(g, view);
+      if (preset === 'q8_0') expect(types).toEqual({ Q8_0: 31, F16: 5, F32: 11 });
+      // Rows of 64 / 172 values: Q4_K falls back to Q5_0, Q6_K to Q8_0, and 172 to F16 (llama-quantize).
+      else expect(Object.keys(types).sort()).toEqual(['F16', 'F32', 'Q5_0', 'Q8_0']);
+    }
+    expect(leftovers(tmp)).toEqual([]);
+  });
+
+  it('stories260K safetensors -> safetensors nf4 and int4w, sections equal to quantize()', async () => {
+    const src = await openFile(MODEL);
+    for (const preset of ['nf4', 'int4w']) {
+      const out = join(tmp, `s-${preset}.safetensors`);
+      const r = await cli(['quantize', MODEL, '-o', out, '--preset', preset, '-j', '2'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      const ck = await openFile(out);
+      const meta = JSON.parse(ck.metadata['webquant.quantization'] as string) as Record<string, { format: string; shape: number[]; options: never; sections: string[] }>;
+      let quantized = 0;
+      for (const t of src.tensors) {
+        const m = meta[t.name];
+        if (!m) {
+          expect(same(await ck.readRaw(t.name), await src.readRaw(t.name)), t.name).toBe(true);
+          continue;
+        }
+        quantized++;
+        expect(m.format).toBe(preset === 'nf4' ? 'nf4' : 'int4');
+        expect(m.shape).toEqual(t.shape);
+        const rowLength = t.shape[t.shape.length - 1];
+        const o = m.options as { groupSize: number; granularity: 'group' | 'channel' };
+        // int4 groups of 128 do not divide rows of 64 or 172: the plan falls back (smaller groups, per channel).
+        if (preset === 'int4w' && rowLength % 128 === 0) expect([o.groupSize, o.granularity]).toEqual([128, 'group']);
+        const q = await quantize(await src.readF32(t.name), {
+          format: m.format, rowLength, name: t.name, ...(preset === 'int4w' ? { groupSize: o.groupSize, granularity: o.granularity } : {}),
+        });
+        expect(q.options).toEqual(m.options);
+        const stored = await collect(await Promise.all(m.sections.map((s) => ck.readRaw(s))));
+        expect(same(stored, q.data), t.name).toBe(true);
+      }
+      // 36 matrices minus the (tied) embedding the safetensors presets keep, minus for nf4 (blocks of
+      // 64) the ffn_down matrices with rows of 172, which are kept.
+      expect(quantized).toBe(preset === 'nf4' ? 30 : 35);
+    }
+  });
+
+  it('GGUF v1 input -> GGUF q4_0 keeps every key, updates the file type', async () => {
+    const out = join(tmp, 'g-q4_0.gguf');
+    const r = await cli(['quantize', GGUF1, '-o', out, '--preset', 'q4_0', '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    expect(rep.container).toBe('gguf');
+    expect(rep.fileType).toBe(2);
+    const src = (await openFile(GGUF1)) as GgufCheckpoint;
+    const g = (await openFile(out)) as GgufCheckpoint;
+    for (const kv of src.kv) {
+      if (kv.key === 'general.file_type') continue;
+      expect(g.kv.find((x) => x.key === kv.key), kv.key).toEqual(kv);
+    }
+    expect(g.metadata['general.file_type']).toBe(2);
+    expect(g.metadata['general.quantization_version']).toBe(2);
+    const types = await checkGguf(g, src);
+    expect(types).toEqual({ Q4_0: 31, F16: 5, Q8_0: 1, F32: 11 }); // output.weight: Q6_K -> Q8_0 on 64-value rows
+  });
+
+  it('--json prints one parseable report and JSON progress lines on stderr', async () => {
+    const out = join(tmp, 'j.safetensors');
+    const r = await cli(['quantize', MODEL, '-o', out, '--format', 'int8', '--json'], { cwd: tmp });
+    expect(r.code).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    expect(rep.command).toBe('quantize');
+    expect(rep.tensors).toHaveLength(47);
+    expect(rep.totals.fileBytes).toBe(readFileSync(out).byteLength);
+    expect(rep.roles.map((x: { role: string }) => x.role).sort()).toEqual(['attention', 'embedding', 'ffn', 'norm']);
+    const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.filter((l) => l.progress === 'tensor')).toHaveLength(47);
+  });
+
+  it('draws a progress bar on a terminal', async () => {
+    const r = await cli(['quantize', MODEL, '-o', join(tmp, 'tty.gguf'), '--format', 'q8_0'], { cwd: tmp, tty: true });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\r\x1b\[K\[#+\.*\]\s+\d+% \d+\/47/);
+    expect(r.stdout).not.toMatch(/^\[ ?\d+\/47\]/m);
+  });
+
+  it('reads a sharded checkpoint from its directory and from its index', async () => {
+    const shard = tempDir('cli-shard');
+    const src = await openFile(MODEL);
+    const names = src.tensors.map((t) => t.name);
+    const parts = [names.slice(0, 20), names.slice(20)];
+    const weightMap: Record<string, string> = {};
+    for (let i = 0; i < 2; i++) {
+      const file = `model-0000${i + 1}-of-00002.safetensors`;
+      const tensors = await Promise.all(parts[i].map(async (n) => ({ name: n, dtype: 'F32', shape: src.tensor(n).shape, data: await src.readRaw(n) })));
+      writeFileSync(join(shard, file), await collect(writeSafetensors({ tensors })));
+      for (const n of parts[i]) weightMap[n] = file;
+    }
+    writeFileSync(join(shard, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    copyFileSync(join(DIR, 'config.json'), join(shard, 'config.json'));
+    const a = await cli(['quantize', shard, '-o', join(tmp, 'shard-dir.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect(a.code, a.stderr).toBe(0);
+    const b = await cli(['quantize', join(shard, 'model.safetensors.index.json'), '-o', join(tmp, 'shard-idx.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect(b.code, b.stderr).toBe(0);
+    const one = await cli(['quantize', MODEL, '-o', join(tmp, 'single.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect(one.code).toBe(0);
+    const x = await openFile(join(tmp, 'shard-dir.gguf')), y = await openFile(join(tmp, 'shard-idx.gguf')), z = await openFile(join(tmp, 'single.gguf'));
+    expect(same(readFileSync(join(tmp, 'shard-dir.gguf')), readFileSync(join(tmp, 'shard-idx.gguf')))).toBe(true);
+    for (const t of z.tensors) {
+      expect(same(await x.readRaw(t.name), await z.readRaw(t.name)), t.name).toBe(true);
+      expect(same(await y.readRaw(t.name), await z.readRaw(t.name)), t.name).toBe(true);
+    }
+  });
+
+  it('the GGUF view streams row chunks (permuted q/k included) through the pipeline: same bytes as whole tensors', async () => {
+    const view = await hfView();
+    expect(typeof view.readRows).toBe('function');
+    const plan = resolvePlan(getPreset('q8_0').plan, view.tensors);
+    let ranged = 0;
+    const counted: Checkpoint = Object.assign(Object.create(view) as Checkpoint, {
+      readRows: (n: string, r0: number, k: number) => { ranged++; return view.readRows!(n, r0, k); },
+    });
+    const runOnce = async (input: Checkpoint, maxInFlightBytes?: number) => {
+      const parts: Uint8Array[] = [];
+      const sink: Sink = { write: async (c) => { parts.push(c.slice()); }, close: async () => undefined, abort: async () => undefined };
+      await quantizeCheckpoint({ input, plan, sink, container: ggufContainer(), workers: 2, maxInFlightBytes, poolOptions: { workerUrl: workerUrl() } });
+      return collect(parts);
+    };
+    const whole = await runOnce(view);
+    const chunked = await runOnce(counted, 6 << 10);
+    expect(ranged).toBeGreaterThan(10);
+    expect(same(whole, chunked)).toBe(true);
+  });
+
+  it('combines a rules file with a preset (the file first) and uses a plan file alone', async () => {
+    const rules = join(tmp, 'plan.json');
+    writeFileSync(rules, JSON.stringify({ rules: [{ role: 'attention', kind: 'v', scheme: { format: 'q8_0' } }] }));
+    const r = await cli(['quantize', MODEL, '-o', join(tmp, 'rules.gguf'), '--preset', 'q4_0', '--rules', rules, '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    const fmt = (n: string) => rep.tensors.find((t: { name: string }) => t.name === n).format;
+    expect(fmt('blk.0.attn_v.weight')).toBe('q8_0');
+    expect(fmt('blk.0.attn_q.weight')).toBe('q4_0');
+    writeFileSync(rules, JSON.stringify({ default: { format: 'int8', granularity: 'channel' }, rules: [{ role: 'ffn', scheme: 'keep' }] }));
+    const s = await cli(['quantize', MODEL, '-o', join(tmp, 'rules.safetensors'), '--rules', rules, '--json'], { cwd: tmp });
+    expect(s.code, s.stderr).toBe(0);
+    const rep2 = JSON.parse(s.stdout);
+    expect(rep2.tensors.find((t: { name: string }) => t.name === 'model.layers.0.mlp.up_proj.weight').format).toBe('keep');
+    expect(rep2.tensors.find((t: { name: string }) => t.name === 'model.layers.0.self_attn.q_proj.weight').format).toBe('int8');
+  });
+});
+
+describe.skipIf(!hasShared)('webquant quantize: options', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-opt');
+  }, 300_000);
+
+  /** llama.cpp's legacy imatrix.dat: i32 n; per entry i32 len, name, i32 ncall, i32 nval, f32[nval]. */
+  function imatrixDat(entries: { name: string; ncall: number; values: Float32Array }[]): Uint8Array {
+    const parts: Buffer[] = [];
+    const i32 = (v: number) => { const b = Buffer.alloc(4); b.writeInt32LE(v); return b; };
+    parts.push(i32(entries.length));
+    for (const e of entries) {
+      const n = Buffer.from(e.name);
+      parts.push(i32(n.byteLength), n, i32(e.ncall), i32(e.values.length), Buffer.from(e.values.buffer, e.values.byteOffset, e.values.byteLength));
+    }
+    parts.push(i32(7), i32(4), Buffer.from('test'));
+    return new Uint8Array(Buffer.concat(parts));
+  }
+
+  it('--imatrix: importance (sums / ncall) reaches the quantizers by GGUF tensor name', async () => {
+    const view = await hfView();
+    const entries = view.tensors.filter((t) => t.shape.length === 2).map((t, k) => {
+      const v = new Float32Array(t.shape[1]);
+      for (let i = 0; i < v.length; i++) v[i] = 3 * (1 + ((i * 7 + k * 13) % 11));
+      return { name: t.name, ncall: 3, values: v };
+    });
+    writeFileSync(join(tmp, 'imatrix.dat'), imatrixDat(entries));
+    const out = join(tmp, 'imx.gguf');
+    const r = await cli(['quantize', MODEL, '-o', out, '--preset', 'q4_0', '--imatrix', 'imatrix.dat'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await openFile(out);
+    let differ = 0;
+    for (const e of entries) {
+      const t = g.tensor(e.name);
+      if (t.dtype === 'F16') continue;
+      const values = await view.readF32(e.name);
+      const importance = e.values.map((x) => x / e.ncall);
+      const q = await quantize(values, { format: t.dtype.toLowerCase(), rowLength: t.shape[1], importance });
+      expect(same(await g.readRaw(e.name), q.data), e.name).toBe(true);
+      const plain = await quantize(values, { format: t.dtype.toLowerCase(), rowLength: t.shape[1] });
+      if (!same(plain.data, q.data)) differ++;
+    }
+    expect(differ).toBeGreaterThan(20); // Q4_0 uses the importance; Q8_0 (the head) does not
+    // The GGUF imatrix (llama-imatrix's current format) gives the same importance.
+    const tensors = entries.flatMap((e) => [
+      { name: `${e.name}.in_sum2`, ggmlType: 'F32', shape: [1, e.values.length], data: e.values },
+      { name: `${e.name}.counts`, ggmlType: 'F32', shape: [1, 1], data: new Float32Array([e.ncall]) },
+    ]);
+    writeFileSync(join(tmp, 'imatrix.gguf'), await collect(writeGguf({ metadata: [{ key: 'general.type', type: 'string', value: 'imatrix' }], tensors })));
+    const out2 = join(tmp, 'imx2.gguf');
+    const r2 = await cli(['quantize', MODEL, '-o', out2, '--preset', 'q4_0', '--imatrix', 'imatrix.gguf'], { cwd: tmp });
+    expect(r2.code, r2.stderr).toBe(0);
+    expect(same(readFileSync(out2), readFileSync(out))).toBe(true);
+    writeFileSync(join(tmp, 'short.dat'), imatrixDat([{ name: 'blk.0.attn_q.weight', ncall: 1, values: new Float32Array(10).fill(1) }]));
+    const bad = await cli(['quantize', MODEL, '-o', out, '--preset', 'q4_0', '--imatrix', 'short.dat'], { cwd: tmp });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/"blk\.0\.attn_q\.weight" has 10 values but its rows have 64.*E_IMPORTANCE_LENGTH/);
+  });
+
+  it('--format with --group-size, --bits and --calibration; --strict refuses fallbacks', async () => {
+    const out = join(tmp, 'affine.safetensors');
+    const r = await cli(['quantize', MODEL, '-o', out, '--format', 'affine', '--bits', '3', '--group-size', '32', '--calibration', 'hqq', '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const ck = await openFile(out);
+    const meta = JSON.parse(ck.metadata['webquant.quantization'] as string);
+    const m = meta['model.layers.0.self_attn.q_proj.weight'];
+    expect(m.format).toBe('affine');
+    expect(m.options).toMatchObject({ bits: 3, groupSize: 32, calibration: { method: 'hqq' } });
+    const src = await openFile(MODEL);
+    const q = await quantize(await src.readF32('model.layers.0.self_attn.q_proj.weight'), { format: 'affine', bits: 3, groupSize: 32, calibration: 'hqq', rowLength: 64 });
+    const stored = await collect(await Promise.all(m.sections.map((x: string) => ck.readRaw(x))));
+    expect(same(stored, q.data)).toBe(true);
+    const strict = await cli(['quantize', MODEL, '-o', join(tmp, 'strict.gguf'), '--preset', 'q4_k_m', '--strict'], { cwd: tmp });
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toMatch(/^webquant: \[plan\] preset q4_k_m: \d+ errors: token_embd\.weight: .*strict: no fallback.*E_PLAN\)\n$/);
+    const badBits = await cli(['quantize', MODEL, '-o', out, '--format', 'q8_0', '--bits', '3'], { cwd: tmp });
+    expect(badBits.code).toBe(2);
+    expect(badBits.stderr).toMatch(/bits/);
+    const badCal = await cli(['quantize', MODEL, '-o', out, '--format', 'affine', '--calibration', 'mse'], { cwd: tmp });
+    expect(badCal.code).toBe(2);
+    expect(badCal.stderr).toBe('webquant: [quantize] format affine does not accept calibration "mse"; it accepts: minmax, hqq (E_BAD_CALIBRATION)\n');
+    const badInt = await cli(['quantize', MODEL, '-o', out, '--format', 'int4', '--group-size', 'x'], { cwd: tmp });
+    expect(badInt.code).toBe(2);
+    expect(badInt.stderr).toMatch(/--group-size must be a positive integer/);
+  });
+});
+
+describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-bad');
+  }, 300_000);
+
+  const oneLine = (s: string) => {
+    expect(s.trim().split('\n')).toHaveLength(1);
+    expect(s).toMatch(/^webquant: /);
+    expect(s).not.toMatch(/\n\s+at /);
+  };
+
+  it('missing file, truncated file, unknown preset, bad rules JSON: exit 2, one line, no output', async () => {
+    const out = join(tmp, 'out.gguf');
+    const truncated = join(tmp, 'truncated.safetensors');
+    writeFileSync(truncated, readFileSync(MODEL).subarray(0, 5000));
+    const badRules = join(tmp, 'bad.json');
+    writeFileSync(badRules, '{"default": {"format": "q8_0"},');
+    const cases: [string[], RegExp][] = [
+      [['quantize', join(tmp, 'nope.safetensors'), '-o', out, '--preset', 'q8_0'], /does not exist/],
+      [['quantize', truncated, '-o', out, '--format', 'q8_0'], /\[safetensors\].*E_ST_/],
+      [['quantize', MODEL, '-o', out, '--preset', 'q5_x'], /unknown preset "q5_x"; valid presets: f16, .*q4_k_m/],
+      [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--rules', badRules], /not valid JSON.*E_PLAN/],
+      [['quantize', MODEL, '-o', out, '--format', 'q9'], /unknown format "q9"; valid formats/],
+      [['quantize', MODEL, '-o', join(tmp, 'x.bin'), '--format', 'q8_0'], /\.gguf or \.safetensors/],
+      [['quantize', MODEL, '-o', out, '--preset', 'nf4'], /writes safetensors/],
+      [['quantize', MODEL, '-o', out], /--preset <name>, --format <format> or --rules/],
+      [['quantize', MODEL, '-o', out, '--presett', 'q8_0'], /unknown option --presett; valid options: -o\/--output, -p\/--preset/],
+      [['quantise', MODEL], /unknown command "quantise"; valid commands: inspect, quantize, presets/],
+      [['inspect', join(tmp, 'nope.gguf')], /does not exist/],
+      [['inspect', truncated], /E_ST_/],
+    ];
+    for (const [argv, msg] of cases) {
+      const r = await cli(argv, { cwd: tmp });
+      expect(r.code, argv.join(' ')).toBe(2);
+      oneLine(r.stderr);
+      expect(r.stderr, argv.join(' ')).toMatch(msg);
+    }
+    expect(existsSync(out)).toBe(false);
+    expect(leftovers(tmp)).toEqual([]);
+  });
+
+  it('--json failures: exit 2 and an error object on stdout', async () => {
+    const r = await cli(['quantize', MODEL, '-o', join(tmp, 'j.gguf'), '--preset', 'nope', '--json'], { cwd: tmp });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout).error).toMatchObject({ code: 'E_UNKNOWN_PRESET', details: { option: 'preset', value: 'nope' } });
+    const d = await cli(['quantize', MODEL, '-o', join(tmp, 'no/such/dir/x.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect(d.code).toBe(2);
+    expect(d.stderr).toMatch(/output directory .* does not exist/);
+  });
+
+  it('a failure in the middle of a run leaves neither the output nor a partial file', async () => {
+    const values = new Float32Array(64 * 64).fill(0.01);
+    values[1000] = NaN;
+    const bad = join(tmp, 'nan.safetensors');
+    const ok = new Float32Array(64 * 64).fill(0.02);
+    writeFileSync(bad, await collect(writeSafetensors({ tensors: [
+      { name: 'model.layers.0.mlp.up_proj.weight', dtype: 'F32', shape: [64, 64], data: ok },
+      { name: 'model.layers.1.mlp.up_proj.weight', dtype: 'F32', shape: [64, 64], data: values },
+    ] })));
+    const out = join(tmp, 'nan-out.safetensors');
+    writeFileSync(out, 'previous');
+    const r = await cli(['quantize', bad, '-o', out, '--format', 'int8'], { cwd: tmp });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/model\.layers\.1\.mlp\.up_proj\.weight.*not finite.*E_NON_FINITE/);
+    expect(readFileSync(out, 'utf8')).toBe('previous');
+    expect(leftovers(tmp)).toEqual([]);
+  });
+});
