@@ -10,3 +10,6 @@ export * from './io/index.js';
 export * from './plan/index.js';
 export * from './pipeline/index.js';
 export { ggufView, hfGgufMetadata, llamaConfigFrom, unpermuteRows, LLAMA_GGUF_MODEL_TYPES, type GgufView, type GgufViewOptions, type GgufTokenizer } from './convert/hf-view.js';
+export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type EvaluateProgress, type NllStats, type LayerError, type ModelInput } from './eval/evaluate.js';
+export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';
+export { readTokens, splitDocuments, BOS } from './eval/tokens.js';

@@ -1,0 +1,436 @@
+// Reference Llama-family forward pass in plain TypeScript, used to measure what quantization cost.
+//
+// Numerics: weights and activations are stored as float32 (Float32Array); every dot product,
+// norm, softmax and rotation is computed in float64 JS numbers and rounded to float32 when stored.
+// A float32 x float32 product is exact in float64, so a dot product differs from an exact one only
+// by float64 summation error; this keeps the result within 1e-5 of a float64 forward on stories260K
+// (dev NLL 1.554213 vs the reference 1.55421) while storing no more than a float32 engine would.
+//
+// A window of tokens goes through the layers as a batch (causal attention inside the window), so
+// each weight value is loaded once per 8 positions: 9 loads per 8 multiply-adds instead of 16,
+// which measured 1.4 vs 0.55 GMAC/s for stories260K's shapes in V8 against a one-vector matvec.
+// A WeightSource's matvec hook still sees one activation vector per call, which is what a
+// quantized-weight kernel wants to multiply.
+import { ErrorCodes, fail } from '../errors.js';
+
+/** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
+export interface LlamaConfig {
+  hidden_size: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  vocab_size: number;
+  rms_norm_eps: number;
+  rope_theta: number;
+  tie_word_embeddings: boolean;
+  /** Defaults to hidden_size / num_attention_heads. */
+  head_dim?: number;
+  max_position_embeddings?: number;
+}
+
+/** Where weights come from: original tensors, or a quantized checkpoint. Row-major [rows, cols]. */
+export interface WeightSource {
+  get(name: string): Promise<Float32Array>;
+  /**
+   * Optional y = W x for a 2-D weight (x has cols values, y has rows), so quantized weights can be
+   * multiplied without dequantizing them whole. Used for every projection and the output head
+   * (model.embed_tokens.weight when tied) when present; norms and the embedding table are always
+   * read with get().
+   */
+  matvec?(name: string, x: Float32Array): Float32Array;
+  /**
+   * Optional batched form, preferred over matvec when present: x is [n, cols] (n positions of one
+   * window), the result [n, rows]. Saves a call (and a kernel launch) per position.
+   */
+  matmul?(name: string, x: Float32Array, n: number): Float32Array;
+}
+
+/** A WeightSource over a Checkpoint from src/io (or anything else with readF32). */
+export function checkpointWeights(ckpt: { readF32(name: string): Promise<Float32Array> }): WeightSource {
+  return { get: (name) => ckpt.readF32(name) };
+}
+
+const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * Validates a parsed config.json (or the ModelConfig of src/io's readConfig, through its `raw`)
+ * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
+ * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
+ * Rejects what this forward does not implement (rope_scaling, biases, activations other than silu).
+ */
+export function llamaConfig(json: unknown): LlamaConfig {
+  if (typeof json !== 'object' || json === null) {
+    fail(ErrorCodes.MODEL, '[llama] config must be an object (a parsed config.json)', { option: 'config', value: json });
+  }
+  // readConfig's ModelConfig keeps the file's own snake_case keys in `raw`.
+  const o = json as Record<string, unknown>;
+  const j = (o.hidden_size === undefined && typeof o.raw === 'object' && o.raw !== null ? o.raw : o) as Record<string, unknown>;
+  const int = (key: string, dflt?: number): number => {
+    const v = j[key] ?? dflt;
+    if (!num(v) || !Number.isInteger(v) || v <= 0) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} must be a positive integer but got ${String(v)}`, { option: key, value: v, expected: 'a positive integer' });
+    }
+    return v;
+  };
+  const pos = (key: string, dflt: number): number => {
+    const v = j[key] ?? dflt;
+    if (!num(v) || v <= 0) fail(ErrorCodes.MODEL, `[llama] config.${key} must be a positive number but got ${String(v)}`, { option: key, value: v, expected: 'a positive number' });
+    return v;
+  };
+  const heads = int('num_attention_heads');
+  const cfg: LlamaConfig = {
+    hidden_size: int('hidden_size'),
+    intermediate_size: int('intermediate_size'),
+    num_hidden_layers: int('num_hidden_layers'),
+    num_attention_heads: heads,
+    num_key_value_heads: int('num_key_value_heads', heads),
+    vocab_size: int('vocab_size'),
+    rms_norm_eps: pos('rms_norm_eps', 1e-6),
+    rope_theta: pos('rope_theta', 10000),
+    tie_word_embeddings: j.tie_word_embeddings === true,
+  };
+  if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
+    fail(ErrorCodes.MODEL, `[llama] config.tie_word_embeddings must be a boolean but got ${JSON.stringify(j.tie_word_embeddings)}`, { option: 'tie_word_embeddings', value: j.tie_word_embeddings, expected: 'boolean' });
+  }
+  if (j.head_dim !== undefined && j.head_dim !== null) cfg.head_dim = int('head_dim');
+  if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
+  const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
+    if (j[key] !== undefined && !ok(j[key])) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
+    }
+  };
+  unsupported('rope_scaling', (v) => v === null, 'null');
+  unsupported('attention_bias', (v) => v === false, 'false');
+  unsupported('mlp_bias', (v) => v === false, 'false');
+  unsupported('hidden_act', (v) => v === 'silu', '"silu"');
+  checkShape(cfg);
+  return cfg;
+}
+
+interface Dims {
+  dim: number; ffn: number; layers: number; heads: number; kvHeads: number; headDim: number;
+  qDim: number; kvDim: number; vocab: number;
+}
+
+function checkShape(c: LlamaConfig): Dims {
+  const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    fail(ErrorCodes.MODEL, `[llama] head dimension ${headDim} must be an even integer (hidden_size ${c.hidden_size} / num_attention_heads ${c.num_attention_heads}, or head_dim)`, {
+      option: 'head_dim', value: headDim, expected: 'an even integer',
+    });
+  }
+  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+    fail(ErrorCodes.MODEL, `[llama] num_attention_heads ${c.num_attention_heads} must be a multiple of num_key_value_heads ${c.num_key_value_heads}`, {
+      option: 'num_key_value_heads', value: c.num_key_value_heads, expected: `a divisor of ${c.num_attention_heads}`,
+    });
+  }
+  return {
+    dim: c.hidden_size, ffn: c.intermediate_size, layers: c.num_hidden_layers, heads: c.num_attention_heads,
+    kvHeads: c.num_key_value_heads, headDim, qDim: c.num_attention_heads * headDim,
+    kvDim: c.num_key_value_heads * headDim, vocab: c.vocab_size,
+  };
+}
+
+/**
+ * Y[t, r] = sum_c W[r, c] X[t, c] for n positions: W is [rows, cols], X is [n, cols], Y is [n, rows].
+ * float64 accumulation, left to right over c, rounded to float32 on store.
+ */
+export function matmulF32(w: Float32Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void {
+  let t = 0;
+  // Eight positions share each weight load: 9 loads per 8 multiply-adds instead of 16.
+  for (; t + 8 <= n; t += 8) {
+    const x0 = t * cols, c2 = 2 * cols, c3 = 3 * cols, c4 = 4 * cols, c5 = 5 * cols, c6 = 6 * cols, c7 = 7 * cols;
+    for (let r = 0, base = 0; r < rows; r++, base += cols) {
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+      for (let c = 0, i = x0; c < cols; c++, i++) {
+        const wv = w[base + c];
+        s0 += wv * x[i]; s1 += wv * x[i + cols]; s2 += wv * x[i + c2]; s3 += wv * x[i + c3];
+        s4 += wv * x[i + c4]; s5 += wv * x[i + c5]; s6 += wv * x[i + c6]; s7 += wv * x[i + c7];
+      }
+      const o = t * rows + r;
+      y[o] = s0; y[o + rows] = s1; y[o + 2 * rows] = s2; y[o + 3 * rows] = s3;
+      y[o + 4 * rows] = s4; y[o + 5 * rows] = s5; y[o + 6 * rows] = s6; y[o + 7 * rows] = s7;
+    }
+  }
+  for (; t + 4 <= n; t += 4) {
+    const x0 = t * cols, c2 = 2 * cols, c3 = 3 * cols;
+    for (let r = 0, base = 0; r < rows; r++, base += cols) {
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let c = 0, i = x0; c < cols; c++, i++) {
+        const wv = w[base + c];
+        s0 += wv * x[i]; s1 += wv * x[i + cols]; s2 += wv * x[i + c2]; s3 += wv * x[i + c3];
+      }
+      const o = t * rows + r;
+      y[o] = s0; y[o + rows] = s1; y[o + 2 * rows] = s2; y[o + 3 * rows] = s3;
+    }
+  }
+  for (; t < n; t++) {
+    const x0 = t * cols;
+    for (let r = 0, base = 0; r < rows; r++, base += cols) {
+      let s0 = 0;
+      for (let c = 0; c < cols; c++) s0 += w[base + c] * x[x0 + c];
+      y[t * rows + r] = s0;
+    }
+  }
+}
+
+interface Linear {
+  /** Y = X W^T for n positions. */
+  apply(x: Float32Array, n: number, out: Float32Array): void;
+}
+
+interface LayerWeights {
+  inNorm: Float32Array; postNorm: Float32Array;
+  q: Linear; k: Linear; v: Linear; o: Linear; gate: Linear; up: Linear; down: Linear;
+}
+
+export const layerPrefix = (i: number) => `model.layers.${i}.`;
+
+/** Every tensor name the forward reads, in load order. */
+export function llamaTensorNames(config: LlamaConfig): string[] {
+  const names = ['model.embed_tokens.weight'];
+  for (let i = 0; i < config.num_hidden_layers; i++) {
+    const p = layerPrefix(i);
+    names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`,
+      `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`, `${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+  }
+  names.push('model.norm.weight');
+  if (!config.tie_word_embeddings) names.push('lm_head.weight');
+  return names;
+}
+
+async function getChecked(src: WeightSource, name: string, length: number, shape: string): Promise<Float32Array> {
+  const w = await src.get(name);
+  if (!(w instanceof Float32Array)) {
+    fail(ErrorCodes.MODEL, `[llama] weight source returned ${Object.prototype.toString.call(w)} for ${name}; expected a Float32Array`, { tensor: name, expected: 'Float32Array' });
+  }
+  if (w.length !== length) {
+    fail(ErrorCodes.MODEL, `[llama] ${name} has ${w.length} values but the config needs ${shape} = ${length}`, { tensor: name, value: w.length, expected: length });
+  }
+  return w;
+}
+
+const hasHook = (src: WeightSource) => typeof src.matmul === 'function' || typeof src.matvec === 'function';
+
+async function linear(src: WeightSource, name: string, rows: number, cols: number): Promise<Linear> {
+  if (typeof src.matmul === 'function') {
+    const mm = src.matmul.bind(src);
+    return {
+      apply(x, n, out) {
+        const y = mm(name, x.subarray(0, n * cols), n);
+        if (y.length !== n * rows) {
+          fail(ErrorCodes.MODEL, `[llama] matmul(${name}) of ${n} positions returned ${y.length} values; expected ${n * rows}`, { tensor: name, value: y.length, expected: n * rows });
+        }
+        out.set(y);
+      },
+    };
+  }
+  if (typeof src.matvec === 'function') {
+    const mv = src.matvec.bind(src);
+    return {
+      apply(x, n, out) {
+        for (let t = 0; t < n; t++) {
+          const y = mv(name, x.subarray(t * cols, (t + 1) * cols));
+          if (y.length !== rows) {
+            fail(ErrorCodes.MODEL, `[llama] matvec(${name}) returned ${y.length} values; expected ${rows}`, { tensor: name, value: y.length, expected: rows });
+          }
+          out.set(y, t * rows);
+        }
+      },
+    };
+  }
+  const w = await getChecked(src, name, rows * cols, `[${rows}, ${cols}]`);
+  return { apply: (x, n, out) => matmulF32(w, rows, cols, x, n, out) };
+}
+
+export class LlamaModel {
+  private ropeCos = new Float64Array(0);
+  private ropeSin = new Float64Array(0);
+
+  private constructor(
+    readonly config: LlamaConfig,
+    readonly dims: Dims,
+    private readonly embed: Float32Array,
+    private readonly layers: LayerWeights[],
+    private readonly finalNorm: Float32Array,
+    private readonly head: Linear,
+  ) {}
+
+  static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
+    const d = checkShape(config);
+    const embed = await getChecked(source, 'model.embed_tokens.weight', d.vocab * d.dim, `[${d.vocab}, ${d.dim}]`);
+    const layers: LayerWeights[] = [];
+    for (let i = 0; i < d.layers; i++) {
+      const p = layerPrefix(i);
+      layers.push({
+        inNorm: await getChecked(source, `${p}input_layernorm.weight`, d.dim, `[${d.dim}]`),
+        q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
+        k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
+        v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
+        o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.qDim),
+        postNorm: await getChecked(source, `${p}post_attention_layernorm.weight`, d.dim, `[${d.dim}]`),
+        gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
+        up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
+        down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
+      });
+    }
+    const finalNorm = await getChecked(source, 'model.norm.weight', d.dim, `[${d.dim}]`);
+    let head: Linear;
+    if (config.tie_word_embeddings && !hasHook(source)) {
+      head = { apply: (x, n, out) => matmulF32(embed, d.vocab, d.dim, x, n, out) };
+    } else {
+      head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
+    }
+    return new LlamaModel(config, d, embed, layers, finalNorm, head);
+  }
+
+  /**
+   * Runs a window of tokens (positions 0..n-1, causal) and returns the next-token logits of every
+   * position, [n, vocab]. The returned array and the arrays passed to onLayer belong to the model
+   * and are overwritten by the next call.
+   */
+  forward(tokens: ArrayLike<number>, opts: ForwardOptions = {}): Float32Array {
+    const d = this.dims;
+    const n = tokens.length;
+    if (n === 0) return new Float32Array(0);
+    for (let t = 0; t < n; t++) {
+      const tok = tokens[t];
+      if (!Number.isInteger(tok) || tok < 0 || tok >= d.vocab) {
+        fail(ErrorCodes.BAD_INPUT, `[llama] token id ${tok} at position ${t} is outside the vocabulary [0, ${d.vocab})`, { index: t, value: tok, expected: `0..${d.vocab - 1}` });
+      }
+    }
+    this.ensureRope(n);
+    const ws = this.workspace(n);
+    const { x, xb, xb2, q, k, v, att, g, u, logits, scores } = ws;
+    const eps = this.config.rms_norm_eps;
+    for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
+    const xn = x.subarray(0, n * d.dim);
+
+    for (let l = 0; l < d.layers; l++) {
+      const L = this.layers[l];
+      rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
+      L.q.apply(xb, n, q);
+      L.k.apply(xb, n, k);
+      L.v.apply(xb, n, v);
+      rope(q, n, d.heads, d.headDim, this.ropeCos, this.ropeSin);
+      rope(k, n, d.kvHeads, d.headDim, this.ropeCos, this.ropeSin);
+      attention(q, k, v, n, d, scores, att);
+      L.o.apply(att, n, xb2);
+      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
+
+      rmsNorm(x, n, d.dim, L.postNorm, eps, xb);
+      L.gate.apply(xb, n, g);
+      L.up.apply(xb, n, u);
+      for (let i = 0; i < n * d.ffn; i++) {
+        const a = g[i];
+        g[i] = (a / (1 + Math.exp(-a))) * u[i];
+      }
+      L.down.apply(g, n, xb2);
+      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
+      opts.onLayer?.(l, xn);
+    }
+    rmsNorm(x, n, d.dim, this.finalNorm, eps, xb);
+    const out = logits.subarray(0, n * d.vocab);
+    this.head.apply(xb, n, out);
+    return out;
+  }
+
+  // cos/sin of pos * theta^(-2i/headDim) for i < headDim/2, in float64 like the reference forward.
+  private ensureRope(n: number): void {
+    const half = this.dims.headDim / 2;
+    if (this.ropeCos.length >= n * half) return;
+    const cos = new Float64Array(n * half), sin = new Float64Array(n * half);
+    for (let i = 0; i < half; i++) {
+      const invFreq = 1 / Math.pow(this.config.rope_theta, (2 * i) / this.dims.headDim);
+      for (let p = 0; p < n; p++) {
+        cos[p * half + i] = Math.cos(p * invFreq);
+        sin[p * half + i] = Math.sin(p * invFreq);
+      }
+    }
+    this.ropeCos = cos;
+    this.ropeSin = sin;
+  }
+
+  private ws?: Workspace;
+  private workspace(n: number): Workspace {
+    if (this.ws && this.ws.capacity >= n) return this.ws;
+    const d = this.dims;
+    const f = (per: number) => new Float32Array(n * per);
+    this.ws = {
+      capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvDim),
+      att: f(d.qDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
+    };
+    return this.ws;
+  }
+}
+
+export interface ForwardOptions {
+  /** Called after each layer with the residual stream [n, hidden_size] (valid during the call only). */
+  onLayer?: (layer: number, hidden: Float32Array) => void;
+}
+
+interface Workspace {
+  capacity: number;
+  x: Float32Array; xb: Float32Array; xb2: Float32Array; q: Float32Array; k: Float32Array; v: Float32Array;
+  att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array; scores: Float64Array;
+}
+
+// Causal grouped-query attention: position t of head h attends to positions 0..t of KV head
+// h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64.
+function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scores: Float64Array, att: Float32Array): void {
+  const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
+  const scale = 1 / Math.sqrt(hd);
+  for (let t = 0; t < n; t++) {
+    for (let h = 0; h < d.heads; h++) {
+      const qo = t * qDim + h * hd;
+      const ko = Math.floor(h / group) * hd;
+      let max = -Infinity;
+      for (let s = 0, base = ko; s <= t; s++, base += kvDim) {
+        let sc = 0;
+        for (let i = 0; i < hd; i++) sc += q[qo + i] * k[base + i];
+        sc *= scale;
+        scores[s] = sc;
+        if (sc > max) max = sc;
+      }
+      let sum = 0;
+      for (let s = 0; s <= t; s++) {
+        const e = Math.exp(scores[s] - max);
+        scores[s] = e;
+        sum += e;
+      }
+      // Accumulate one output dimension at a time so the sum stays in a float64 local.
+      for (let i = 0; i < hd; i++) {
+        let a = 0;
+        for (let s = 0, base = ko + i; s <= t; s++, base += kvDim) a += scores[s] * v[base];
+        att[qo + i] = a / sum;
+      }
+    }
+  }
+}
+
+function rmsNorm(x: Float32Array, n: number, dim: number, w: Float32Array, eps: number, out: Float32Array): void {
+  for (let t = 0, o = 0; t < n; t++, o += dim) {
+    let ss = 0;
+    for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
+    const inv = 1 / Math.sqrt(ss / dim + eps);
+    for (let i = 0; i < dim; i++) out[o + i] = x[o + i] * inv * w[i];
+  }
+}
+
+// Hugging Face rotate-half layout: dimension i pairs with i + headDim/2 within each head.
+function rope(v: Float32Array, n: number, heads: number, headDim: number, cos: Float64Array, sin: Float64Array): void {
+  const half = headDim / 2;
+  for (let t = 0; t < n; t++) {
+    const c0 = t * half;
+    for (let h = 0; h < heads; h++) {
+      const o = (t * heads + h) * headDim;
+      for (let i = 0; i < half; i++) {
+        const a = v[o + i], b = v[o + i + half];
+        const c = cos[c0 + i], s = sin[c0 + i];
+        v[o + i] = a * c - b * s;
+        v[o + i + half] = b * c + a * s;
+      }
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import { LlamaModel, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
+import { ErrorCodes, WebquantError } from '../../src/errors.js';
+import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
+
+const tiny = (over: Partial<LlamaConfig> = {}): LlamaConfig => llamaConfig({
+  hidden_size: 8, intermediate_size: 12, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1,
+  vocab_size: 16, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: false, ...over,
+});
+
+// 13 tokens exercise the 8-, 4- and 1-position paths of matmulF32.
+const seq = [1, 5, 9, 3, 15, 0, 7, 7, 2, 11, 4, 13, 6];
+
+async function expectMatchesNaive(c: LlamaConfig, seed: number) {
+  const w = randomWeights(c, seed);
+  const model = await LlamaModel.load(c, mapSource(w));
+  const layers: Float32Array[] = [];
+  const got = model.forward(seq, { onLayer: (_l, h) => layers.push(h.slice()) }).slice();
+  const want = await naiveForward(c, mapSource(w), seq);
+  let maxErr = 0, maxAbs = 0;
+  for (let t = 0; t < seq.length; t++) {
+    for (let i = 0; i < c.vocab_size; i++) {
+      maxErr = Math.max(maxErr, Math.abs(got[t * c.vocab_size + i] - want.logits[t][i]));
+      maxAbs = Math.max(maxAbs, Math.abs(want.logits[t][i]));
+    }
+  }
+  expect(maxAbs).toBeGreaterThan(0.5); // the comparison is not vacuous
+  // float32 storage against a float64 forward: a few float32 ulps of values of order 1.
+  expect(maxErr).toBeLessThan(2e-5);
+  expect(layers.length).toBe(c.num_hidden_layers);
+  for (let l = 0; l < c.num_hidden_layers; l++) {
+    for (let t = 0; t < seq.length; t++) {
+      for (let i = 0; i < c.hidden_size; i++) expect(Math.abs(layers[l][t * c.hidden_size + i] - want.layers[l][t][i])).toBeLessThan(2e-5);
+    }
+  }
+}
+
+describe('Llama forward against a naive float64 implementation', () => {
+  it('GQA (2 heads, 1 KV head), separate lm_head', () => expectMatchesNaive(tiny(), 7));
+  it('tied embeddings, 4 heads / 2 KV heads, rope_theta 500000, eps 1e-6', () =>
+    expectMatchesNaive(tiny({ num_attention_heads: 4, num_key_value_heads: 2, tie_word_embeddings: true, rope_theta: 500000, rms_norm_eps: 1e-6 }), 11));
+  it('explicit head_dim different from hidden_size / heads, plain multi-head attention', () =>
+    expectMatchesNaive(tiny({ head_dim: 6, num_key_value_heads: 2, num_hidden_layers: 3 }), 3));
+});
+
+describe('Llama forward properties', () => {
+  it('is causal: the logits of a prefix equal the first rows of the whole window, bit for bit', async () => {
+    const c = tiny();
+    const model = await LlamaModel.load(c, mapSource(randomWeights(c, 5)));
+    const full = model.forward(seq).slice();
+    for (const n of [1, 4, 8, 9, 12]) {
+      const part = model.forward(seq.slice(0, n));
+      expect(Buffer.from(part.buffer, part.byteOffset, part.byteLength).equals(Buffer.from(full.buffer, full.byteOffset, n * c.vocab_size * 4))).toBe(true);
+    }
+  });
+
+  it('uses matvec instead of get() for projections and the head when the source has one', async () => {
+    const c = tiny({ tie_word_embeddings: true });
+    const w = randomWeights(c, 9);
+    const plain = (await LlamaModel.load(c, mapSource(w))).forward(seq).slice();
+    const gets: string[] = [];
+    const mvNames = new Set<string>();
+    const src: WeightSource = {
+      async get(name) { gets.push(name); return w.get(name)!; },
+      matvec(name, x) {
+        mvNames.add(name);
+        const m = w.get(name)!;
+        const rows = m.length / x.length;
+        const y = new Float32Array(rows);
+        for (let r = 0; r < rows; r++) { let s = 0; for (let i = 0; i < x.length; i++) s += m[r * x.length + i] * x[i]; y[r] = s; }
+        return y;
+      },
+    };
+    const viaHook = (await LlamaModel.load(c, src)).forward(seq);
+    // Same products summed in the same order: identical logits.
+    expect(Array.from(viaHook)).toEqual(Array.from(plain));
+    expect(gets.filter((n) => n.endsWith('_proj.weight'))).toEqual([]);
+    expect(mvNames.has('model.embed_tokens.weight')).toBe(true); // tied head
+    expect(mvNames.size).toBe(2 * 7 + 1);
+  });
+
+  it('prefers the batched matmul hook: one call per weight per window, same logits', async () => {
+    const c = tiny();
+    const w = randomWeights(c, 9);
+    const plain = (await LlamaModel.load(c, mapSource(w))).forward(seq).slice();
+    const calls: [string, number][] = [];
+    const src: WeightSource = {
+      get: async (name) => w.get(name)!,
+      matvec() { throw new Error('matvec must not be called when matmul exists'); },
+      matmul(name, x, n) {
+        calls.push([name, n]);
+        const m = w.get(name)!;
+        const cols = x.length / n, rows = m.length / cols;
+        const y = new Float32Array(n * rows);
+        for (let t = 0; t < n; t++) for (let r = 0; r < rows; r++) {
+          let s = 0;
+          for (let i = 0; i < cols; i++) s += m[r * cols + i] * x[t * cols + i];
+          y[t * rows + r] = s;
+        }
+        return y;
+      },
+    };
+    const model = await LlamaModel.load(c, src);
+    expect(Array.from(model.forward(seq))).toEqual(Array.from(plain));
+    expect(calls.length).toBe(2 * 7 + 1);
+    expect(calls.every(([, n]) => n === seq.length)).toBe(true);
+    expect(calls[calls.length - 1][0]).toBe('lm_head.weight');
+    const bad = await LlamaModel.load(c, { ...src, matmul: () => new Float32Array(3) });
+    expect(() => bad.forward(seq)).toThrow(WebquantError);
+  });
+
+  it('matmulF32 computes X W^T for every batch size', () => {
+    const rnd = lcg(3);
+    const rows = 5, cols = 7;
+    const w = Float32Array.from({ length: rows * cols }, () => rnd());
+    for (const n of [1, 3, 4, 5, 8, 12, 13, 17]) {
+      const x = Float32Array.from({ length: n * cols }, () => rnd());
+      const y = new Float32Array(n * rows);
+      matmulF32(w, rows, cols, x, n, y);
+      for (let t = 0; t < n; t++) for (let r = 0; r < rows; r++) {
+        let s = 0;
+        for (let i = 0; i < cols; i++) s += w[r * cols + i] * x[t * cols + i];
+        expect(y[t * rows + r]).toBe(Math.fround(s));
+      }
+    }
+  });
+
+  it('names every tensor it reads', async () => {
+    for (const tie of [true, false]) {
+      const c = tiny({ tie_word_embeddings: tie });
+      const src = mapSource(randomWeights(c, 1));
+      await LlamaModel.load(c, src);
+      expect(new Set(src.reads)).toEqual(new Set(llamaTensorNames(c)));
+    }
+  });
+});
+
+describe('Llama config and input validation', () => {
+  const base = { hidden_size: 8, intermediate_size: 12, num_hidden_layers: 2, num_attention_heads: 2, vocab_size: 16 };
+  const code = (f: () => unknown) => { try { f(); } catch (e) { return (e as WebquantError).code; } return 'no error'; };
+
+  it('fills Hugging Face defaults', () => {
+    const c = llamaConfig(base);
+    expect(c).toMatchObject({ num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false });
+  });
+  it('reads the raw keys of a ModelConfig from src/io', () => {
+    expect(llamaConfig({ hiddenSize: 8, raw: { ...base, rope_theta: 123 } }).rope_theta).toBe(123);
+  });
+  it('rejects what it cannot run', () => {
+    expect(code(() => llamaConfig({ ...base, hidden_size: 0 }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, num_key_value_heads: 3 }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, hidden_size: 6 }))).toBe(ErrorCodes.MODEL); // head_dim 3 is odd
+    expect(code(() => llamaConfig({ ...base, rope_scaling: { type: 'linear', factor: 2 } }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, hidden_act: 'gelu' }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, attention_bias: true }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig(null))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, tie_word_embeddings: 'true' }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, rope_scaling: null, attention_bias: false, hidden_act: 'silu' }))).toBe('no error');
+  });
+  it('rejects a weight of the wrong size, naming it', async () => {
+    const c = tiny();
+    const w = randomWeights(c, 1);
+    w.set('model.layers.1.mlp.up_proj.weight', new Float32Array(5));
+    const err = await LlamaModel.load(c, mapSource(w)).catch((e) => e);
+    expect(err).toBeInstanceOf(WebquantError);
+    expect(err.code).toBe(ErrorCodes.MODEL);
+    expect(err.details).toMatchObject({ tensor: 'model.layers.1.mlp.up_proj.weight', value: 5, expected: 96 });
+  });
+  it('rejects token ids outside the vocabulary', async () => {
+    const c = tiny();
+    const model = await LlamaModel.load(c, mapSource(randomWeights(c, 1)));
+    expect(code(() => model.forward([1, 16]))).toBe(ErrorCodes.BAD_INPUT);
+    expect(code(() => model.forward([1, -1]))).toBe(ErrorCodes.BAD_INPUT);
+  });
+});
