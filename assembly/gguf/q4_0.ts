@@ -3,15 +3,21 @@
 // Dequantized value = (q - 8) * d.
 // Reference quantizer (spec §2): d = max/-8 where max is the signed absmax, codes
 // min(15, trunc(x/d + 8.5)) with the fp32 d.
-import { A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, signedAbsmax, truncX86 } from '../common';
+// With an importance matrix (spec §14.1): the QX search with nmax 8 and weights
+// qw*sqrt(sigma2 + x^2), sigma2 = sum(x^2)/rowLen over the whole row; its codes are stored as they
+// are (never re-derived from the fp16 d).
+import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
+import { absmax32, imatrixWeights32, sumSquares } from './iq4_common';
+import { makeQxQuants } from './searches';
 
 export const Q4_0_BLOCK: i32 = 32;
 export const Q4_0_BYTES: i32 = 18;
 
 const codes = memory.data(32);
+const weights = memory.data(128, 16);
 
 function quantizeBlockRef(x: usize, y: usize): void {
-  const max = signedAbsmax(x, 32);
+  const max = absmax32(x);
   const d: f32 = max / -8;
   const id: f32 = d != 0 ? 1 / d : 0;
   store<u16>(y, f32ToF16(d));
@@ -38,13 +44,30 @@ function quantizeBlockRef(x: usize, y: usize): void {
   }
 }
 
+function quantizeBlockImatrix(x: usize, qw: usize, sigma2: f32, y: usize): void {
+  imatrixWeights32(x, qw, sigma2, weights);
+  const d = makeQxQuants(32, 8, x, codes, weights);
+  store<u16>(y, f32ToF16(d));
+  if (ASC_FEATURE_SIMD) {
+    v128.store(y + 2, v128.or(v128.load(codes), i8x16.shl(v128.load(codes + 16), 4)));
+  } else {
+    for (let j: usize = 0; j < 16; j++) store<u8>(y + 2 + j, load<u8>(codes + j) | (load<u8>(codes + 16 + j) << 4));
+  }
+}
+
 export function q4_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const scratch = argU32(args, A_SCRATCH);
+  const qw = argU32(args, A_IMATRIX);
   const nb = rowLen >> 5;
   for (let r = 0; r < nrows; r++) {
     const x = rowF32(src, srcType, r, rowLen, scratch);
     const y = dst + <usize>r * <usize>nb * 18;
-    for (let b = 0; b < nb; b++) quantizeBlockRef(x + (<usize>b << 7), y + <usize>b * 18);
+    if (qw != 0) {
+      const sigma2: f32 = sumSquares(x, rowLen) / <f32>rowLen;
+      for (let b = 0; b < nb; b++) quantizeBlockImatrix(x + (<usize>b << 7), qw + (<usize>b << 7), sigma2, y + <usize>b * 18);
+    } else {
+      for (let b = 0; b < nb; b++) quantizeBlockRef(x + (<usize>b << 7), y + <usize>b * 18);
+    }
   }
 }
 

@@ -19,4 +19,16 @@ function gguf(name: string, type: number, blockSize: number, typeSize: number, i
 export const ggufFormats: FormatSpec[] = [
   gguf('q8_0', 8, 32, 34, false, '8-bit, fp16 scale per 32 (8.5 bpw)'),
   gguf('q4_0', 2, 32, 18, true, '4-bit symmetric, fp16 scale per 32 (4.5 bpw)'),
+  gguf('q2_k', 10, 256, 84, true, '2-bit K-quant, 16 x 16 sub-blocks with 4-bit scale and min (2.625 bpw)'),
+  gguf('q3_k', 11, 256, 110, true, '3-bit K-quant, 16 x 16 sub-blocks with 6-bit scales (3.4375 bpw)'),
+  gguf('q4_k', 12, 256, 144, true, '4-bit K-quant, 8 x 32 sub-blocks with 6-bit scale and min (4.5 bpw)'),
+  gguf('q5_k', 13, 256, 176, true, '5-bit K-quant, 8 x 32 sub-blocks with 6-bit scale and min (5.5 bpw)'),
+  gguf('q6_k', 14, 256, 210, true, '6-bit K-quant, 16 x 16 sub-blocks with 8-bit scales (6.5625 bpw)'),
+  gguf('q4_1', 3, 32, 20, true, '4-bit asymmetric, fp16 scale and min per 32 (5.0 bpw)'),
+  gguf('q5_0', 6, 32, 22, true, '5-bit symmetric, fp16 scale per 32 (5.5 bpw)'),
+  gguf('q5_1', 7, 32, 24, true, '5-bit asymmetric, fp16 scale and min per 32 (6.0 bpw)'),
+  gguf('iq4_nl', 20, 32, 18, true, '4-bit non-linear grid, fp16 scale per 32 (4.5 bpw)'),
+  gguf('iq4_xs', 23, 256, 136, true, '4-bit non-linear grid, 8 x 32 sub-blocks with 6-bit scales (4.25 bpw)'),
+  gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
+  gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
 ];

@@ -1,0 +1,118 @@
+// F16 (ggml type 1) and BF16 (ggml type 30) as output formats: one value per 2-byte element.
+// f32 -> fp16: round to nearest even, subnormals kept, overflow -> inf, NaN -> sign|0x7E00
+// (common.ts f32ToF16, what ggml's x86 build writes). f32 -> bf16: round to nearest even on the
+// bit pattern, NaN -> quiet NaN with its sign and payload (common.ts f32ToBf16, ggml's rule).
+// The SIMD versions compute the same functions with lane operations; both are exact, so the bits
+// agree for every input. An input already in the output type is copied unchanged.
+import { A_SCRATCH, SRC_BF16, SRC_F16, SRC_F32, argU32, bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, rowF32 } from '../common';
+
+export const F16_BLOCK: i32 = 1;
+export const F16_BYTES: i32 = 2;
+export const BF16_BLOCK: i32 = 1;
+export const BF16_BYTES: i32 = 2;
+
+// Four fp32 lanes -> fp16 bits in the low half of each lane. The fp32 scalings by 2^112 and
+// 2^-110 make the addition below round the mantissa to 10 bits (to even) at the right exponent,
+// including the subnormal range (bias floored at 2^-14's); NaN is tested separately.
+@inline function f16x4(v: v128): v128 {
+  const shl1 = i32x4.add(v, v);
+  const sign = i32x4.shr_u(v128.and(v, i32x4.splat(0x80000000)), 16);
+  let base = f32x4.mul(f32x4.mul(f32x4.abs(v), f32x4.splat(reinterpret<f32>(0x77800000))), f32x4.splat(reinterpret<f32>(0x08800000)));
+  const bias = i32x4.max_u(v128.and(shl1, i32x4.splat(0xff000000)), i32x4.splat(0x71000000));
+  base = f32x4.add(i32x4.add(i32x4.shr_u(bias, 1), i32x4.splat(0x07800000)), base);
+  const nonsign = i32x4.add(v128.and(i32x4.shr_u(base, 13), i32x4.splat(0x7c00)), v128.and(base, i32x4.splat(0xfff)));
+  const nan = i32x4.gt_u(shl1, i32x4.splat(0xff000000));
+  return v128.or(sign, v128.bitselect(i32x4.splat(0x7e00), nonsign, nan));
+}
+
+@inline function bf16x4(v: v128): v128 {
+  const hi = i32x4.shr_u(v, 16);
+  const rounded = i32x4.shr_u(i32x4.add(i32x4.add(v, i32x4.splat(0x7fff)), v128.and(hi, i32x4.splat(1))), 16);
+  const nan = i32x4.gt_u(v128.and(v, i32x4.splat(0x7fffffff)), i32x4.splat(0x7f800000));
+  return v128.bitselect(v128.or(hi, i32x4.splat(0x40)), rounded, nan);
+}
+
+function convertRow(x: usize, n: i32, y: usize, bf: bool): void {
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (bf) {
+      for (; i + 8 <= n; i += 8) {
+        const p = x + (<usize>i << 2);
+        v128.store(y + (<usize>i << 1), i16x8.narrow_i32x4_u(bf16x4(v128.load(p)), bf16x4(v128.load(p, 16))));
+      }
+    } else {
+      for (; i + 8 <= n; i += 8) {
+        const p = x + (<usize>i << 2);
+        v128.store(y + (<usize>i << 1), i16x8.narrow_i32x4_u(f16x4(v128.load(p)), f16x4(v128.load(p, 16))));
+      }
+    }
+  }
+  for (; i < n; i++) {
+    const v = load<f32>(x + (<usize>i << 2));
+    store<u16>(y + (<usize>i << 1), bf ? f32ToBf16(v) : f32ToF16(v));
+  }
+}
+
+function quantizeTo(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize, bf: bool): void {
+  if ((bf && srcType == SRC_BF16) || (!bf && srcType == SRC_F16)) {
+    memory.copy(dst, src, (<usize>nrows * <usize>rowLen) << 1);
+    return;
+  }
+  const scratch = argU32(args, A_SCRATCH);
+  if (srcType == SRC_F32) {
+    convertRow(src, nrows * rowLen, dst, bf);
+    return;
+  }
+  for (let r = 0; r < nrows; r++) {
+    const x = rowF32(src, srcType, r, rowLen, scratch);
+    convertRow(x, rowLen, dst + ((<usize>r * <usize>rowLen) << 1), bf);
+  }
+}
+
+export function f16_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeTo(src, srcType, nrows, rowLen, dst, args, false);
+}
+
+export function bf16_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeTo(src, srcType, nrows, rowLen, dst, args, true);
+}
+
+export function f16_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const n = <i32>(<usize>nrows * <usize>rowLen);
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const h = v128.load(src + (<usize>i << 1));
+      v128.store(dst + (<usize>i << 2), f32x4Of16(i32x4.extend_low_i16x8_u(h)));
+      v128.store(dst + (<usize>i << 2) + 16, f32x4Of16(i32x4.extend_high_i16x8_u(h)));
+    }
+  }
+  for (; i < n; i++) store<f32>(dst + (<usize>i << 2), f16ToF32(<u32>load<u16>(src + (<usize>i << 1))));
+}
+
+// Exact fp16 -> fp32 of four lanes (fp16 bits in the low half): normals rebias the exponent,
+// inf/NaN keep their payload, subnormals are m * 2^-24 (exact in fp32).
+@inline function f32x4Of16(h: v128): v128 {
+  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
+  const em = v128.and(h, i32x4.splat(0x7fff));
+  const e = v128.and(em, i32x4.splat(0x7c00));
+  const normal = i32x4.add(i32x4.shl(em, 13), i32x4.splat(0x38000000));
+  const special = v128.or(i32x4.shl(em, 13), i32x4.splat(0x7f800000));
+  const sub = f32x4.mul(f32x4.convert_i32x4_s(em), f32x4.splat(reinterpret<f32>(0x33800000)));
+  let r = v128.bitselect(special, normal, i32x4.eq(e, i32x4.splat(0x7c00)));
+  r = v128.bitselect(sub, r, i32x4.eq(e, i32x4.splat(0)));
+  return v128.or(r, sign);
+}
+
+export function bf16_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const n = <i32>(<usize>nrows * <usize>rowLen);
+  let i = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const h = v128.load(src + (<usize>i << 1));
+      v128.store(dst + (<usize>i << 2), i32x4.shl(i32x4.extend_low_i16x8_u(h), 16));
+      v128.store(dst + (<usize>i << 2) + 16, i32x4.shl(i32x4.extend_high_i16x8_u(h), 16));
+    }
+  }
+  for (; i < n; i++) store<f32>(dst + (<usize>i << 2), bf16ToF32(<u32>load<u16>(src + (<usize>i << 1))));
+}
