@@ -1,0 +1,98 @@
+// Serving matvec for the integer formats: symmetric intsym/int8/int4 (scale per group, row or
+// tensor) and affine (f16 scale and bias per group). Layouts and bit order: assembly/int/sym.ts,
+// affine.ts, pack.ts. Codes are unpacked 256 at a time (pack.ts, vectorised for 4 and 8 bits) into
+// i32s and dotted with x in f32; the scale multiplies each run's sum once, and affine adds
+// bias * (sum of x over the group).
+import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
+import { unpackCodes } from '../int/pack';
+import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, xSums16 } from './common';
+
+const SLICE: i32 = 256;
+const I32BUF = memory.data(SLICE * 4, 16);
+
+// Sum of n i32 codes times x (SIMD: 4 lanes then a fixed-order reduction; scalar: left to right).
+function dotI32(c: usize, x: usize, n: i32): f32 {
+  let i = 0;
+  let s: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let a = f32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      a = f32x4.add(a, f32x4.mul(f32x4.convert_i32x4_s(v128.load(c + (<usize>i << 2))), v128.load(x + (<usize>i << 2))));
+    }
+    s = hsum(a);
+  }
+  for (; i < n; i++) s += <f32>load<i32>(c + (<usize>i << 2)) * load<f32>(x + (<usize>i << 2));
+  return s;
+}
+
+// SIMD, 4-bit codes, run a multiple of 32: 16 bytes hold 32 codes (code 2j in the low nibble of
+// byte j, 2j+1 in the high nibble); nibbles are sign- or zero-extended to bytes and interleaved
+// back into element order, then dotted 16 at a time (no i32 round trip through memory).
+@inline function dotRun4(q: usize, run: i32, signed: bool, x: usize): f32 {
+  let a = f32x4.splat(0);
+  for (let i = 0; i < run; i += 32) {
+    const b = v128.load(q + (<usize>i >> 1));
+    const lo = signed ? i8x16.shr_s(i8x16.shl(b, 4), 4) : v128.and(b, i8x16.splat(15));
+    const hi = signed ? i8x16.shr_s(b, 4) : i8x16.shr_u(b, 4);
+    const c0 = i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const c1 = i8x16.shuffle(lo, hi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    a = f32x4.add(a, f32x4.add(mac16(c0, x + (<usize>i << 2)), mac16(c1, x + (<usize>i << 2) + 64)));
+  }
+  return hsum(a);
+}
+
+// Codes of `run` values starting at stream bit 0 of q, dotted with x.
+function dotRun(q: usize, run: i32, bits: i32, signed: bool, x: usize): f32 {
+  if (ASC_FEATURE_SIMD) {
+    if (bits == 4 && (run & 31) == 0) return dotRun4(q, run, signed, x);
+  }
+  let t: f32 = 0;
+  for (let i = 0; i < run; i += SLICE) {
+    const m = min(SLICE, run - i);
+    unpackCodes(q + ((<usize>i * <usize>bits) >> 3), m, bits, signed, I32BUF);
+    t += dotI32(I32BUF, x + (<usize>i << 2), m);
+  }
+  return t;
+}
+
+export function intsym_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
+  const bits = argI32(args, A_BITS);
+  const flags = argI32(args, A_FLAGS);
+  const scales = argU32(args, A_SCALES);
+  const rowBytes = (<usize>rowLen * <usize>bits) >> 3;
+  const run = flags & (FLAG_PER_TENSOR | FLAG_PER_CHANNEL) ? rowLen : argI32(args, A_GROUP);
+  const nrun = rowLen / run;
+  const tscale = flags & FLAG_PER_TENSOR ? load<f32>(argU32(args, A_AUX)) : 0;
+  for (let r = 0; r < nrows; r++) {
+    rowBegin();
+    for (let j = 0; j < nrun; j++) {
+      const s = flags & FLAG_PER_TENSOR ? tscale : load<f32>(scales + ((<usize>r * <usize>nrun + <usize>j) << 2));
+      const q = w + <usize>r * rowBytes + ((<usize>j * <usize>run * <usize>bits) >> 3);
+      rowAddScalar(s * dotRun(q, run, bits, true, x + ((<usize>j * <usize>run) << 2)));
+    }
+    store<f32>(y + (<usize>r << 2), rowEnd());
+  }
+}
+
+export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
+  const bits = argI32(args, A_BITS);
+  const g = argI32(args, A_GROUP);
+  const scales = argU32(args, A_SCALES);
+  const biases = argU32(args, A_BIASES);
+  const ng = rowLen / g;
+  const groupBytes = (<usize>g * <usize>bits) >> 3;
+  const xs = xSums16(x, rowLen, args);
+  for (let r = 0; r < nrows; r++) {
+    rowBegin();
+    for (let j = 0; j < ng; j++) {
+      const k = <usize>r * <usize>ng + <usize>j;
+      const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
+      const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
+      let xg: f32 = 0;
+      for (let t = 0; t < g >> 4; t++) xg += load<f32>(xs + ((<usize>(j * (g >> 4) + t)) << 2));
+      const xj = x + ((<usize>j * <usize>g) << 2);
+      rowAddScalar(s * dotRun(w + k * groupBytes, g, bits, false, xj) + b * xg);
+    }
+    store<f32>(y + (<usize>r << 2), rowEnd());
+  }
+}

@@ -1,0 +1,255 @@
+// npm run bench:matvec — single-thread y = W x on quantized weights (assembly/serve), medians.
+// GB/s = bytes of quantized weights streamed per second, GFLOP/s = 2 * rows * rowLength / s.
+// Shapes are rows x rowLength (4096 x 11008 = a Llama-7B down_proj: 11008 inputs, 4096 outputs).
+// Columns: kernel = <fmt>_matvec on weights already in wasm memory (what a server keeps resident);
+// api = LoadedTensor.matvec (copies the row sections into wasm in 4 MiB chunks first); scalar = the
+// non-SIMD build. In the same run, onnxruntime-web's com.microsoft MatMulNBits (4-bit, wasm backend,
+// one thread) on the SAME dequantized weights (int4 group 128 -> block_size 128, q4_0 -> block_size
+// 32), accuracy_level 0 (f32 activations, like webquant) and 4 (int8 activations), and
+// @wllama/wllama if it can run in Node (it is reported when it cannot, with the reason).
+// Options: --formats a,b --shapes 4096x4096,4096x11008 --budget ms --json path
+import { quantize, type QuantizeOptions, type QuantizedTensor } from '../src/quantize.js';
+import { getFormat } from '../src/formats/registry.js';
+import { layoutOf } from '../src/formats/types.js';
+import { FLAGS, writeArgs, ARGS_BYTES } from '../src/kernels/args.js';
+import type { Kernels } from '../src/kernels/loader.js';
+import { Q8_ACTIVATION_FORMATS, SERVE_Q8_ACT, servedFromQuantized } from '../src/serve/index.js';
+import { serveKernels } from '../src/serve/kernels.js';
+import { matMulF32Model, matMulNBitsModel } from './onnx.js';
+import { dequantize } from '../src/quantize.js';
+import { arg, median, table, timeIt, writeJson } from './util.js';
+
+const budget = Number(arg('budget', '2500'));
+const jsonPath = arg('json', 'bench/results/matvec.json');
+const only = arg('formats', '').split(',').filter(Boolean);
+const shapes = arg('shapes', '4096x4096,4096x11008').split(',').map((s) => s.split('x').map(Number) as [number, number]);
+
+const CASES: { label: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
+  { label: 'q8_0', opts: { format: 'q8_0' } },
+  { label: 'q4_0', opts: { format: 'q4_0' } },
+  { label: 'q4_k', opts: { format: 'q4_k' } },
+  { label: 'q6_k', opts: { format: 'q6_k' } },
+  { label: 'iq4_nl', opts: { format: 'iq4_nl' } },
+  { label: 'nf4 g64', opts: { format: 'nf4' } },
+  { label: 'int4 g128', opts: { format: 'int4', groupSize: 128 } },
+].filter((c) => !only.length || only.includes(c.opts.format));
+
+function data(n: number, seed: number): Float32Array {
+  const v = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const a = (s >>> 8) / 16777216;
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    v[i] = 0.02 * (a + (s >>> 8) / 16777216 - 1);
+  }
+  return v;
+}
+
+/** The fused kernel on weights resident in the serving instance's memory. */
+function resident(k: Kernels, qt: QuantizedTensor, x: Float32Array, q8 = false): () => Float32Array {
+  const spec = getFormat(qt.format);
+  const [rows, rowLen] = qt.shape;
+  const layout = layoutOf(spec, rows, rowLen, qt.options);
+  const align = (n: number) => (n + 15) & ~15;
+  let at = 0;
+  const pArgs = at; at += ARGS_BYTES;
+  const pScratch = at; at = align(at + 16 * rowLen + 65536);
+  const pX = at; at = align(at + rowLen * 4);
+  const pY = at; at = align(at + rows * 4);
+  const pSec = layout.sections.map((s) => { const p = at; at = align(at + s.bytes); return p; });
+  const base = k.reserve(at);
+  layout.sections.forEach((s, i) => k.u8(base + pSec[i], s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)));
+  const o = qt.options;
+  let flags = 0;
+  if (o.doubleQuant) flags |= FLAGS.doubleQuant;
+  if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
+  if (o.granularity === 'channel') flags |= FLAGS.perChannel;
+  if (q8) flags |= SERVE_Q8_ACT;
+  const rowSecs = layout.sections.filter((s) => s.perRow > 0).length;
+  writeArgs(k.buffer, base + pArgs, {
+    group: o.groupSize, bits: o.bits, flags, scratch: base + pScratch,
+    scales: rowSecs > 1 ? base + pSec[1] : 0, biases: rowSecs > 2 ? base + pSec[2] : 0,
+    aux: pSec.length > rowSecs ? base + pSec[rowSecs] : 0,
+  });
+  k.f32(base + pX, rowLen).set(x);
+  const fn = k.fn(`${spec.kernel}_matvec`);
+  return () => {
+    fn(base + pSec[0], rows, rowLen, base + pX, base + pY, base + pArgs);
+    return k.f32(base + pY, rows).slice();
+  };
+}
+
+/** 4-bit codes (value (q - 8) * scale) of a q4_0 or int4 tensor in MatMulNBits order, with f32 scales. */
+function toNBits(qt: QuantizedTensor): { packed: Uint8Array; scales: Float32Array; block: number } | undefined {
+  const [rows, K] = qt.shape;
+  if (qt.format === 'q4_0') {
+    const nb = K / 32;
+    const packed = new Uint8Array(rows * K / 2);
+    const scales = new Float32Array(rows * nb);
+    const dv = new DataView(qt.data.buffer, qt.data.byteOffset, qt.data.byteLength);
+    const h = new Float32Array(1);
+    for (let b = 0; b < rows * nb; b++) {
+      const blk = b * 18;
+      scales[b] = f16(dv.getUint16(blk, true), h);
+      const q = new Uint8Array(32);
+      for (let j = 0; j < 16; j++) { const v = qt.data[blk + 2 + j]; q[j] = v & 15; q[j + 16] = v >> 4; }
+      for (let j = 0; j < 16; j++) packed[b * 16 + j] = q[2 * j] | (q[2 * j + 1] << 4);
+    }
+    return { packed, scales, block: 32 };
+  }
+  if (qt.format === 'int4' && qt.options.granularity === 'group') {
+    const codes = qt.data.subarray(0, rows * K / 2);
+    const packed = new Uint8Array(codes.length);
+    // signed two's complement nibble c in [-7, 7] -> unsigned c + 8
+    for (let i = 0; i < codes.length; i++) packed[i] = (((codes[i] & 15) ^ 8) | ((((codes[i] >> 4) & 15) ^ 8) << 4));
+    const s = qt.layout.sections[1];
+    const scales = new Float32Array(qt.data.slice(s.offset, s.offset + s.bytes).buffer);
+    return { packed, scales, block: qt.options.groupSize };
+  }
+  return undefined;
+}
+
+function f16(h: number, tmp: Float32Array): number {
+  const e = (h >> 10) & 31, m = h & 1023, s = h & 0x8000 ? -1 : 1;
+  tmp[0] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
+  return tmp[0];
+}
+
+// ---- onnxruntime-web and wllama availability ----------------------------------------------------
+type Ort = typeof import('onnxruntime-web');
+let ort: Ort | undefined;
+let ortWhy = '';
+try {
+  ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = 'error';
+} catch (e) {
+  ortWhy = `onnxruntime-web could not be loaded: ${(e as Error).message}`;
+}
+
+let wllamaWhy = '';
+try {
+  // A computed specifier: the package ships TypeScript sources that do not type-check under NodeNext.
+  const wllamaPkg = '@wllama/wllama';
+  const m = (await import(wllamaPkg)) as unknown as { Wllama: new (paths: Record<string, string>) => unknown };
+  try {
+    new m.Wllama({ 'single-thread/wllama.wasm': new URL('../node_modules/@wllama/wllama/esm/wasm/wllama.wasm', import.meta.url).href });
+    wllamaWhy = 'constructed, but wllama only runs whole GGUF models (no single-matmul entry point) inside a Web Worker, '
+      + `and Node has ${typeof (globalThis as { Worker?: unknown }).Worker === 'function' ? 'a' : 'no'} global Web Worker`;
+  } catch (e) {
+    wllamaWhy = `@wllama/wllama cannot run in Node ${process.version}: its constructor throws "${(e as Error).message}" `
+      + '(it needs a browser storage backend: OPFS / Cache API), and it runs llama.cpp in a Web Worker, which Node does not provide '
+      + `(globalThis.Worker is ${typeof (globalThis as { Worker?: unknown }).Worker}); it also exposes whole-model inference only, no single matmul`;
+  }
+} catch (e) {
+  wllamaWhy = `@wllama/wllama is not installed / cannot be imported: ${(e as Error).message}`;
+}
+
+const simd = await serveKernels('wasm-simd');
+const scalar = await serveKernels('wasm');
+const rowsOut: (string | number)[][] = [];
+const results: Record<string, unknown>[] = [];
+
+for (const [rows, rowLen] of shapes) {
+  const w = data(rows * rowLen, 12345 + rows + rowLen);
+  const x = data(rowLen, 777).map((v) => v * 50);
+  const flop = 2 * rows * rowLen;
+  for (const c of CASES) {
+    const qt = await quantize(w, { ...c.opts, rowLength: rowLen });
+    const bytes = qt.layout.bytes;
+    const runS = resident(simd, qt, x);
+    const tKernel = await timeIt(runS, 25, budget, 5);
+    const yS = runS();
+    // int8 activations (GGUF integer-code formats): speed, and error against the f32-activation result
+    const hasQ8 = Q8_ACTIVATION_FORMATS.includes(qt.format);
+    let tQ8 = NaN;
+    let q8Err = NaN;
+    if (hasQ8) {
+      const runQ = resident(simd, qt, x, true);
+      tQ8 = await timeIt(runQ, 25, budget, 5);
+      const yq = runQ();
+      let num = 0, den = 0;
+      for (let i = 0; i < rows; i++) { num = Math.max(num, Math.abs(yq[i] - yS[i])); den = Math.max(den, Math.abs(yS[i])); }
+      q8Err = num / den;
+    }
+    const runC = resident(scalar, qt, x);
+    const tScalar = await timeIt(runC, 9, budget, 3);
+    const api = await servedFromQuantized(qt, { backend: 'wasm-simd' });
+    const tApi = await timeIt(() => api.matvec(x), 15, budget, 3);
+    const r: Record<string, unknown> = {
+      shape: `${rows}x${rowLen}`, format: c.label, weightBytes: bytes,
+      kernelS: tKernel, scalarS: tScalar, apiS: tApi, q8ActS: tQ8, q8ActMaxRelErr: q8Err,
+      kernelGBs: bytes / tKernel / 1e9, kernelGflops: flop / tKernel / 1e9,
+      scalarGBs: bytes / tScalar / 1e9, apiGBs: bytes / tApi / 1e9,
+    };
+    let ortCells: (string | number)[] = ['-', '-', '-', '-'];
+    const nb = toNBits(qt);
+    if (ort && nb) {
+      // webquant and both ORT variants timed in alternation (one of each per round), so that the
+      // ratios compare runs taken under the same machine load; ratio = median of per-round ratios.
+      const feeds = { A: new ort.Tensor('float32', x, [1, rowLen]) };
+      const sessions: (import('onnxruntime-web').InferenceSession | undefined)[] = [];
+      let maxRel = NaN;
+      for (const level of [0, 4, -1]) {
+        try {
+          let model: Uint8Array;
+          if (level >= 0) model = matMulNBitsModel(1, rowLen, rows, nb.block, nb.packed, nb.scales, level);
+          else {
+            // the same weights dequantized, transposed to [K, N] for a plain f32 MatMul
+            const deq = await dequantize(qt);
+            const bt = new Float32Array(deq.length);
+            for (let n = 0; n < rows; n++) for (let kk = 0; kk < rowLen; kk++) bt[kk * rows + n] = deq[n * rowLen + kk];
+            model = matMulF32Model(1, rowLen, rows, bt);
+          }
+          const sess = await ort.InferenceSession.create(model, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+          const out = (await sess.run(feeds)).Y.data as Float32Array;
+          let num = 0, den = 0;
+          for (let i = 0; i < rows; i++) { num = Math.max(num, Math.abs(out[i] - yS[i])); den = Math.max(den, Math.abs(yS[i])); }
+          r[level >= 0 ? `ortLevel${level}MaxRelDiff` : 'ortF32MaxRelDiff'] = num / den;
+          if (level === 0) maxRel = num / den;
+          sessions.push(sess);
+        } catch (e) {
+          r[level >= 0 ? `ortLevel${level}Error` : 'ortF32Error'] = (e as Error).message;
+          sessions.push(undefined);
+        }
+      }
+      const times: number[][] = [[], [], [], []];
+      const t0 = performance.now();
+      while (times[0].length < 25 && (times[0].length < 5 || performance.now() - t0 < 3 * budget)) {
+        let a = performance.now(); runS(); times[0].push(performance.now() - a);
+        for (let j = 0; j < 3; j++) {
+          const sess = sessions[j];
+          if (!sess) { times[j + 1].push(NaN); continue; }
+          a = performance.now(); await sess.run(feeds); times[j + 1].push(performance.now() - a);
+        }
+      }
+      for (const sess of sessions) await sess?.release();
+      const ratio = (j: number) => median(times[j].map((t, i) => t / times[0][i]));
+      const ortS = [median(times[1]) / 1e3, median(times[2]) / 1e3, median(times[3]) / 1e3];
+      r.ortLevel0S = ortS[0];
+      r.ortLevel4S = ortS[1];
+      r.ortF32MatMulS = ortS[2];
+      r.kernelInterleavedS = median(times[0]) / 1e3;
+      r.ortOverWebquant = { acc0: ratio(1), acc4: ratio(2), f32MatMul: ratio(3) };
+      r.ortMaxRelDiff = maxRel;
+      ortCells = [bytes / ortS[0] / 1e9, bytes / ortS[1] / 1e9, flop / ortS[2] / 1e9, `${ratio(1).toFixed(2)} / ${ratio(2).toFixed(2)} / ${ratio(3).toFixed(2)}`];
+    }
+    results.push(r);
+    rowsOut.push([`${rows}x${rowLen}`, c.label, (bytes / 2 ** 20).toFixed(1), tKernel * 1e3, bytes / tKernel / 1e9, flop / tKernel / 1e9,
+      hasQ8 ? bytes / tQ8 / 1e9 : '-', hasQ8 ? flop / tQ8 / 1e9 : '-', hasQ8 ? q8Err.toExponential(1) : '-',
+      bytes / tScalar / 1e9, bytes / tApi / 1e9, ...ortCells]);
+    console.error(`${rows}x${rowLen} ${c.label} done`);
+  }
+}
+
+console.log(`\nwebquant serving matvec, single thread, Node ${process.version}, medians (budget ${budget} ms per cell).`);
+console.log('GB/s = quantized weight bytes streamed per second; GFLOP/s = 2*rows*rowLength per second; kernel: x in f32;');
+console.log("q8-act: activations: 'q8' (x quantized to int8 per 32), err = max|y_q8 - y_f32| / max|y_f32|.");
+console.log('ORT = onnxruntime-web (wasm, 1 thread) on the same weights: MatMulNBits 4-bit at accuracy_level 0 / 4, and a plain f32 MatMul of the dequantized matrix;');
+console.log('ratio = median over alternating rounds of ORT time / webquant kernel time (>1: webquant faster).\n');
+console.log(table(['shape', 'format', 'MiB', 'kernel ms', 'kernel GB/s', 'GFLOP/s', 'q8-act GB/s', 'q8-act GFLOP/s', 'q8-act err', 'scalar GB/s', 'api GB/s', 'ORT acc0 GB/s', 'ORT acc4 GB/s', 'ORT f32 MatMul GFLOP/s', 'ORT/webquant acc0 / acc4 / f32'], rowsOut));
+console.log(`\nonnxruntime-web: ${ort ? `ran (version ${ort.env.versions?.common ?? '?'}), wasm backend, numThreads 1` : ortWhy}`);
+console.log(`@wllama/wllama: ${wllamaWhy}`);
+writeJson(jsonPath, { date: new Date().toISOString(), node: process.version, budgetMs: budget, results, wllama: wllamaWhy, ort: ort ? 'ran' : ortWhy });
+console.log(`\nwritten ${jsonPath}`);

@@ -1,0 +1,157 @@
+// Serving matvec (assembly/serve, src/serve): y = W x on quantized rows against the f64 dot of the
+// dequantize() rows, for every registry format and option variant, on both wasm builds.
+import { describe, expect, it } from 'vitest';
+import { formats } from '../../src/formats/registry.js';
+import { dequantize, quantize, type QuantizeOptions } from '../../src/quantize.js';
+import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, SERVE_Q8_ACT, SIMD_SCALAR_REL_TOL, hasFusedMatvec, servedFromQuantized } from '../../src/serve/index.js';
+import { serveKernels } from '../../src/serve/kernels.js';
+
+const ROWS = 12;
+const ROW = 512;
+
+function rand(n: number, seed: number, scale = 1): Float32Array {
+  const v = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const a = (s >>> 8) / 16777216;
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    v[i] = scale * (a + (s >>> 8) / 16777216 - 1) * (1 + ((i * 7) % 13) / 4);
+  }
+  return v;
+}
+
+/** Every registry format with its default options, plus the option variants with other layouts. */
+const variants: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [];
+for (const f of formats.values()) {
+  variants.push({ name: f.name, opts: { format: f.name } });
+  if (f.doubleQuant) variants.push({ name: `${f.name}+dq`, opts: { format: f.name, doubleQuant: true } });
+  for (const g of f.granularities ?? []) {
+    if (g !== f.defaults?.granularity) variants.push({ name: `${f.name}/${g}`, opts: { format: f.name, granularity: g } });
+  }
+  if (f.name === 'intsym' || f.name === 'affine') {
+    for (const bits of f.bits ?? []) if (bits !== f.defaults?.bits) variants.push({ name: `${f.name}/b${bits}`, opts: { format: f.name, bits, granularity: 'group', groupSize: 64 } });
+  }
+}
+
+function reference(deq: Float32Array, x: Float32Array, rows: number, n: number) {
+  const ref = new Float64Array(rows);
+  const mag = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      s += deq[r * n + i] * x[i];
+      m += Math.abs(deq[r * n + i] * x[i]);
+    }
+    ref[r] = s;
+    mag[r] = m;
+  }
+  return { ref, mag };
+}
+
+describe('serve matvec vs f64 dot of dequantized rows', () => {
+  it('the host tolerances mirror the wasm constants', async () => {
+    for (const b of ['wasm-simd', 'wasm'] as const) {
+      const k = await serveKernels(b);
+      expect(k.constant('MATVEC_REL_TOL')).toBe(MATVEC_REL_TOL);
+      expect(k.constant('SIMD_SCALAR_REL_TOL')).toBe(SIMD_SCALAR_REL_TOL);
+      expect(k.constant('SERVE_Q8_ACT')).toBe(SERVE_Q8_ACT);
+    }
+  });
+
+  for (const v of variants) {
+    it(`${v.name}: both builds within MATVEC_REL_TOL, SIMD vs scalar within SIMD_SCALAR_REL_TOL`, async () => {
+      const w = rand(ROWS * ROW, 17 + v.name.length, 0.05);
+      const x = rand(ROW, 99, 1);
+      const qt = await quantize(w, { ...v.opts, rowLength: ROW, backend: 'wasm' });
+      const deq = await dequantize(qt, { backend: 'wasm' });
+      const { ref, mag } = reference(deq, x, ROWS, ROW);
+      const ys: Float32Array[] = [];
+      for (const backend of ['wasm-simd', 'wasm'] as const) {
+        const t = await servedFromQuantized(qt, { backend, chunkBytes: 3000 });
+        const y = t.matvec(x);
+        for (let r = 0; r < ROWS; r++) {
+          expect(Math.abs(y[r] - ref[r]), `${backend} row ${r}: ${y[r]} vs ${ref[r]}`).toBeLessThanOrEqual(MATVEC_REL_TOL * mag[r] + 1e-30);
+        }
+        // dequantize through the serving instance is the quantize.ts dequantize, bit for bit
+        expect(Buffer.from(t.dequantize().buffer).equals(Buffer.from(deq.buffer))).toBe(true);
+        // matmul of 3 vectors = 3 matvecs
+        const X = new Float32Array(3 * ROW);
+        X.set(x, 0); X.set(rand(ROW, 5), ROW); X.set(x.map((a) => -a), 2 * ROW);
+        const Y = t.matmul(X, 3);
+        expect(Array.from(Y.subarray(0, ROWS))).toEqual(Array.from(y));
+        expect(Array.from(Y.subarray(2 * ROWS))).toEqual(Array.from(y.map((a) => -a)));
+        ys.push(y);
+      }
+      for (let r = 0; r < ROWS; r++) {
+        expect(Math.abs(ys[0][r] - ys[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * mag[r] + 1e-30);
+      }
+    });
+  }
+
+  // x^ = the int8 activations the kernels use with activations: 'q8' (assembly/serve/common.ts quantizeX).
+  function quantizedX(x: Float32Array): Float64Array {
+    const f = Math.fround;
+    const out = new Float64Array(x.length);
+    for (let b = 0; b < x.length; b += 32) {
+      let amax = 0;
+      for (let i = b; i < Math.min(b + 32, x.length); i++) amax = Math.max(amax, Math.abs(x[i]));
+      const d = f(amax / 127);
+      const id = d !== 0 ? f(1 / d) : 0;
+      for (let i = b; i < Math.min(b + 32, x.length); i++) {
+        if (id === Infinity) continue;
+        const v = f(x[i] * id);
+        let q = Math.round(v);
+        if (Math.abs(v - Math.trunc(v)) === 0.5) q = 2 * Math.round(v / 2); // ties to even
+        out[i] = q * d;
+        expect(Math.abs(out[i] - x[i])).toBeLessThanOrEqual(d / 2 * (1 + 1e-6));
+      }
+    }
+    return out;
+  }
+
+  for (const f of Q8_ACTIVATION_FORMATS) {
+    if (!formats.has(f)) continue;
+    it(`${f} with int8 activations: within MATVEC_REL_TOL of the f64 dot with x^, both builds`, async () => {
+      const w = rand(ROWS * ROW, 3 + f.length, 0.05);
+      const x = rand(ROW, 1234, 2);
+      const qt = await quantize(w, { format: f, rowLength: ROW, backend: 'wasm' });
+      const deq = await dequantize(qt, { backend: 'wasm' });
+      const xh = quantizedX(x);
+      const ys: Float32Array[] = [];
+      for (const backend of ['wasm-simd', 'wasm'] as const) {
+        const y = (await servedFromQuantized(qt, { backend, activations: 'q8' })).matvec(x);
+        const yf = (await servedFromQuantized(qt, { backend })).matvec(x);
+        let differs = false;
+        for (let r = 0; r < ROWS; r++) {
+          let s = 0, m = 0;
+          for (let i = 0; i < ROW; i++) { s += deq[r * ROW + i] * xh[i]; m += Math.abs(deq[r * ROW + i] * xh[i]); }
+          expect(Math.abs(y[r] - s), `${backend} row ${r}`).toBeLessThanOrEqual(MATVEC_REL_TOL * m);
+          if (y[r] !== yf[r]) differs = true;
+        }
+        expect(differs).toBe(true); // the q8 path really ran
+        ys.push(y);
+      }
+      for (let r = 0; r < ROWS; r++) {
+        let m = 0;
+        for (let i = 0; i < ROW; i++) m += Math.abs(deq[r * ROW + i] * xh[i]);
+        expect(Math.abs(ys[0][r] - ys[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * m);
+      }
+    });
+  }
+
+  it('has fused kernels for the formats the serving path promises', async () => {
+    const fused = ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs', 'nf4', 'fp4', 'int4', 'int8', 'intsym', 'affine', 'fp8_e4m3', 'fp8_e5m2', 'f16', 'bf16'];
+    for (const f of fused) {
+      if (!formats.has(f)) continue;
+      for (const b of ['wasm-simd', 'wasm'] as const) expect(await hasFusedMatvec(f, b), `${f} ${b}`).toBe(true);
+    }
+  });
+
+  it('a wrong x length is an error', async () => {
+    const qt = await quantize(rand(2 * 64, 1), { format: 'q8_0', rowLength: 64 });
+    const t = await servedFromQuantized(qt);
+    expect(() => t.matvec(new Float32Array(10))).toThrow(/expected a Float32Array/);
+  });
+});
