@@ -1,0 +1,122 @@
+// Cloudflare Worker: quantizes a checkpoint at the edge and streams the result back.
+//
+//   POST /quantize?preset=q8_0&url=https://…/model.safetensors   read by URL with Range requests
+//                                                                (config.json beside it, for GGUF)
+//   POST /quantize?preset=nf4        multipart/form-data: `checkpoint` (+ `config` for GGUF output)
+//   POST /quantize?format=int4&name=tiny       raw body: the checkpoint itself (no config.json, so
+//                                              safetensors output, or GGUF from a GGUF input)
+//
+// The response body is the GGUF or safetensors file, written as the pipeline produces it (bytes
+// identical to `webquant quantize`'s for the same input and plan). Problems found before the first
+// byte (bad input, unknown preset, plan errors) answer 400 with {error: {code, message, details}};
+// a failure later errors the stream. Workers cannot compile WebAssembly from bytes, so both kernel
+// builds are imported as modules (compiled at upload) and handed to configureWasm. An isolate has
+// one thread: the pool's single worker runs in it (inline-spawner.ts). A posted body is held in
+// memory (128 MB per isolate): large checkpoints should be given by URL.
+import simd from '../../build/webquant-simd.wasm';
+import scalar from '../../build/webquant-scalar.wasm';
+import { ErrorCodes, WebquantError } from '../errors.js';
+import { configureWasm, type WasmBuild, type WasmSource } from '../kernels/loader.js';
+import { fromBlob, fromBuffer } from '../io/source.js';
+import { openCheckpoint } from '../io/open.js';
+import { readConfig } from '../io/config.js';
+import { quantizeCheckpoint } from '../pipeline/pipeline.js';
+import { WorkerPool } from '../pipeline/pool.js';
+import { readableStreamSink } from '../pipeline/sink.js';
+import { openUrlInput, prepareOutput, type ContainerKind, type InputBundle } from '../pipeline/prepare.js';
+import { listPresets } from '../plan/presets.js';
+import { inlineSpawner } from './inline-spawner.js';
+
+const WASM: Record<WasmBuild, WasmSource> = { 'wasm-simd': simd, wasm: scalar };
+configureWasm(WASM);
+
+/** Input plus output bytes between reading and writing: well inside an isolate's 128 MB. */
+const MAX_IN_FLIGHT = 24 << 20;
+
+interface ExecutionContext {
+  waitUntil(p: Promise<unknown>): void;
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body, null, 2), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+}
+
+function errorResponse(e: unknown): Response {
+  if (e instanceof WebquantError) return json(400, { error: { code: e.code, message: e.message, details: e.details } });
+  return json(500, { error: { message: e instanceof Error ? e.message : String(e) } });
+}
+
+const stem = (file: string) => file.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, '');
+
+async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle> {
+  const url = q.get('url');
+  if (url) return openUrlInput(url);
+  const type = req.headers.get('content-type') ?? '';
+  if (type.startsWith('multipart/form-data')) {
+    const form = await req.formData();
+    const file = form.get('checkpoint') as unknown;
+    if (!(file instanceof Blob)) {
+      throw new WebquantError(ErrorCodes.BAD_INPUT, '[edge] the form has no "checkpoint" file', { option: 'checkpoint', expected: 'a .safetensors or .gguf file' });
+    }
+    const cfg = form.get('config') as unknown;
+    const name = q.get('name') ?? stem((file as Blob & { name?: string }).name ?? 'model');
+    return {
+      checkpoint: await openCheckpoint(fromBlob(file, name)),
+      name,
+      config: cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined,
+      hasTokenizer: form.get('tokenizer') instanceof Blob,
+    };
+  }
+  const body = new Uint8Array(await req.arrayBuffer());
+  const name = q.get('name') ?? 'model';
+  return { checkpoint: await openCheckpoint(fromBuffer(body, name)), name };
+}
+
+async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Response> {
+  const q = new URL(req.url).searchParams;
+  const container = q.get('container');
+  if (container !== null && container !== 'gguf' && container !== 'safetensors') {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] container must be "gguf" or "safetensors" but is "${container}"`, { option: 'container', value: container, expected: ['gguf', 'safetensors'] });
+  }
+  const what = { preset: q.get('preset') ?? undefined, format: q.get('format') ?? undefined };
+  const job = prepareOutput(await requestInput(req, q), what, (container ?? undefined) as ContainerKind | undefined);
+
+  const pool = new WorkerPool(inlineSpawner(), { wasm: WASM });
+  let build: WasmBuild;
+  try {
+    // One row through the pool says which kernel build runs here (and loads it before the stream starts).
+    build = (await pool.quantize({ values: new Float32Array(32) }, { format: 'q8_0', rowLength: 32, dtype: 'f32', name: 'probe' })).backend;
+  } catch (e) {
+    await pool.terminate();
+    throw e;
+  }
+  const { sink, stream } = readableStreamSink();
+  const run = quantizeCheckpoint({ input: job.input, plan: job.plan, container: job.container, sink, pool, maxInFlightBytes: MAX_IN_FLIGHT });
+  ctx.waitUntil(run.done.then(() => undefined, () => undefined).finally(() => pool.terminate()));
+  return new Response(stream, {
+    headers: {
+      'content-type': 'application/octet-stream',
+      'content-disposition': `attachment; filename="${job.fileName}"`,
+      'x-webquant-plan': job.label,
+      'x-webquant-kernels': build,
+    },
+  });
+}
+
+export default {
+  async fetch(req: Request, _env: unknown, ctx: ExecutionContext): Promise<Response> {
+    const path = new URL(req.url).pathname;
+    if (path === '/quantize') {
+      if (req.method !== 'POST') return json(405, { error: { message: 'POST a checkpoint (or ?url=) to /quantize' } });
+      try {
+        return await quantizeRequest(req, ctx);
+      } catch (e) {
+        return errorResponse(e);
+      }
+    }
+    if (path === '/' && req.method === 'GET') {
+      return json(200, { usage: 'POST /quantize?preset=<name>[&url=<checkpoint URL>][&container=gguf|safetensors]', presets: listPresets().map((p) => ({ name: p.name, container: p.container, description: p.description })) });
+    }
+    return json(404, { error: { message: `no route ${req.method} ${path}` } });
+  },
+};

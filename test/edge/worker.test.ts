@@ -1,0 +1,149 @@
+// src/edge/worker.ts in workerd (Cloudflare's runtime, from the `workerd` npm package) on
+// loopback: the wasm kernels arrive as imported modules, the pool runs in the isolate's one
+// thread, and the streamed output must be byte-identical to `webquant quantize` on Node.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { build } from 'esbuild';
+import { buildSafetensors, f32Bytes, randomValues, ROOT } from '../pipeline/helpers.js';
+import { SHARED } from '../helpers/shared.js';
+import { cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
+import { dirRoute, startRouteServer, type DemoServer } from '../browser/server.js';
+
+const WORKERD = join(ROOT, 'node_modules/.bin/workerd');
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** One ES module for workerd; the two .wasm imports stay imports of wasm modules beside it. */
+async function bundle(dir: string): Promise<void> {
+  await build({
+    entryPoints: [join(ROOT, 'src/edge/worker.ts')],
+    outfile: join(dir, 'worker.js'),
+    bundle: true, format: 'esm', platform: 'browser', conditions: ['workerd', 'worker', 'browser'], target: 'es2022', logLevel: 'silent',
+    plugins: [{
+      name: 'wasm-modules',
+      setup(b) { b.onResolve({ filter: /\.wasm$/ }, (a) => ({ path: `./${basename(a.path)}`, external: true })); },
+    }],
+  });
+  for (const f of ['webquant-simd.wasm', 'webquant-scalar.wasm']) copyFileSync(join(ROOT, 'build', f), join(dir, f));
+  writeFileSync(join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .webquant),
+    # The checkpoints of this test are served on loopback, which the default "internet" refuses.
+    (name = "internet", network = (allow = ["public", "local"])),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:0", http = (), service = "main")],
+);
+const webquant :Workerd.Worker = (
+  modules = [
+    (name = "worker.js", esModule = embed "worker.js"),
+    (name = "webquant-simd.wasm", wasm = embed "webquant-simd.wasm"),
+    (name = "webquant-scalar.wasm", wasm = embed "webquant-scalar.wasm"),
+  ],
+  compatibilityDate = "2025-09-01",
+);
+`);
+}
+
+let tmp = '';
+let files: DemoServer | undefined;
+let workerd: ChildProcess | undefined;
+let edge = '';
+let log = '';
+const refs = new Map<string, Promise<Buffer>>();
+const reference = (preset: string, ext: 'gguf' | 'safetensors') => {
+  if (!refs.has(preset)) refs.set(preset, cliReference(tmp, preset, ext));
+  return refs.get(preset)!;
+};
+
+beforeAll(async () => {
+  expect(existsSync(WORKERD), 'workerd is a devDependency: run npm install').toBe(true);
+  tmp = mkdtempSync(join(tmpdir(), 'webquant-edge-'));
+  await bundle(tmp);
+  files = await startRouteServer([dirRoute('/models/', join(SHARED, 'models'))]);
+  const port = await freePort();
+  workerd = spawn(WORKERD, ['serve', join(tmp, 'config.capnp'), '--socket-addr', `http=127.0.0.1:${port}`], { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
+  workerd.stdout!.on('data', (d) => { log += d; });
+  workerd.stderr!.on('data', (d) => { log += d; });
+  edge = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (workerd.exitCode !== null) throw new Error(`workerd exited (${workerd.exitCode}): ${log}`);
+    if (await fetch(`${edge}/`).then((r) => r.ok, () => false)) break;
+    if (i > 300) throw new Error(`workerd did not answer on ${edge}: ${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+});
+
+afterAll(async () => {
+  await Promise.allSettled(refs.values());
+  if (workerd && workerd.exitCode === null) {
+    const exited = new Promise((r) => workerd!.once('exit', r));
+    workerd.kill('SIGTERM');
+    await exited;
+  }
+  await files?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+async function bytesOf(res: Response): Promise<Buffer> {
+  return Buffer.from(await res.arrayBuffer());
+}
+
+describe('Cloudflare Worker in workerd', () => {
+  it('lists the presets', async () => {
+    const r = await fetch(`${edge}/`);
+    const body = (await r.json()) as { presets: { name: string }[] };
+    expect(body.presets.map((p) => p.name)).toContain('q8_0');
+  });
+
+  it('streams GGUF q8_0 of a checkpoint read by URL, identical to the CLI', async () => {
+    const want = reference('q8_0', 'gguf');
+    const url = `${files!.origin}/models/stories260K/model.bf16.safetensors`;
+    const res = await fetch(`${edge}/quantize?preset=q8_0&url=${encodeURIComponent(url)}`, { method: 'POST' });
+    expect(res.status, log).toBe(200);
+    expect(res.headers.get('x-webquant-kernels')).toBe('wasm-simd');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="stories260K-q8_0.gguf"');
+    expect(firstDifference(await bytesOf(res), await want)).toBe(-1);
+  });
+
+  it('takes an uploaded checkpoint (multipart) and writes the same safetensors nf4 as the CLI', async () => {
+    const want = reference('nf4', 'safetensors');
+    const form = new FormData();
+    form.set('checkpoint', new Blob([readFileSync(STORIES_BF16)]), 'model.bf16.safetensors');
+    form.set('config', new Blob([readFileSync(STORIES_CONFIG)]), 'config.json');
+    const res = await fetch(`${edge}/quantize?preset=nf4`, { method: 'POST', body: form });
+    expect(res.status, log).toBe(200);
+    expect(firstDifference(await bytesOf(res), await want)).toBe(-1);
+  });
+
+  it('answers 400 with the WebquantError code for a bad input or plan', async () => {
+    const truncated = await fetch(`${edge}/quantize?preset=nf4`, { method: 'POST', body: readFileSync(STORIES_BF16).subarray(0, 4096) });
+    expect(truncated.status).toBe(400);
+    expect(((await truncated.json()) as { error: { code: string } }).error.code).toBe('E_ST_HEADER_PAST_END');
+    // GGUF from safetensors needs config.json, which a raw body cannot bring.
+    const noConfig = await fetch(`${edge}/quantize?preset=q8_0`, { method: 'POST', body: readFileSync(STORIES_BF16) });
+    expect(noConfig.status).toBe(400);
+    expect(((await noConfig.json()) as { error: { code: string } }).error.code).toBe('E_CONFIG');
+    const unknown = await fetch(`${edge}/quantize?preset=q9_9`, { method: 'POST', body: readFileSync(STORIES_BF16) });
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('E_UNKNOWN_PRESET');
+  });
+
+  it('errors the stream when a tensor fails after the response started', async () => {
+    const v = randomValues(64 * 64, 7);
+    v[100] = NaN;
+    const bad = buildSafetensors([{ name: 'model.layers.0.mlp.up_proj.weight', dtype: 'F32', shape: [64, 64], data: f32Bytes(v) }]);
+    const res = await fetch(`${edge}/quantize?preset=nf4`, { method: 'POST', body: bad });
+    expect(res.status).toBe(200);
+    await expect(res.arrayBuffer()).rejects.toThrow();
+  });
+});

@@ -1,0 +1,26 @@
+// What the other runtimes are compared with: `webquant quantize` on Node, in-process, for
+// stories260K (BF16) with a preset. Returns the output file's bytes.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { quantizeCommand } from '../../src/cli/quantize.js';
+import type { CliIO } from '../../src/cli/io.js';
+import { SHARED } from './shared.js';
+import { compiledUrl, ROOT } from '../pipeline/helpers.js';
+
+export const STORIES_BF16 = join(SHARED, 'models/stories260K/model.bf16.safetensors');
+export const STORIES_CONFIG = join(SHARED, 'models/stories260K/config.json');
+
+/** `webquant quantize <STORIES_BF16> -o <dir>/ref-<preset>.<ext> --preset <preset>`. */
+export async function cliReference(dir: string, preset: string, ext: 'gguf' | 'safetensors'): Promise<Buffer> {
+  const out = join(dir, `ref-${preset}.${ext}`);
+  const quiet = { write: () => true };
+  const io: CliIO = { stdout: quiet, stderr: quiet, cwd: ROOT, workerUrl: compiledUrl('src/pipeline/worker-node.js') };
+  await quantizeCommand({ input: STORIES_BF16, output: out, preset, json: true }, io);
+  return readFileSync(out);
+}
+
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}

@@ -1,0 +1,71 @@
+// What the page does with a checkpoint, without the DOM: open it (dropped files or a URL read with
+// Range requests), make the plan and container as `webquant quantize` would (src/pipeline/prepare.ts:
+// the CLI writes the same bytes for the same input), and run the pipeline on a pool of Web Workers.
+import {
+  browserStore, configureWasm, createPool, fromBlob, openCheckpoint, quantizeCheckpoint, readConfig, ErrorCodes, WebquantError,
+  type PipelineResult, type ProgressEvent, type Sink, type WasmBuild,
+} from '../../src/index.js';
+import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
+
+export { prepareOutput as prepare, type ContainerKind } from '../../src/pipeline/prepare.js';
+
+/**
+ * Both kernel builds as asset URLs: Vite emits the files and rewrites the URLs. They are strings so
+ * that the pool can hand them to its workers (a URL object does not cross postMessage).
+ */
+export const WASM: Record<WasmBuild, string> = {
+  'wasm-simd': new URL('../../build/webquant-simd.wasm', import.meta.url).href,
+  wasm: new URL('../../build/webquant-scalar.wasm', import.meta.url).href,
+};
+configureWasm(WASM);
+
+export type InputSpec = { url: string } | { files: File[] };
+
+export async function openInput(spec: InputSpec): Promise<InputBundle> {
+  if ('url' in spec) return openUrlInput(new URL(spec.url, location.href).toString());
+  const files = spec.files;
+  const model = files.find((f) => /\.(safetensors|gguf)$/i.test(f.name));
+  if (!model) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] no .safetensors or .gguf among the chosen files (${files.map((f) => f.name).join(', ')})`, {
+      value: files.map((f) => f.name), expected: ['*.safetensors', '*.gguf'],
+    });
+  }
+  const cfg = files.find((f) => f.name === 'config.json');
+  return {
+    checkpoint: await openCheckpoint(fromBlob(model)),
+    // A dropped file has no folder: its stem (less a dtype suffix) names the model.
+    name: model.name.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
+    config: cfg ? await readConfig(fromBlob(cfg)) : undefined,
+    hasTokenizer: files.some((f) => f.name === 'tokenizer.json'),
+  };
+}
+
+export interface RunOptions {
+  sink: Sink;
+  workers?: number;
+  /** Input plus output bytes between reading and writing; larger tensors go in row chunks. */
+  maxInFlightBytes?: number;
+  /** Keep finished units in the browser's storage so that a cancelled run resumes. */
+  resumable?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (e: ProgressEvent) => void;
+  /** Told which kernel build the workers run, before the first tensor. */
+  onBuild?: (build: WasmBuild) => void;
+}
+
+/** Runs the pipeline on its own pool of Web Workers; the pool is gone when this returns. */
+export async function runJob(job: PreparedOutput, o: RunOptions): Promise<PipelineResult & { build: WasmBuild }> {
+  const pool = await createPool({ size: o.workers, wasm: WASM });
+  try {
+    // One row through a worker says which build the workers picked (and warms one up).
+    const probe = await pool.quantize({ values: new Float32Array(32) }, { format: 'q8_0', rowLength: 32, dtype: 'f32', name: 'probe' });
+    o.onBuild?.(probe.backend);
+    const result = await quantizeCheckpoint({
+      input: job.input, plan: job.plan, sink: o.sink, container: job.container, pool, signal: o.signal, onProgress: o.onProgress,
+      maxInFlightBytes: o.maxInFlightBytes, resume: o.resumable ? browserStore() : undefined,
+    });
+    return { ...result, build: probe.backend };
+  } finally {
+    await pool.terminate();
+  }
+}

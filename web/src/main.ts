@@ -1,0 +1,206 @@
+// The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
+// this thread reads the input, writes the output and draws progress.
+import { blobSink, formats, listPresets, opfsSink, WebquantError, type ProgressEvent, type Sink, type WasmBuild } from '../../src/index.js';
+import { openInput, prepare, runJob, type ContainerKind, type InputSpec } from './job.js';
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const els = {
+  drop: $<HTMLLabelElement>('drop'), files: $<HTMLInputElement>('files'), dropText: $('drop-text'), url: $<HTMLInputElement>('url'),
+  scheme: $<HTMLSelectElement>('scheme'), schemeHelp: $('scheme-help'), container: $<HTMLSelectElement>('container'),
+  workers: $<HTMLInputElement>('workers'), budget: $<HTMLInputElement>('budget'), stream: $<HTMLInputElement>('stream'), resume: $<HTMLInputElement>('resume'), run: $<HTMLButtonElement>('run'),
+  cancel: $<HTMLButtonElement>('cancel'), status: $('status'), bar: $<HTMLProgressElement>('bar'), rate: $('rate'),
+  layers: $<HTMLOListElement>('layers'), tensors: $<HTMLTableSectionElement>('tensors').querySelector('tbody')!, result: $('result'),
+};
+
+/** What a test (or the console) can read about the last run. */
+export interface DemoState {
+  state: 'idle' | 'running' | 'done' | 'error';
+  build?: WasmBuild;
+  error?: { name: string; message: string; isWebquantError: boolean; code?: string; tensor?: string };
+  /** `chunked`: tensors cut into row chunks to stay within the memory budget. */
+  result?: { fileName: string; kind: ContainerKind; bytes: number; tensors: number; chunked: number; resumedUnits: number; elapsedMs: number; blob?: Blob };
+}
+const demo: DemoState = { state: 'idle' };
+(globalThis as { webquantDemo?: DemoState }).webquantDemo = demo;
+
+let dropped: File[] = [];
+let running: AbortController | undefined;
+
+// --- choices -------------------------------------------------------------------------------
+const presets = listPresets();
+const addGroup = (label: string, items: { value: string; text: string }[]) => {
+  const g = document.createElement('optgroup');
+  g.label = label;
+  for (const it of items) g.append(new Option(it.text, it.value));
+  els.scheme.append(g);
+};
+addGroup('Presets', presets.map((p) => ({ value: `preset:${p.name}`, text: `${p.name} (${p.container})` })));
+addGroup('Formats', [...formats.values()].map((f) => ({ value: `format:${f.name}`, text: f.ggml ? f.name : `${f.name} (safetensors)` })));
+els.scheme.value = 'preset:q8_0';
+els.workers.value = String(navigator.hardwareConcurrency || 4);
+const canStream = 'showSaveFilePicker' in globalThis;
+els.stream.disabled = !canStream;
+if (!canStream) els.stream.parentElement!.title = 'This browser has no File System Access API: the result is kept as a Blob';
+
+function scheme(): { preset?: string; format?: string } {
+  const [kind, name] = els.scheme.value.split(':');
+  return kind === 'preset' ? { preset: name } : { format: name };
+}
+function describeScheme(): void {
+  const s = scheme();
+  const p = s.preset ? presets.find((x) => x.name === s.preset) : undefined;
+  els.schemeHelp.textContent = p ? p.description : `Every weight matrix in ${s.format}; norms and vectors stay as they are.`;
+}
+els.scheme.addEventListener('change', describeScheme);
+describeScheme();
+
+// --- input ---------------------------------------------------------------------------------
+const dropHint = els.dropText.innerHTML;
+function setFiles(list: FileList | File[]): void {
+  dropped = [...list];
+  if (!dropped.length) { els.dropText.innerHTML = dropHint; return; }
+  els.url.value = '';
+  els.dropText.textContent = dropped.map((f) => `${f.name} (${fmtBytes(f.size)})`).join(', ');
+}
+els.files.addEventListener('change', () => els.files.files && setFiles(els.files.files));
+els.drop.addEventListener('dragover', (e) => { e.preventDefault(); els.drop.classList.add('over'); });
+els.drop.addEventListener('dragleave', () => els.drop.classList.remove('over'));
+els.drop.addEventListener('drop', (e) => {
+  e.preventDefault();
+  els.drop.classList.remove('over');
+  if (e.dataTransfer?.files.length) setFiles(e.dataTransfer.files);
+});
+els.url.addEventListener('input', () => { if (els.url.value) dropped = []; });
+
+function inputSpec(): InputSpec | undefined {
+  if (els.url.value.trim()) return { url: els.url.value.trim() };
+  return dropped.length ? { files: dropped } : undefined;
+}
+
+// --- progress ------------------------------------------------------------------------------
+function status(text: string, state: DemoState['state']): void {
+  els.status.textContent = text;
+  els.status.dataset.state = state;
+  demo.state = state;
+}
+
+function cell(row: HTMLTableRowElement, text: string, num = false): void {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (num) td.className = 'num';
+}
+
+function onProgress(e: ProgressEvent): void {
+  els.bar.value = e.bytesTotal ? e.bytesDone / e.bytesTotal : 1;
+  const eta = e.etaMs !== undefined ? `, about ${Math.ceil(e.etaMs / 1000)} s left` : '';
+  els.rate.textContent = `${fmtBytes(e.bytesDone)} of ${fmtBytes(e.bytesTotal)}, ${fmtBytes(e.throughput)}/s${eta}`;
+  if (e.type === 'layer') {
+    const li = document.createElement('li');
+    li.className = 'done';
+    li.textContent = `${e.group} (${e.tensors})`;
+    els.layers.append(li);
+    return;
+  }
+  const m = e.metrics;
+  const row = els.tensors.insertRow();
+  cell(row, String(e.index + 1), true);
+  cell(row, e.name);
+  cell(row, e.layer === undefined ? '' : String(e.layer));
+  cell(row, e.cached ? `${e.format} (resumed)` : e.format);
+  cell(row, fmtBytes(e.bytes), true);
+  cell(row, fmtBytes(e.outputBytes), true);
+  cell(row, m ? m.rmse.toExponential(3) : '', true);
+  cell(row, m ? (Number.isFinite(m.sqnrDb) ? m.sqnrDb.toFixed(1) : '∞') : '', true);
+  cell(row, m ? m.cosine.toFixed(6) : '', true);
+  status(`Quantizing: ${e.index + 1} of ${e.count} tensors (${e.name})`, 'running');
+}
+
+// --- run -----------------------------------------------------------------------------------
+let lastUrl: string | undefined;
+
+type SaveFilePicker = (o: { suggestedName: string }) => Promise<FileSystemFileHandle>;
+
+/** Where the output goes: a file picked by the user (written as it streams), or a Blob. */
+async function outputSink(file: FileSystemFileHandle | undefined): Promise<{ sink: Sink; blob?: () => Promise<Blob> }> {
+  return file ? { sink: await opfsSink(file) } : blobSink();
+}
+
+async function run(): Promise<void> {
+  const spec = inputSpec();
+  if (!spec) { status('Drop a checkpoint or paste a URL first.', 'error'); return; }
+  const what = scheme();
+  const want = (els.container.value || undefined) as ContainerKind | undefined;
+  const workers = Math.max(1, Math.floor(Number(els.workers.value) || 1));
+  const maxInFlightBytes = Math.max(1024, Math.round((Number(els.budget.value) || 256) * (1 << 20)));
+  running = new AbortController();
+  els.run.disabled = true;
+  els.cancel.disabled = false;
+  els.tensors.replaceChildren();
+  els.layers.replaceChildren();
+  els.bar.value = 0;
+  els.rate.textContent = '';
+  els.result.textContent = 'Working…';
+  if (lastUrl) { URL.revokeObjectURL(lastUrl); lastUrl = undefined; }
+  demo.error = undefined;
+  demo.result = undefined;
+  demo.build = undefined;
+  try {
+    // The save dialog needs the click's user activation: it opens before anything is awaited.
+    let file: FileSystemFileHandle | undefined;
+    if (els.stream.checked && canStream) {
+      const ext = want ?? presets.find((p) => p.name === what.preset)?.container ?? 'gguf';
+      const pick = (globalThis as unknown as { showSaveFilePicker: SaveFilePicker }).showSaveFilePicker;
+      file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
+    }
+    status('Opening the checkpoint…', 'running');
+    const opened = await openInput(spec);
+    const job = prepare(opened, what, want);
+    const { sink, blob } = await outputSink(file);
+    status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
+    const r = await runJob(job, {
+      sink, workers, maxInFlightBytes, resumable: els.resume.checked, signal: running.signal, onProgress,
+      onBuild: (b) => { demo.build = b; els.rate.textContent = `kernels: ${b} in ${workers} Web Worker${workers > 1 ? 's' : ''}`; },
+    });
+    const output = blob ? await blob() : undefined;
+    demo.result = { fileName: job.fileName, kind: job.kind, bytes: r.bytesWritten, tensors: r.tensors.length, chunked: r.tensors.filter((t) => t.chunks > 1).length, resumedUnits: r.resumedUnits, elapsedMs: r.elapsedMs, blob: output };
+    els.result.replaceChildren();
+    if (output) {
+      lastUrl = URL.createObjectURL(output);
+      const a = Object.assign(document.createElement('a'), { href: lastUrl, download: job.fileName, id: 'download', textContent: `Download ${job.fileName}` });
+      els.result.append(a, ` (${fmtBytes(output.size)})`);
+    } else {
+      els.result.append(`Written: ${job.fileName} (${fmtBytes(r.bytesWritten)})`);
+    }
+    if (job.warnings.length) {
+      // Fallbacks of the plan (e.g. rows too short for K-quants), folded: there is one per tensor.
+      const notes = document.createElement('details');
+      notes.append(Object.assign(document.createElement('summary'), { textContent: `${job.warnings.length} note${job.warnings.length > 1 ? 's' : ''} from the plan` }));
+      const ul = document.createElement('ul');
+      for (const w of job.warnings) ul.append(Object.assign(document.createElement('li'), { textContent: w }));
+      notes.append(ul);
+      els.result.append(notes);
+    }
+    const resumed = r.resumedUnits ? `, ${r.resumedUnits} units taken from the interrupted run` : '';
+    status(`Done: ${r.tensors.length} tensors in ${(r.elapsedMs / 1000).toFixed(2)} s with ${r.build}${resumed}.`, 'done');
+  } catch (e) {
+    const err = e as Error;
+    const wq = e instanceof WebquantError;
+    demo.error = { name: err?.name ?? 'Error', message: err?.message ?? String(e), isWebquantError: wq, code: wq ? e.code : undefined, tensor: wq ? e.details.tensor : undefined };
+    els.result.textContent = 'No output.';
+    status(wq ? `${e.code}: ${e.message}` : String(err?.message ?? e), 'error');
+  } finally {
+    running = undefined;
+    els.run.disabled = false;
+    els.cancel.disabled = true;
+  }
+}
+
+els.run.addEventListener('click', () => void run());
+els.cancel.addEventListener('click', () => running?.abort());
+
+function fmtBytes(n: number): string {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return i ? `${n.toFixed(n >= 100 ? 0 : 1)} ${u[i]}` : `${n} B`;
+}
