@@ -1,10 +1,7 @@
 #!/usr/bin/env node
 // The webquant command (built sources: run `npm run build` first).
-import { setMaxListeners } from 'node:events';
 import { main } from '../dist/cli/main.js';
 
-// The pipeline adds one abort listener per queued tensor to its signal; dozens are normal, not a leak.
-setMaxListeners(1 << 16);
 // `webquant inspect ... | head`: a closed pipe ends the output, not with a stack trace.
 process.stdout.on('error', (e) => { if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0); throw e; });
 

@@ -114,7 +114,7 @@ export class WorkerPool {
       const job: Job = { task, opts, attempt: 1, resolve, reject };
       if (task.signal) {
         job.onAbort = () => this.cancel(job, abortedError(`quantizing ${name}`, task.signal?.reason));
-        task.signal.addEventListener('abort', job.onAbort, { once: true });
+        this.watch(task.signal, job);
       }
       this.queue.push(job);
       this.pump();
@@ -133,8 +133,39 @@ export class WorkerPool {
     await Promise.all([...all.map((s) => s.handle.terminate()), ...this.ending]);
   }
 
+  /**
+   * One abort listener per signal, however many jobs share it: a run queues a job per tensor on
+   * one signal, and a listener each would trip Node's listener-leak warning past ten.
+   */
+  private readonly watched = new Map<AbortSignal, { jobs: Set<Job>; listener: () => void }>();
+  private watch(signal: AbortSignal, job: Job): void {
+    let w = this.watched.get(signal);
+    if (!w) {
+      const jobs = new Set<Job>();
+      const listener = () => {
+        this.watched.delete(signal);
+        for (const j of [...jobs]) j.onAbort?.();
+      };
+      w = { jobs, listener };
+      this.watched.set(signal, w);
+      signal.addEventListener('abort', listener, { once: true });
+    }
+    w.jobs.add(job);
+  }
+
+  private unwatch(job: Job): void {
+    const signal = job.task.signal;
+    const w = signal && this.watched.get(signal);
+    if (!w) return;
+    w.jobs.delete(job);
+    if (w.jobs.size === 0) {
+      signal.removeEventListener('abort', w.listener);
+      this.watched.delete(signal);
+    }
+  }
+
   private settle(job: Job, f: () => void): void {
-    if (job.onAbort) job.task.signal?.removeEventListener('abort', job.onAbort);
+    this.unwatch(job);
     job.slot = undefined;
     f();
   }
