@@ -27,7 +27,7 @@ export function hasSimd(): boolean {
 }
 
 const sources: Partial<Record<WasmBuild, WasmSource>> = {};
-const cache = new Map<WasmBuild, Promise<Kernels>>();
+const cache = new Map<string, Promise<Kernels>>();
 
 /**
  * Overrides where a build's wasm comes from: needed in Cloudflare Workers (import the .wasm so it
@@ -35,7 +35,10 @@ const cache = new Map<WasmBuild, Promise<Kernels>>();
  */
 export function configureWasm(src: Partial<Record<WasmBuild, WasmSource>>): void {
   Object.assign(sources, src);
-  for (const k of Object.keys(src) as WasmBuild[]) cache.delete(k);
+  for (const b of Object.keys(src) as WasmBuild[]) {
+    modules.delete(b);
+    for (const key of [...cache.keys()]) if (key.startsWith(`${b}/`)) cache.delete(key);
+  }
 }
 
 export function resolveBuild(requested: 'auto' | WasmBuild = 'auto'): WasmBuild {
@@ -53,22 +56,40 @@ export function resolveBuild(requested: 'auto' | WasmBuild = 'auto'): WasmBuild 
   return requested;
 }
 
-/** The kernels of one build, instantiated once per thread. */
-export function loadKernels(requested: 'auto' | WasmBuild = 'auto'): Promise<Kernels> {
+/**
+ * The kernels of one build, instantiated once per thread and `instance` name. The default
+ * instance belongs to quantize()/dequantize(), whose memory arena starts at heapBase; other users
+ * that keep buffers in wasm memory between calls (the serving API) take a named instance of their
+ * own. All instances of a build share one compiled module.
+ */
+export function loadKernels(requested: 'auto' | WasmBuild = 'auto', instance = 'default'): Promise<Kernels> {
   const build = resolveBuild(requested);
-  let p = cache.get(build);
+  const key = `${build}/${instance}`;
+  let p = cache.get(key);
   if (!p) {
     p = instantiate(build);
-    cache.set(build, p);
-    p.catch(() => cache.delete(build));
+    cache.set(key, p);
+    p.catch(() => cache.delete(key));
   }
   return p;
+}
+
+const modules = new Map<WasmBuild, Promise<WebAssembly.Module>>();
+
+function moduleOf(build: WasmBuild): Promise<WebAssembly.Module> {
+  let m = modules.get(build);
+  if (!m) {
+    m = compile(sources[build] ?? defaultUrl(build));
+    modules.set(build, m);
+    m.catch(() => modules.delete(build));
+  }
+  return m;
 }
 
 async function instantiate(build: WasmBuild): Promise<Kernels> {
   let mod: WebAssembly.Module;
   try {
-    mod = await compile(sources[build] ?? new URL(`../../build/${FILES[build]}`, import.meta.url));
+    mod = await moduleOf(build);
   } catch (e) {
     fail(ErrorCodes.WASM_LOAD, `[kernels] could not load ${FILES[build]}: ${(e as Error).message}`, { file: FILES[build] });
   }
@@ -80,6 +101,13 @@ async function instantiate(build: WasmBuild): Promise<Kernels> {
     },
   });
   return new Kernels(build, instance.exports as Record<string, unknown>);
+}
+
+// Literal URLs, so that bundlers emit exactly the two kernel builds as assets.
+function defaultUrl(build: WasmBuild): URL {
+  return build === 'wasm-simd'
+    ? new URL('../../build/webquant-simd.wasm', import.meta.url)
+    : new URL('../../build/webquant-scalar.wasm', import.meta.url);
 }
 
 async function compile(src: WasmSource): Promise<WebAssembly.Module> {

@@ -24,7 +24,6 @@ import { f16ToF32, f32ToF16, bf16ToF32 } from '../util/half.js';
 import { serveKernels } from './kernels.js';
 import type { QuantizedTensor } from '../quantize.js';
 
-export { configureServeWasm } from './kernels.js';
 
 /**
  * Tolerances of the serving matvec (mirrors MATVEC_REL_TOL / SIMD_SCALAR_REL_TOL in
