@@ -20,7 +20,7 @@ export async function timeIt(fn: () => unknown | Promise<unknown>, reps: number,
 }
 
 export function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = rows.map((r) => r.map((c) => (typeof c === 'number' ? (Number.isFinite(c) ? c.toFixed(c >= 100 ? 0 : c >= 10 ? 1 : c >= 1 ? 2 : 3) : '-') : c)));
+  const cells = rows.map((r) => r.map((c) => (c === undefined ? '-' : typeof c === 'number' ? (Number.isFinite(c) ? c.toFixed(c >= 100 ? 0 : c >= 10 ? 1 : c >= 1 ? 2 : 3) : '-') : c)));
   const w = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => String(r[i]).length)));
   const line = (r: (string | number)[]) => '| ' + r.map((c, i) => String(c).padEnd(w[i])).join(' | ') + ' |';
   return [line(headers), '|' + w.map((x) => '-'.repeat(x + 2)).join('|') + '|', ...cells.map(line)].join('\n');

@@ -1,5 +1,5 @@
 // webquant public API.
-export { quantize, dequantize, type QuantizeOptions, type QuantizedTensor, type DequantizeOptions, type Backend } from './quantize.js';
+export { quantize, dequantize, dequantizeInto, type QuantizeOptions, type QuantizedTensor, type DequantizeOptions, type Backend } from './quantize.js';
 export { formats, getFormat } from './formats/registry.js';
 export type { FormatSpec, ResolvedOptions, Layout } from './formats/types.js';
 export { errorMetrics, type ErrorMetrics } from './metrics.js';

@@ -89,7 +89,7 @@ export function planTensor(values: TensorValues, opts: QuantizeOptions) {
   return { name, spec, dtype, rowLen, nrows: values.length / rowLen, o, layout: layoutOf(spec, values.length / rowLen, rowLen, o) };
 }
 
-function baseArgs(o: ResolvedOptions): KernelArgs {
+export function baseArgs(o: ResolvedOptions): KernelArgs {
   const c = o.calibration;
   let flags = 0;
   if (o.doubleQuant) flags |= FLAGS.doubleQuant;
@@ -239,7 +239,16 @@ export async function dequantize(qt: QuantizedTensor, opts: DequantizeOptions = 
   return dequantizeWith(k, qt, opts);
 }
 
-export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: DequantizeOptions = {}): Float32Array {
+/**
+ * Dequantizes into a caller-owned array (reused between calls, it spares the page faults of a
+ * fresh allocation, which cost more than the kernel on large tensors).
+ */
+export async function dequantizeInto(qt: QuantizedTensor, out: Float32Array, opts: DequantizeOptions = {}): Promise<Float32Array> {
+  const k = await loadKernels(opts.backend ?? 'auto');
+  return dequantizeWith(k, qt, opts, out);
+}
+
+export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: DequantizeOptions = {}, into?: Float32Array): Float32Array {
   const spec: FormatSpec = getFormat(qt.format);
   const [nrows, rowLen] = qt.shape;
   const o = qt.options;
@@ -260,7 +269,10 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
   for (const s of tensorSecs) { k.u8(auxAt, s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)); auxAt += s.bytes; }
   writeArgs(k.buffer, arena.args, args);
   const fn = k.fn(`${spec.kernel}_dequantize`);
-  const out = new Float32Array(nrows * rowLen);
+  if (into !== undefined && (!(into instanceof Float32Array) || into.length !== nrows * rowLen)) {
+    fail(ErrorCodes.BAD_INPUT, `[dequantize] the output array must be a Float32Array of ${nrows * rowLen} values`, { option: 'out', value: (into as Float32Array)?.length, expected: nrows * rowLen });
+  }
+  const out = into ?? new Float32Array(nrows * rowLen);
   for (let r0 = 0; r0 < nrows; r0 += rows) {
     const n = Math.min(rows, nrows - r0);
     rowSecs.forEach((s, i) => k.u8(arena.out[i], s.perRow * n).set(qt.data.subarray(s.offset + s.perRow * r0, s.offset + s.perRow * (r0 + n))));

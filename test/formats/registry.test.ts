@@ -1,7 +1,7 @@
 // The registry mirrors the wasm exports, and every registered format passes the same checks on
 // both builds: identical bytes, dtype equivalence, round trip, and typed errors.
 import { describe, expect, it } from 'vitest';
-import { dequantize, formats, quantize, WebquantError, ErrorCodes } from '../../src/index.js';
+import { dequantize, errorMetrics, formats, quantize, WebquantError, ErrorCodes } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ARGS_BYTES, A } from '../../src/kernels/args.js';
 import { resolveOptions } from '../../src/options.js';
@@ -103,5 +103,36 @@ describe('typed errors', () => {
     expect(back).toBeInstanceOf(WebquantError);
     expect(back.code).toBe(ErrorCodes.ROW_LENGTH);
     expect(back.details).toEqual({ tensor: 't', value: 3 });
+  });
+});
+
+describe('error metrics', () => {
+  for (const build of builds) {
+    it(`${build}: quantize metrics equal a host computation over the dequantized values`, async () => {
+      const v = gaussian(4096 * 3 + 0, 21);
+      v[77] = 3.5;
+      for (const dtype of ['f32', 'bf16'] as const) {
+        const input = dtype === 'f32' ? v : toBf16Exact(v).bits;
+        const exact = dtype === 'f32' ? v : toBf16Exact(v).widened;
+        const qt = await quantize(input, { format: 'q4_k', rowLength: 4096, dtype, metrics: true, backend: build });
+        const host = errorMetrics(exact, await dequantize(qt, { backend: build }));
+        const m = qt.metrics!;
+        expect(m.count).toBe(v.length);
+        expect(m.maxAbsError).toBe(host.maxAbsError);
+        for (const k of ['rmse', 'sqnrDb', 'cosine'] as const) expect(Math.abs(m[k] - host[k])).toBeLessThan(1e-9 * Math.max(1, Math.abs(host[k])));
+      }
+    });
+  }
+});
+
+describe('dequantizeInto', () => {
+  it('fills a caller-owned array with the same values and refuses a wrong size', async () => {
+    const { dequantizeInto } = await import('../../src/index.js');
+    const v = gaussian(2048, 4);
+    const qt = await quantize(v, { format: 'q4_0', rowLength: 512 });
+    const out = new Float32Array(2048).fill(7);
+    expect(await dequantizeInto(qt, out)).toBe(out);
+    expect(Buffer.from(out.buffer).equals(Buffer.from((await dequantize(qt)).buffer))).toBe(true);
+    await expect(dequantizeInto(qt, new Float32Array(10))).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
   });
 });
