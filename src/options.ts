@@ -79,7 +79,8 @@ export function parseCalibration(c: CalibrationOption | undefined, spec: FormatS
 
 export function resolveOptions(spec: FormatSpec, o: FormatOptions): ResolvedOptions {
   const pick = (name: 'bits' | 'groupSize', v: number | undefined, allowed: readonly number[] | undefined, def: number) => {
-    if (v === undefined) return def;
+    // The default is always accepted, so that a QuantizedTensor's resolved options can be passed back.
+    if (v === undefined || v === def) return def;
     if (!allowed) {
       fail(ErrorCodes.BAD_OPTION, `[quantize] format ${spec.name} has no option ${name}`, { option: name, value: v });
     }
@@ -91,7 +92,7 @@ export function resolveOptions(spec: FormatSpec, o: FormatOptions): ResolvedOpti
   const bits = pick('bits', o.bits, spec.bits, spec.defaults?.bits ?? 0);
   const groupSize = pick('groupSize', o.groupSize, spec.groupSizes, spec.defaults?.groupSize ?? 0);
   let granularity = spec.defaults?.granularity ?? 'group';
-  if (o.granularity !== undefined) {
+  if (o.granularity !== undefined && o.granularity !== granularity) {
     if (!spec.granularities?.includes(o.granularity)) {
       fail(ErrorCodes.BAD_OPTION, `[quantize] granularity for ${spec.name} must be one of ${(spec.granularities ?? []).join(', ') || '(none)'} but got ${o.granularity}`, {
         option: 'granularity', value: o.granularity, expected: spec.granularities ?? [],
