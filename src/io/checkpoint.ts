@@ -88,7 +88,7 @@ export abstract class BaseCheckpoint implements Checkpoint {
 
   async readValues(name: string): Promise<TensorValues> {
     const info = this.tensor(name);
-    return storedValues(info, await this.readRaw(name), this.format, this.source);
+    return storedValues(info, await this.readRaw(name), this.format, this.source, this.entry(name).src.freshReads);
   }
 
   async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
@@ -103,13 +103,17 @@ export abstract class BaseCheckpoint implements Checkpoint {
     if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return storedValues(info, new Uint8Array(0), this.format, this.source);
     const es = info.dtype === 'F32' ? 4 : 2;
     const raw = await src.read(info.offset + firstRow * rowLen * es, rows * rowLen * es);
-    return storedValues(info, raw, this.format, this.source);
+    return storedValues(info, raw, this.format, this.source, src.freshReads);
   }
 }
 
-/** Stored F32 / F16 / BF16 bytes as a fresh typed array; other dtypes are E_UNSUPPORTED_DTYPE. */
-function storedValues(info: TensorInfo, raw: Uint8Array, format: string, source: string): TensorValues {
-  const copy = raw.slice();
+/**
+ * Stored F32 / F16 / BF16 bytes as a typed array the caller owns (copied unless the source's reads
+ * are already fresh, whole buffers); other dtypes are E_UNSUPPORTED_DTYPE.
+ */
+function storedValues(info: TensorInfo, raw: Uint8Array, format: string, source: string, fresh = false): TensorValues {
+  const owned = fresh && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
+  const copy = owned ? raw : raw.slice();
   if (info.dtype === 'F32') return { values: new Float32Array(copy.buffer, 0, copy.byteLength >> 2), dtype: 'f32' };
   if (info.dtype === 'F16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'f16' };
   if (info.dtype === 'BF16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'bf16' };

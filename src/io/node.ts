@@ -36,6 +36,7 @@ export function fromPath(path: string): FileSource {
     return size;
   };
   return {
+    freshReads: true,
     name: path,
     size: getSize,
     async read(offset, length) {

@@ -10,6 +10,11 @@ export interface ByteSource {
   read(offset: number, length: number): Promise<Uint8Array>;
   /** Releases what the source holds (file handles); optional. */
   close?(): Promise<void>;
+  /**
+   * True when every read() returns a newly allocated buffer of exactly `length` bytes that the
+   * caller owns: readers can then hand it on (or transfer it to a worker) without a copy.
+   */
+  readonly freshReads?: boolean;
 }
 
 /** Throws E_IO unless [offset, offset + length) is a valid range of a source of `size` bytes. */

@@ -103,12 +103,24 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
   return order.map(({ info, p, g }, index) => {
     const scheme = p && p.scheme !== 'keep' ? p.scheme : undefined;
     const base = { index, info, role: p?.role, layer: g.layer, group: g.group, units: [] as Unit[] };
+    const stored = { F32: 4, F16: 2, BF16: 2 }[info.dtype];
     if (!scheme) {
-      const job: Job = { ...base, rowLen: 0, nrows: 0, elemBytes: 0, readAs: 'values', out: { name: info.name, kind: 'keep', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: info.byteLength } };
-      job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: info.byteLength, id: `${index}` });
+      // A kept float tensor larger than the budget is copied in row chunks too (ranged reads).
+      const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
+      const nrows = rowLen > 0 ? info.shape.reduce((a, b) => a * b, 1) / rowLen : 0;
+      const perRow = rowLen * (stored ?? 0);
+      const job: Job = { ...base, rowLen, nrows, elemBytes: stored ?? 0, readAs: 'values', out: { name: info.name, kind: 'keep', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: info.byteLength } };
+      if (stored === undefined || info.byteLength <= budget || nrows <= 1 || perRow * nrows !== info.byteLength) {
+        job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: info.byteLength, id: `${index}` });
+      } else {
+        const rows = Math.max(1, Math.floor(budget / perRow));
+        for (let r0 = 0, c = 0; r0 < nrows; r0 += rows, c++) {
+          const n = Math.min(rows, nrows - r0);
+          job.units.push({ job, chunk: c, r0, rows: n, cost: n * perRow, id: `${index}.${r0}+${n}` });
+        }
+      }
       return job;
     }
-    const stored = { F32: 4, F16: 2, BF16: 2 }[info.dtype];
     if (stored === undefined && !['F64', 'F8_E4M3', 'F8_E5M2'].includes(info.dtype) && !/^(Q|IQ|TQ)\d/.test(info.dtype)) {
       throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" is ${info.dtype}, which cannot be quantized (plan it as 'keep')`, { tensor: info.name, value: info.dtype, expected: 'a float tensor' });
     }

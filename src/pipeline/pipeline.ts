@@ -183,7 +183,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     if (ctl.signal.aborted) throw ctl.signal.reason;
 
     const units = jobs.flatMap((j) => j.units);
-    const results = units.map(() => deferred<UnitResult>());
+    const results: (ReturnType<typeof deferred<UnitResult>> | undefined)[] = units.map(() => deferred<UnitResult>());
     const budget = new Budget(budgetBytes);
     let resumedUnits = 0;
 
@@ -205,8 +205,11 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     const start = async (u: Unit): Promise<{ result: Promise<UnitResult> }> => {
       const { job } = u;
       if (job.out.kind === 'keep') {
-        // Raw copies cost no worker: read in turn like everything else.
-        return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
+        // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
+        // rows: F32/F16/BF16 values as stored are the raw bytes.
+        if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
+        const v = (await read(u)).values;
+        return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
       }
       const cached = key ? await opts.resume!.get(key, u.id) : undefined;
       if (cached) {
@@ -234,7 +237,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     const produce = async () => {
       for (let i = 0; i < units.length; i++) {
         await budget.acquire(units[i].cost, ctl.signal);
-        const d = results[i];
+        const d = results[i]!;
         try {
           (await start(units[i])).result.then(d.resolve, d.reject);
         } catch (e) {
@@ -270,12 +273,12 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       for (const job of jobs) {
         const entries = layoutPlan.entries[job.index];
         // What the container calls entries are the layout's sections (one for a kept tensor).
-        const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: 0 }];
+        const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: job.rowLen * job.elemBytes }];
         const held: Uint8Array[][] = secs.map(() => []);
         const parts: (ErrorMetrics | undefined)[] = [];
         let cachedAll = true;
         for (const unit of job.units) {
-          const r = await results[u].promise;
+          const r = await results[u]!.promise;
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
             const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
@@ -291,6 +294,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           parts.push(r.metrics);
           cachedAll &&= r.cached;
           budget.release(unit.cost);
+          // Written: drop the result, or every output of the run would stay reachable to the end.
+          results[u] = undefined;
           u++;
         }
         await zeros(entries[0].padAfter);

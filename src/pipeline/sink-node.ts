@@ -23,13 +23,17 @@ export async function fileSink(path: string): Promise<Sink> {
   }
   const done = writeFileAtomic(path, chunks(), { signal: ac.signal });
   done.catch(() => undefined);
+  // Made once, outside write(): a closure created inside write() would share its context, which
+  // holds the chunk, and the pending `done` would keep every written chunk alive until the end.
+  const endedEarly = done.then(() => { throw new Error('[pipeline] file sink already finished'); });
+  endedEarly.catch(() => undefined);
   const poke = () => { const w = wantNext; wantNext = undefined; w?.(); };
   return {
     async write(chunk) {
       // Sink contract: a written chunk is never modified afterwards, so it needs no copy.
       const taken = new Promise<void>((r) => { offered = { chunk, taken: r }; });
       poke();
-      await Promise.race([taken, done.then(() => { throw new Error('[pipeline] file sink already finished'); })]);
+      await Promise.race([taken, endedEarly]);
     },
     async close() {
       ended = true;
