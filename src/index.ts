@@ -14,3 +14,5 @@ export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type E
 export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';
 export { readTokens, splitDocuments, BOS } from './eval/tokens.js';
 export * from './serve/index.js';
+export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';
+export type { TensorBackend, TensorDequantizeOptions } from './quantize.js';

@@ -7,8 +7,11 @@ import { getFormat } from './formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
+import { maybeGpuDequantize, maybeGpuQuantize } from './webgpu/index.js';
 
 export type Backend = 'auto' | WasmBuild;
+/** Backends of quantize / dequantize: the wasm builds, or the WebGPU kernels (src/webgpu). */
+export type TensorBackend = Backend | 'webgpu';
 export type TensorValues = Float32Array | Uint16Array;
 
 export interface QuantizeOptions extends FormatOptions {
@@ -19,7 +22,9 @@ export interface QuantizeOptions extends FormatOptions {
   importance?: Float32Array;
   /** Compute RMSE / max error / SQNR / cosine against the input (one extra in-cache pass). */
   metrics?: boolean;
-  backend?: Backend;
+  backend?: TensorBackend;
+  /** Let 'auto' pick WebGPU when a real (not CPU-emulated) GPU is present (src/webgpu/backend.ts). */
+  preferGpu?: boolean;
   /** Tensor name, used in error messages. */
   name?: string;
   /** Rows per kernel call are chosen so that one chunk of input is at most this many bytes. */
@@ -35,7 +40,7 @@ export interface QuantizedTensor {
   layout: Layout;
   options: ResolvedOptions;
   metrics?: ErrorMetrics;
-  backend: WasmBuild;
+  backend: WasmBuild | 'webgpu';
 }
 
 const DEFAULT_CHUNK = 1 << 20;
@@ -145,12 +150,14 @@ function bytesOf(values: TensorValues): Uint8Array {
 
 export async function quantize(values: TensorValues, opts: QuantizeOptions): Promise<QuantizedTensor> {
   const p = planTensor(values, opts);
-  const k = await loadKernels(opts.backend ?? 'auto');
+  const gpu = await maybeGpuQuantize(values, opts, p);
+  if (gpu.ran) return gpu.value;
+  const k = await loadKernels(gpu.build);
   return quantizeWith(k, values, opts, p);
 }
 
 /** Synchronous core once kernels are loaded (used by workers and the pipeline). */
-export async function quantizeWith(k: Kernels, values: TensorValues, opts: QuantizeOptions, p = planTensor(values, opts)): Promise<QuantizedTensor> {
+export async function quantizeWith(k: Kernels, values: TensorValues, opts: QuantizeOptions, p = planTensor(values, opts)): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
   const src = bytesOf(values);
   const eb = dtype === 'f32' ? 4 : 2;
@@ -234,9 +241,16 @@ export interface DequantizeOptions {
   chunkBytes?: number;
 }
 
-export async function dequantize(qt: QuantizedTensor, opts: DequantizeOptions = {}): Promise<Float32Array> {
-  const k = await loadKernels(opts.backend ?? 'auto');
-  return dequantizeWith(k, qt, opts);
+export interface TensorDequantizeOptions extends Omit<DequantizeOptions, 'backend'> {
+  backend?: TensorBackend;
+  preferGpu?: boolean;
+}
+
+export async function dequantize(qt: QuantizedTensor, opts: TensorDequantizeOptions = {}): Promise<Float32Array> {
+  const gpu = await maybeGpuDequantize(qt, opts);
+  if (gpu.ran) return gpu.value;
+  const k = await loadKernels(gpu.build);
+  return dequantizeWith(k, qt, { ...opts, backend: gpu.build });
 }
 
 /**

@@ -85,7 +85,7 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
   let build: WasmBuild;
   try {
     // One row through the pool says which kernel build runs here (and loads it before the stream starts).
-    build = (await pool.quantize({ values: new Float32Array(32) }, { format: 'q8_0', rowLength: 32, dtype: 'f32', name: 'probe' })).backend;
+    build = (await pool.quantize({ values: new Float32Array(32) }, { format: 'q8_0', rowLength: 32, dtype: 'f32', name: 'probe' })).backend as WasmBuild; // the pool runs wasm only
   } catch (e) {
     await pool.terminate();
     throw e;

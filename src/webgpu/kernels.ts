@@ -1,0 +1,110 @@
+// Which formats and options have WebGPU kernels, and how a chunk of rows maps onto them.
+import type { ResolvedOptions } from '../formats/types.js';
+import { BYTE_OUT_WGSL, COMMON_WGSL, F32_OUT_WGSL } from './shaders/common.js';
+import { Q8_0_DEQUANT, Q8_0_QUANT } from './shaders/q8_0.js';
+import { Q4_0_DEQUANT, Q4_0_QUANT } from './shaders/q4_0.js';
+import { Q4_1_DEQUANT, Q4_1_QUANT } from './shaders/q4_1.js';
+import { Q4_K_DEQUANT } from './shaders/q4_k.js';
+import { Q6_K_DEQUANT } from './shaders/q6_k.js';
+import { IQ4_NL_DEQUANT } from './shaders/iq4_nl.js';
+import { NF4_DEQUANT, NF4_QUANT } from './shaders/nf4.js';
+import { INT8_DEQUANT, INT8_QUANT } from './shaders/int8.js';
+import { AFFINE4_DEQUANT, AFFINE4_QUANT } from './shaders/affine4.js';
+import { FP8_E4M3_DEQUANT, FP8_E4M3_QUANT } from './shaders/fp8_e4m3.js';
+
+/**
+ * How work is split: 'block' = one invocation per block of `elems` values, 'elem' = one per
+ * value, 'row' = one workgroup of 64 per row.
+ */
+export type Grid = { by: 'block'; elems: (o: ResolvedOptions) => number } | { by: 'elem' } | { by: 'row' };
+
+export interface GpuKernel {
+  /** WGSL body (without the common part). */
+  body: string;
+  grid: Grid;
+}
+
+export interface GpuFormat {
+  dequant?: GpuKernel;
+  quant?: GpuKernel;
+  /** Why these options have no dequantize kernel (undefined: they have one). */
+  dequantUnsupported?(o: ResolvedOptions): string | undefined;
+  quantUnsupported?(o: ResolvedOptions, importance: boolean): string | undefined;
+}
+
+const block = (n: number): Grid => ({ by: 'block', elems: () => n });
+const group: Grid = { by: 'block', elems: (o) => o.groupSize };
+
+const int8: GpuFormat = {
+  dequant: { body: INT8_DEQUANT, grid: { by: 'elem' } },
+  quant: { body: INT8_QUANT, grid: { by: 'row' } },
+  dequantUnsupported: (o) => (o.bits !== 8 ? `its WebGPU dequantizer handles 8-bit codes only (bits ${o.bits})` : undefined),
+  quantUnsupported: (o) =>
+    o.bits !== 8 || o.granularity !== 'channel' || o.calibration.method !== 'absmax'
+      ? `its WebGPU quantizer handles bits 8, granularity 'channel', calibration 'absmax' only (got bits ${o.bits}, ${o.granularity}, ${o.calibration.method})`
+      : undefined,
+};
+
+export const GPU_FORMATS: Record<string, GpuFormat> = {
+  q8_0: { dequant: { body: Q8_0_DEQUANT, grid: block(32) }, quant: { body: Q8_0_QUANT, grid: block(32) } },
+  q4_0: {
+    dequant: { body: Q4_0_DEQUANT, grid: block(32) },
+    quant: { body: Q4_0_QUANT, grid: block(32) },
+    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
+  },
+  q4_1: {
+    dequant: { body: Q4_1_DEQUANT, grid: block(32) },
+    quant: { body: Q4_1_QUANT, grid: block(32) },
+    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
+  },
+  q4_k: { dequant: { body: Q4_K_DEQUANT, grid: block(256) } },
+  q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) } },
+  iq4_nl: { dequant: { body: IQ4_NL_DEQUANT, grid: block(32) } },
+  nf4: {
+    dequant: { body: NF4_DEQUANT, grid: group },
+    quant: { body: NF4_QUANT, grid: group },
+    dequantUnsupported: (o) => (o.doubleQuant ? 'its WebGPU kernels do not handle double quantization' : undefined),
+    quantUnsupported: (o) => (o.doubleQuant ? 'its WebGPU kernels do not handle double quantization' : undefined),
+  },
+  int8,
+  intsym: int8,
+  affine: {
+    dequant: { body: AFFINE4_DEQUANT, grid: group },
+    quant: { body: AFFINE4_QUANT, grid: group },
+    dequantUnsupported: (o) => (o.bits !== 4 ? `its WebGPU kernels handle 4-bit codes only (bits ${o.bits})` : undefined),
+    quantUnsupported: (o) =>
+      o.bits !== 4 || o.calibration.method !== 'minmax'
+        ? `its WebGPU quantizer handles bits 4 with calibration 'minmax' only (got bits ${o.bits}, ${o.calibration.method})`
+        : undefined,
+  },
+  fp8_e4m3: {
+    dequant: { body: FP8_E4M3_DEQUANT, grid: { by: 'elem' } },
+    quant: { body: FP8_E4M3_QUANT, grid: { by: 'row' } },
+    quantUnsupported: (o) => (o.granularity !== 'channel' ? "its WebGPU quantizer handles granularity 'channel' only" : undefined),
+  },
+};
+
+/** Why `format` with these options cannot be dequantized / quantized on WebGPU, or undefined. */
+export function gpuUnsupported(format: string, o: ResolvedOptions, op: 'quantize' | 'dequantize', importance = false): string | undefined {
+  const f = GPU_FORMATS[format];
+  const k = f && (op === 'quantize' ? f.quant : f.dequant);
+  if (!f || !k) return `format ${format} has no WebGPU ${op} kernel`;
+  const why = op === 'quantize' ? f.quantUnsupported?.(o, importance) : f.dequantUnsupported?.(o);
+  return why ? `format ${format}: ${why}` : undefined;
+}
+
+/** Full WGSL source of a kernel. */
+export function shaderSource(k: GpuKernel, op: 'quantize' | 'dequantize'): string {
+  return COMMON_WGSL + (op === 'quantize' ? BYTE_OUT_WGSL : F32_OUT_WGSL) + k.body;
+}
+
+/** Every shader, for compile checks and the benchmark. */
+export function allShaders(): { name: string; op: 'quantize' | 'dequantize'; source: string }[] {
+  const out: { name: string; op: 'quantize' | 'dequantize'; source: string }[] = [];
+  for (const [name, f] of Object.entries(GPU_FORMATS)) {
+    if (name === 'intsym') continue;
+    if (f.dequant) out.push({ name, op: 'dequantize', source: shaderSource(f.dequant, 'dequantize') });
+    if (f.quant) out.push({ name, op: 'quantize', source: shaderSource(f.quant, 'quantize') });
+  }
+  return out;
+}

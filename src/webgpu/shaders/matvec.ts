@@ -1,0 +1,95 @@
+// y = W x for quantized W: one workgroup of 64 per row. Invocation t accumulates the products of
+// elements t, t+64, ... in f32, in element order, then a tree reduction adds the 64 partial sums.
+// Element values come from each format's `wval` (the dequantizer's formula per element, hardware
+// f32 ops). Results differ from an exact dot product by at most about (rowLen/64 + 7) f32
+// rounding errors relative to sum |w_i x_i| (the documented tolerance, MATVEC_TOLERANCE).
+const MATVEC_MAIN = /* wgsl */ `
+@group(0) @binding(3) var<storage, read> xv: array<f32>;
+var<workgroup> part: array<f32, 64>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+  let r = wid.x + wid.y * P.nx;
+  var acc = 0.0;
+  if (r < P.n) {
+    for (var i = li; i < P.row_len; i = i + 64u) { acc = acc + wval(r * P.row_len + i) * xv[i]; }
+  }
+  part[li] = acc;
+  workgroupBarrier();
+  for (var s = 32u; s > 0u; s = s >> 1u) {
+    if (li < s) { part[li] = part[li] + part[li + s]; }
+    workgroupBarrier();
+  }
+  if (li == 0u && r < P.n) { dst[r] = bitcast<u32>(part[0]); }
+}
+`;
+
+const hf = 'bitcast<f32>(h2f(';
+
+export const MATVEC_WVAL: Record<string, string> = {
+  q8_0: `fn wval(e: u32) -> f32 { let b = e / 32u; return f32(ldi8(b * 34u + 2u + e % 32u)) * ${hf}ld16(b * 34u))); }`,
+  q4_0: `fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 18u + 2u + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    return f32(i32(q) - 8) * ${hf}ld16(b * 18u))); }`,
+  q4_1: `fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 20u + 4u + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    return f32(q) * ${hf}ld16(b * 20u))) + ${hf}ld16(b * 20u + 2u))); }`,
+  iq4_nl: `const KV = array<i32, 16>(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+  fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 18u + 2u + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    return ${hf}ld16(b * 18u))) * f32(KV[q]); }`,
+  q4_k: `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 144u; let t = e % 256u; let c = t / 64u; let hi = (t % 64u) >= 32u; let l = t % 32u;
+    let j = 2u * c + select(0u, 1u, hi);
+    let sc = base + 4u;
+    var s: u32; var m: u32;
+    if (j < 4u) { s = ld8(sc + j) & 63u; m = ld8(sc + j + 4u) & 63u; }
+    else { s = (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u); m = (ld8(sc + j + 4u) >> 4u) | ((ld8(sc + j) >> 6u) << 4u); }
+    let v = ld8(base + 16u + 32u * c + l);
+    let q = select(v & 15u, v >> 4u, hi);
+    return ${hf}ld16(base))) * f32(s) * f32(q) - ${hf}ld16(base + 2u))) * f32(m); }`,
+  q6_k: `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 210u; let t = e % 256u; let h = t / 128u; let u = t % 128u; let qt = u / 32u; let l = u % 32u;
+    let a = ld8(base + 64u * h + l); let bq = ld8(base + 64u * h + 32u + l); let hb = ld8(base + 128u + 32u * h + l);
+    var q: u32;
+    if (qt == 0u) { q = (a & 15u) | ((hb & 3u) << 4u); }
+    else if (qt == 1u) { q = (bq & 15u) | (((hb >> 2u) & 3u) << 4u); }
+    else if (qt == 2u) { q = (a >> 4u) | (((hb >> 4u) & 3u) << 4u); }
+    else { q = (bq >> 4u) | ((hb >> 6u) << 4u); }
+    let sc = f32(ldi8(base + 192u + 8u * h + l / 16u + 2u * qt));
+    return ${hf}ld16(base + 208u))) * sc * f32(i32(q) - 32); }`,
+  nf4: `const NF4_TABLE = array<u32, 16>(
+    0xbf800000u, 0xbf3239b1u, 0xbf066b30u, 0xbeca32a0u, 0xbe91a24du, 0xbe3d353fu, 0xbdba7871u, 0x00000000u,
+    0x3da2faffu, 0x3e24cae3u, 0x3e7c04ddu, 0x3ead033au, 0x3ee1a4b8u, 0x3f1007abu, 0x3f3913b3u, 0x3f800000u);
+  fn wval(e: u32) -> f32 {
+    let c = ld8(e / 2u);
+    let q = select(c & 15u, c >> 4u, e % 2u == 0u);
+    return bitcast<f32>(NF4_TABLE[q]) * bitcast<f32>(src[(P.off1 >> 2u) + e / P.group]); }`,
+  int8: `fn wval(e: u32) -> f32 {
+    var s: u32;
+    if ((P.flags & 2u) != 0u) { s = P.tscale; }
+    else if ((P.flags & 4u) != 0u) { s = src[(P.off1 >> 2u) + e / P.row_len]; }
+    else { s = src[(P.off1 >> 2u) + e / P.group]; }
+    return f32(ldi8(e)) * bitcast<f32>(s); }`,
+  affine: `fn wval(e: u32) -> f32 {
+    let k = e / P.group; let c = ld8(e / 2u);
+    let q = select(c >> 4u, c & 15u, e % 2u == 0u);
+    return ${hf}ld16(P.off1 + 2u * k))) * f32(q) + ${hf}ld16(P.off2 + 2u * k))); }`,
+  fp8_e4m3: `fn wval(e: u32) -> f32 {
+    let c = ld8(e); let m = c & 0x7fu;
+    var v: f32;
+    if ((m >> 3u) == 0u) { v = f32(m) * 0.001953125; } else { v = bitcast<f32>((((m >> 3u) + 120u) << 23u) | ((m & 7u) << 20u)); }
+    if ((c & 0x80u) != 0u) { v = -v; }
+    var s: u32;
+    if ((P.flags & 2u) != 0u) { s = P.tscale; } else { s = src[(P.off1 >> 2u) + e / P.row_len]; }
+    return v * bitcast<f32>(s); }`,
+};
+MATVEC_WVAL.intsym = MATVEC_WVAL.int8;
+
+export function matvecBody(format: string): string | undefined {
+  const w = MATVEC_WVAL[format];
+  return w === undefined ? undefined : w + MATVEC_MAIN;
+}
