@@ -19,7 +19,7 @@ const KIND_NF4: i32 = 0;
 const KIND_FP4: i32 = 1;
 
 // NF4 values (bitsandbytes' normal-float table, index order = value order).
-const NF4_TABLE = memory.data<u32>([
+export const NF4_TABLE = memory.data<u32>([
   0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f, 0xbdba7871, 0x00000000,
   0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a, 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000,
 ]);
@@ -30,7 +30,7 @@ const NF4_T = memory.data<u32>([
 ]);
 // FP4 (bitsandbytes' E2M1 variant: values 0, 1/192, 1/6, 1/4, 1/3, 1/2, 2/3, 1 of the 3-bit magnitude
 // codes 000, 001, 110, 111, 100, 101, 010, 011; bit 3 = sign). Entries 8..15 are the negatives.
-const FP4_TABLE = memory.data<u32>([
+export const FP4_TABLE = memory.data<u32>([
   0x00000000, 0x3baaaaab, 0x3f2aaaab, 0x3f800000, 0x3eaaaaab, 0x3f000000, 0x3e2aaaab, 0x3e800000,
   0x80000000, 0xbbaaaaab, 0xbf2aaaab, 0xbf800000, 0xbeaaaaab, 0xbf000000, 0xbe2aaaab, 0xbe800000,
 ]);
@@ -235,6 +235,17 @@ function quantize4(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize
   }
 }
 
+// Row r's f32 absmax per block: the scales section, or with double quantization its dequantized
+// copy written to am (scratch). Shared with the serving matvec (serve/bnb.ts).
+@inline export function rowAbsmax(args: usize, r: i32, nb: i32, dq: bool, am: usize): usize {
+  if (dq) {
+    dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
+      argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
+    return am;
+  }
+  return argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);
+}
+
 function dequantize4(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize, table: usize): void {
   const gs = argI32(args, A_GROUP);
   const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
@@ -242,14 +253,7 @@ function dequantize4(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usiz
   const am = argU32(args, A_SCRATCH);
   if (ASC_FEATURE_SIMD) splitPlanes(table);
   for (let r = 0; r < nrows; r++) {
-    let sc: usize;
-    if (dq) {
-      dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
-        argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
-      sc = am;
-    } else {
-      sc = argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);
-    }
+    const sc = rowAbsmax(args, r, nb, dq, am);
     const q = src + <usize>r * <usize>(rowLen >> 1);
     const y = dst + (<usize>r * <usize>rowLen << 2);
     for (let b = 0; b < nb; b++) {

@@ -1,6 +1,7 @@
 // Block helpers shared by the 32-value GGUF kernels (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) and the
 // IQ4 block search (spec §13.5). Not re-exported by gguf/index.ts: nothing here is a wasm export.
 import { signedAbsmax } from '../common';
+import { storeAQ } from './pack';
 
 // The IQ4 non-linear grid (spec §6).
 export const KVALUES = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
@@ -439,8 +440,8 @@ export function iq4Dequant32(qs: usize, dl: f32, y: usize): void {
     const kv = i8x16(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
     const q = v128.load(qs);
     const vd = f32x4.splat(dl);
-    storeKv16(y, i8x16.swizzle(kv, v128.and(q, i8x16.splat(15))), vd);
-    storeKv16(y + 64, i8x16.swizzle(kv, i8x16.shr_u(q, 4)), vd);
+    storeAQ(y, i8x16.swizzle(kv, v128.and(q, i8x16.splat(15))), vd);
+    storeAQ(y + 64, i8x16.swizzle(kv, i8x16.shr_u(q, 4)), vd);
   } else {
     for (let j: usize = 0; j < 16; j++) {
       const q = <usize>load<u8>(qs + j);
@@ -448,13 +449,4 @@ export function iq4Dequant32(qs: usize, dl: f32, y: usize): void {
       store<f32>(y + ((j + 16) << 2), dl * <f32>load<i8>(KVALUES + (q >> 4)));
     }
   }
-}
-
-@inline function storeKv16(y: usize, c: v128, vd: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-  v128.store(y + 16, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))));
-  v128.store(y + 32, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))));
-  v128.store(y + 48, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))));
 }

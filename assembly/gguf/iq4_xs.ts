@@ -6,7 +6,8 @@
 // Quantizer (spec §12, §14.7): per sub-block the IQ4 search (§13.5, ntry = 7) with weights x^2 or
 // qw*sqrt(sigma2 + x^2), sigma2 = sum(x^2)*(2/256) over the super-block; d = -max_scale/32;
 // l = clamp(nearest_int(scale/d), -32, 31); codes best_index(x / (d*l)) with the fp32 d.
-import { A_IMATRIX, A_SCRATCH, GROUP_MAX_EPS, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+import { GROUP_MAX_EPS, f16ToF32, f32ToF16, nearestInt } from '../common';
+import { quantizeBlockRows } from './pack';
 import { absmax32, imatrixWeights32, iq4Codes32, iq4Dequant32, iq4Search, squareWeights32, sumSquares } from './iq4_common';
 
 export const IQ4_XS_BLOCK: i32 = 256;
@@ -56,16 +57,7 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
 }
 
 export function iq4_xs_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const scratch = argU32(args, A_SCRATCH);
-  const qw = argU32(args, A_IMATRIX);
-  const nb = rowLen >> 8;
-  for (let r = 0; r < nrows; r++) {
-    const x = rowF32(src, srcType, r, rowLen, scratch);
-    const y = dst + <usize>r * <usize>nb * 136;
-    for (let b = 0; b < nb; b++) {
-      quantizeSuperBlock(x + (<usize>b << 10), qw != 0 ? qw + (<usize>b << 10) : 0, y + <usize>b * 136);
-    }
-  }
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 136, quantizeSuperBlock);
 }
 
 export function iq4_xs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {

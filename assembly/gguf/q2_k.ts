@@ -3,7 +3,8 @@
 // (element 128h + 32j + l is bits 2j..2j+1 of qs[32h + l]), d: fp16 at 80, dmin: fp16 at 82.
 // Dequantized value = (d*(sc & 15))*q - (dmin*(sc >> 4)).
 // Quantizer: spec §9 (reference) and §14.3 (importance matrix).
-import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
+import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQB } from './pack';
 import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
 
 export const Q2_K_BLOCK: i32 = 256;
@@ -17,10 +18,6 @@ const MN = memory.data(16 * 4);
 const SW = memory.data(16 * 4);
 const LS = memory.data(16);
 const LM = memory.data(16);
-
-@inline function f32At(p: usize, i: i32): f32 {
-  return load<f32>(p + (<usize>i << 2));
-}
 
 function quantizeBlock(x: usize, qw: usize, y: usize): void {
   if (qw == 0) {
@@ -60,29 +57,7 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
       store<u16>(y + 82, 0);
     }
   } else {
-    let sumX2: f32 = 0;
-    for (let l = 0; l < 256; l++) {
-      const v = f32At(x, l);
-      sumX2 += v * v;
-    }
-    const sigma2: f32 = sumX2 / 256;
-    if (ASC_FEATURE_SIMD) {
-      const vs = f32x4.splat(sigma2);
-      for (let l = 0; l < 256; l += 4) {
-        const v = v128.load(x + (<usize>l << 2));
-        v128.store(W + (<usize>l << 2), f32x4.mul(v128.load(qw + (<usize>l << 2)), f32x4.sqrt(f32x4.add(vs, f32x4.mul(v, v)))));
-      }
-    } else {
-      for (let l = 0; l < 256; l++) {
-        const v = f32At(x, l);
-        store<f32>(W + (<usize>l << 2), f32At(qw, l) * Mathf.sqrt(sigma2 + v * v));
-      }
-    }
-    for (let j = 0; j < 16; j++) {
-      let sumw: f32 = 0;
-      for (let l = 0; l < 16; l++) sumw += f32At(W, 16 * j + l);
-      store<f32>(SW + (<usize>j << 2), sumw);
-    }
+    imatrixWeights256(x, qw, 1, 16, W, SW);
     for (let g = 0; g < 4; g++) {
       const o = <usize>g << 6;
       makeQkxQuants4(16, 3, x + (o << 2), W + (o << 2), L + o, LAUX, MN + (<usize>g << 4), SC + (<usize>g << 4), -0.9, 0.05, 36, false);
@@ -108,41 +83,8 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
   packCodes2(L, y + 16);
 }
 
-// 2-bit packing (also Q3_K's low bits): element 128h + 32j + l -> bits 2j..2j+1 of q[32h + l].
-export function packCodes2(L: usize, q: usize): void {
-  if (ASC_FEATURE_SIMD) {
-    for (let h = 0; h < 2; h++) {
-      for (let k = 0; k < 2; k++) {
-        const p = L + (<usize>h << 7) + (<usize>k << 4);
-        const v = v128.or(
-          v128.or(v128.load(p), i8x16.shl(v128.load(p + 32), 2)),
-          v128.or(i8x16.shl(v128.load(p + 64), 4), i8x16.shl(v128.load(p + 96), 6)),
-        );
-        v128.store(q + (<usize>h << 5) + (<usize>k << 4), v);
-      }
-    }
-  } else {
-    for (let h = 0; h < 2; h++) {
-      for (let l = 0; l < 32; l++) {
-        const p = L + (<usize>h << 7) + <usize>l;
-        const v = <u32>load<u8>(p) | (<u32>load<u8>(p + 32) << 2) | (<u32>load<u8>(p + 64) << 4) | (<u32>load<u8>(p + 96) << 6);
-        store<u8>(q + (<usize>h << 5) + <usize>l, <u8>v);
-      }
-    }
-  }
-}
-
 export function q2_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const scratch = argU32(args, A_SCRATCH);
-  const imat = argU32(args, A_IMATRIX);
-  const nb = rowLen >> 8;
-  for (let r = 0; r < nrows; r++) {
-    const x = rowF32(src, srcType, r, rowLen, scratch);
-    const y = dst + <usize>r * <usize>nb * 84;
-    for (let b = 0; b < nb; b++) {
-      quantizeBlock(x + (<usize>b << 10), imat != 0 ? imat + (<usize>b << 10) : 0, y + <usize>b * 84);
-    }
-  }
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 84, quantizeBlock);
 }
 
 export function q2_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -163,7 +105,7 @@ export function q2_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
           const ye = y + ((<usize>(128 * h + 32 * j + 16 * k)) << 2);
           if (ASC_FEATURE_SIMD) {
             const c = v128.and(i8x16.shr_u(v128.load(q), 2 * j), i8x16.splat(3));
-            storeU8x16(ye, c, f32x4.splat(dl), f32x4.splat(ml));
+            storeAQB(ye, c, f32x4.splat(dl), f32x4.splat(ml));
           } else {
             for (let l = 0; l < 16; l++) {
               const c = (<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3;
@@ -174,14 +116,4 @@ export function q2_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-// 16 unsigned byte codes -> 16 floats a*q - b.
-@inline function storeU8x16(y: usize, c: v128, va: v128, vb: v128): void {
-  const lo = i16x8.extend_low_i8x16_u(c);
-  const hi = i16x8.extend_high_i8x16_u(c);
-  v128.store(y, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(lo))), vb));
-  v128.store(y + 16, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(lo))), vb));
-  v128.store(y + 32, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(hi))), vb));
-  v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(hi))), vb));
 }

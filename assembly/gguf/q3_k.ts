@@ -4,9 +4,9 @@
 // low nibbles in scales[0..7], high 2 bits in scales[8..11]), d: fp16 at 108.
 // Dequantized value = (d*(sc - 32))*(c - 4).
 // Quantizer: spec §10 (reference, §13.2 search) and §14.4 (importance matrix, §13.1 searches).
-import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
+import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
 import { makeQ3Quants, makeQxQuants, makeQxQuants4, quantDiv } from './searches';
-import { packCodes2 } from './q2_k';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;
@@ -17,10 +17,6 @@ const SC = memory.data(16 * 4);
 const SW = memory.data(16 * 4);
 const LS = memory.data(16);
 
-@inline function f32At(p: usize, i: i32): f32 {
-  return load<f32>(p + (<usize>i << 2));
-}
-
 // Packs one 6-bit stored scale l (0..63) of sub-block j into the 12 bytes at sc (zeroed first).
 function packScale(sc: usize, j: i32, l: u32): void {
   if (j < 8) store<u8>(sc + <usize>j, <u8>(l & 15));
@@ -29,7 +25,8 @@ function packScale(sc: usize, j: i32, l: u32): void {
   store<u8>(k, <u8>(<u32>load<u8>(k) | ((l >> 4) << (2 * (j >> 2)))));
 }
 
-@inline function unpackScale(sc: usize, j: i32): i32 {
+// Also the serving decoder's (serve/gguf.ts).
+@inline export function q3Scale(sc: usize, j: i32): i32 {
   const lo = j < 8 ? <u32>load<u8>(sc + <usize>j) & 15 : <u32>load<u8>(sc + <usize>(j - 8)) >> 4;
   return <i32>(lo | (((<u32>load<u8>(sc + 8 + <usize>(j & 3)) >> (2 * (j >> 2))) & 3) << 4)) - 32;
 }
@@ -60,29 +57,7 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
       store<u16>(y + 108, 0);
     }
   } else {
-    let sumX2: f32 = 0;
-    for (let l = 0; l < 256; l++) {
-      const v = f32At(x, l);
-      sumX2 += v * v;
-    }
-    const sigma2: f32 = (2 * sumX2) / 256;
-    if (ASC_FEATURE_SIMD) {
-      const vs = f32x4.splat(sigma2);
-      for (let l = 0; l < 256; l += 4) {
-        const v = v128.load(x + (<usize>l << 2));
-        v128.store(W + (<usize>l << 2), f32x4.mul(v128.load(qw + (<usize>l << 2)), f32x4.sqrt(f32x4.add(vs, f32x4.mul(v, v)))));
-      }
-    } else {
-      for (let l = 0; l < 256; l++) {
-        const v = f32At(x, l);
-        store<f32>(W + (<usize>l << 2), f32At(qw, l) * Mathf.sqrt(sigma2 + v * v));
-      }
-    }
-    for (let j = 0; j < 16; j++) {
-      let sumw: f32 = 0;
-      for (let l = 0; l < 16; l++) sumw += f32At(W, 16 * j + l);
-      store<f32>(SW + (<usize>j << 2), sumw);
-    }
+    imatrixWeights256(x, qw, 2, 16, W, SW);
     for (let g = 0; g < 4; g++) {
       const o = <usize>g << 8;
       makeQxQuants4(16, 4, x + o, W + o, L + (<usize>g << 6), SC + (<usize>g << 4));
@@ -94,7 +69,7 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
   // Final pass with the stored (fp16) super-scale.
   const d = f16ToF32(<u32>load<u16>(y + 108));
   for (let j = 0; j < 16; j++) {
-    const dj: f32 = d * <f32>unpackScale(sc, j);
+    const dj: f32 = d * <f32>q3Scale(sc, j);
     if (dj == 0) continue;
     quantDiv(x + (<usize>j << 6), 16, false, 0, dj, -4, 3, 4, L + (<usize>j << 4));
   }
@@ -127,16 +102,7 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
 }
 
 export function q3_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const scratch = argU32(args, A_SCRATCH);
-  const imat = argU32(args, A_IMATRIX);
-  const nb = rowLen >> 8;
-  for (let r = 0; r < nrows; r++) {
-    const x = rowF32(src, srcType, r, rowLen, scratch);
-    const y = dst + <usize>r * <usize>nb * 110;
-    for (let b = 0; b < nb; b++) {
-      quantizeBlock(x + (<usize>b << 10), imat != 0 ? imat + (<usize>b << 10) : 0, y + <usize>b * 110);
-    }
-  }
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 110, quantizeBlock);
 }
 
 export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -150,7 +116,7 @@ export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       for (let j = 0; j < 4; j++) {
         for (let k = 0; k < 2; k++) {
           // elements e = 128h + 32j + 16k + l: sub-block 8h + 2j + k, hmask bit 4h + j
-          const dl: f32 = d * <f32>unpackScale(sc, 8 * h + 2 * j + k);
+          const dl: f32 = d * <f32>q3Scale(sc, 8 * h + 2 * j + k);
           const q = blk + 32 + (<usize>h << 5) + (<usize>k << 4);
           const hm = blk + (<usize>k << 4);
           const ye = y + ((<usize>(128 * h + 32 * j + 16 * k)) << 2);
@@ -160,7 +126,7 @@ export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
             // (hbit ? 0 : 4) subtracted: 4 - 4*hbit
             const hbit = v128.and(i8x16.shr_u(v128.load(hm), hb), i8x16.splat(1));
             const c = i8x16.sub(low, i8x16.sub(i8x16.splat(4), i8x16.shl(hbit, 2)));
-            storeI8x16(ye, c, f32x4.splat(dl));
+            storeAQ(ye, c, f32x4.splat(dl));
           } else {
             for (let l = 0; l < 16; l++) {
               const low = <i32>((<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3);
@@ -172,14 +138,4 @@ export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-// 16 signed byte codes -> 16 floats a*q.
-@inline function storeI8x16(y: usize, c: v128, va: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-  v128.store(y + 16, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))));
-  v128.store(y + 32, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))));
-  v128.store(y + 48, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))));
 }

@@ -8,6 +8,7 @@
 // are (never re-derived from the fp16 d).
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, imatrixWeights32, sumSquares } from './iq4_common';
+import { packNibbles32, storeQD } from './pack';
 import { makeQxQuants } from './searches';
 
 export const Q4_0_BLOCK: i32 = 32;
@@ -31,9 +32,7 @@ function quantizeBlockRef(x: usize, y: usize): void {
         const b = i32x4.min_s(i32x4.trunc_sat_f32x4_s(f32x4.add(f32x4.mul(v128.load(x + (<usize>i << 2) + 16), vid), off)), top);
         v128.store64_lane(codes + <usize>i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(a, b), i16x8.splat(0)), 0);
       }
-      const lo = v128.load(codes);
-      const hi = v128.load(codes + 16);
-      v128.store(y + 2, v128.or(lo, i8x16.shl(hi, 4)));
+      packNibbles32(codes, y + 2);
       return;
     }
   }
@@ -48,11 +47,7 @@ function quantizeBlockImatrix(x: usize, qw: usize, sigma2: f32, y: usize): void 
   imatrixWeights32(x, qw, sigma2, weights);
   const d = makeQxQuants(32, 8, x, codes, weights);
   store<u16>(y, f32ToF16(d));
-  if (ASC_FEATURE_SIMD) {
-    v128.store(y + 2, v128.or(v128.load(codes), i8x16.shl(v128.load(codes + 16), 4)));
-  } else {
-    for (let j: usize = 0; j < 16; j++) store<u8>(y + 2 + j, load<u8>(codes + j) | (load<u8>(codes + 16 + j) << 4));
-  }
+  packNibbles32(codes, y + 2);
 }
 
 export function q4_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -84,8 +79,8 @@ export function q4_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const lo = i8x16.sub(v128.and(qs, mask), eight);
       const hi = i8x16.sub(i8x16.shr_u(qs, 4), eight);
       const vd = f32x4.splat(d);
-      storeI8x16(y, lo, vd);
-      storeI8x16(y + 64, hi, vd);
+      storeQD(y, lo, vd);
+      storeQD(y + 64, hi, vd);
     } else {
       for (let j: usize = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 2 + j);
@@ -94,14 +89,4 @@ export function q4_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-// Widens 16 signed bytes to float and multiplies by d, storing 16 floats.
-@inline function storeI8x16(y: usize, c: v128, vd: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
-  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd));
-  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd));
-  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
 }

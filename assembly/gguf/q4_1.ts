@@ -7,6 +7,7 @@
 // sigma2 = sum(x^2)/rowLen over the whole row; its codes are stored as they are.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, imatrixWeights32, minMax32, sumSquares } from './iq4_common';
+import { packNibbles32, storeQDM } from './pack';
 import { makeQkxQuants } from './searches';
 
 export const Q4_1_BLOCK: i32 = 32;
@@ -64,11 +65,7 @@ function quantizeBlockImatrix(x: usize, qw: usize, sigma2: f32, y: usize): void 
   const d = makeQkxQuants(32, 15, x, weights, codes, laux, theMin, -0.9, 0.05, 36, false);
   store<u16>(y, f32ToF16(d));
   store<u16>(y, f32ToF16(-load<f32>(theMin)), 2);
-  if (ASC_FEATURE_SIMD) {
-    v128.store(y + 4, v128.or(v128.load(codes), i8x16.shl(v128.load(codes + 16), 4)));
-  } else {
-    for (let j: usize = 0; j < 16; j++) store<u8>(y + 4 + j, load<u8>(codes + j) | (load<u8>(codes + 16 + j) << 4));
-  }
+  packNibbles32(codes, y + 4);
 }
 
 export function q4_1_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -98,8 +95,8 @@ export function q4_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const qs = v128.load(blk + 4);
       const vd = f32x4.splat(d);
       const vm = f32x4.splat(m);
-      storeU8x16(y, v128.and(qs, i8x16.splat(15)), vd, vm);
-      storeU8x16(y + 64, i8x16.shr_u(qs, 4), vd, vm);
+      storeQDM(y, v128.and(qs, i8x16.splat(15)), vd, vm);
+      storeQDM(y + 64, i8x16.shr_u(qs, 4), vd, vm);
     } else {
       for (let j: usize = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 4 + j);
@@ -108,14 +105,4 @@ export function q4_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-// 16 unsigned byte codes -> q*d + m (multiply, then add: the product is exact, spec §15).
-@inline function storeU8x16(y: usize, c: v128, vd: v128, vm: v128): void {
-  const lo = i16x8.extend_low_i8x16_u(c);
-  const hi = i16x8.extend_high_i8x16_u(c);
-  v128.store(y, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(lo)), vd), vm));
-  v128.store(y + 16, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(lo)), vd), vm));
-  v128.store(y + 32, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(hi)), vd), vm));
-  v128.store(y + 48, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(hi)), vd), vm));
 }

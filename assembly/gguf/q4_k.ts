@@ -3,8 +3,10 @@
 // "k4 packing"), qs: uint8[128] at 16 (chunk c of 64 values: low nibbles = sub-block 2c, high = 2c+1).
 // Dequantized value = (d*ls)*q - (dmin*lm).
 // Quantizer: spec §4 (reference) and §14.5 (importance matrix). Q5_K (q5_k.ts) shares the scale
-// search and the final pass here; only nmax, the QKX parameters and the code packing differ.
-import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+// search, the final pass and the dequantizer here; only nmax, the QKX parameters and the code
+// packing differ.
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
+import { f32At, imatrixWeights256, packNibbles16, quantizeBlockRows, storeAQB } from './pack';
 import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
 
 export const Q4_K_BLOCK: i32 = 256;
@@ -19,10 +21,6 @@ const MN = memory.data(8 * 4);
 const SW = memory.data(8 * 4);
 const LS = memory.data(8);
 const LM = memory.data(8);
-
-@inline function f32At(p: usize, i: i32): f32 {
-  return load<f32>(p + (<usize>i << 2));
-}
 
 // k4 packing of one (ls, lm) pair, byte-wise as the reference does it (stores truncate to 8 bits).
 function packK4(sc: usize, j: i32, ls: u32, lm: u32): void {
@@ -93,29 +91,7 @@ export function quantizeK4Header(x: usize, qw: usize, y: usize, nmax: i32): void
     store<u16>(y, f32ToF16(maxScale / 63));
     store<u16>(y + 2, f32ToF16(maxMin / 63));
   } else {
-    let sumX2: f32 = 0;
-    for (let l = 0; l < 256; l++) {
-      const v = f32At(x, l);
-      sumX2 += v * v;
-    }
-    const sigma2: f32 = (2 * sumX2) / 256;
-    if (ASC_FEATURE_SIMD) {
-      const vs = f32x4.splat(sigma2);
-      for (let l = 0; l < 256; l += 4) {
-        const v = v128.load(x + (<usize>l << 2));
-        v128.store(W + (<usize>l << 2), f32x4.mul(v128.load(qw + (<usize>l << 2)), f32x4.sqrt(f32x4.add(vs, f32x4.mul(v, v)))));
-      }
-    } else {
-      for (let l = 0; l < 256; l++) {
-        const v = f32At(x, l);
-        store<f32>(W + (<usize>l << 2), f32At(qw, l) * Mathf.sqrt(sigma2 + v * v));
-      }
-    }
-    for (let j = 0; j < 8; j++) {
-      let sumw: f32 = 0;
-      for (let l = 0; l < 32; l++) sumw += f32At(W, 32 * j + l);
-      store<f32>(SW + (<usize>j << 2), sumw);
-    }
+    imatrixWeights256(x, qw, 2, 32, W, SW);
     makeQkxQuants4(32, nmax, x, W, KL, LAUX, MN, SC, -0.9, 0.05, 36, false);
     makeQkxQuants4(32, nmax, x + 512, W + 512, KL + 128, LAUX, MN + 16, SC + 16, -0.9, 0.05, 36, false);
     const dBlock = makeQpQuants(8, 63, SC, LS, SW);
@@ -143,76 +119,76 @@ export function quantizeK4Header(x: usize, qw: usize, y: usize, nmax: i32): void
   }
 }
 
-export function q4_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const scratch = argU32(args, A_SCRATCH);
-  const imat = argU32(args, A_IMATRIX);
-  const nb = rowLen >> 8;
-  for (let r = 0; r < nrows; r++) {
-    const x = rowF32(src, srcType, r, rowLen, scratch);
-    const y = dst + <usize>r * <usize>nb * 144;
-    for (let b = 0; b < nb; b++) {
-      const yb = y + <usize>b * 144;
-      quantizeK4Header(x + (<usize>b << 10), imat != 0 ? imat + (<usize>b << 10) : 0, yb, 15);
-      const q = yb + 16;
-      if (ASC_FEATURE_SIMD) {
-        for (let c = 0; c < 4; c++) {
-          const p = KL + (<usize>c << 6);
-          v128.store(q + (<usize>c << 5), v128.or(v128.load(p), i8x16.shl(v128.load(p + 32), 4)));
-          v128.store(q + (<usize>c << 5) + 16, v128.or(v128.load(p + 16), i8x16.shl(v128.load(p + 48), 4)));
-        }
-      } else {
-        for (let c = 0; c < 4; c++) {
-          for (let l = 0; l < 32; l++) {
-            const p = KL + (<usize>c << 6) + <usize>l;
-            store<u8>(q + (<usize>c << 5) + <usize>l, <u8>(<u32>load<u8>(p) | (<u32>load<u8>(p + 32) << 4)));
-          }
-        }
-      }
-    }
+function quantizeBlock(x: usize, qw: usize, y: usize): void {
+  quantizeK4Header(x, qw, y, 15);
+  // chunk c of 64 codes: low nibbles = its first 32, high = its last 32
+  for (let c = 0; c < 4; c++) {
+    const p = KL + (<usize>c << 6);
+    const q = y + 16 + (<usize>c << 5);
+    packNibbles16(p, p + 32, q);
+    packNibbles16(p + 16, p + 48, q + 16);
   }
 }
 
+export function q4_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 144, quantizeBlock);
+}
+
 export function q4_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  dequantizeK4(src, nrows, rowLen, dst, 144, false);
+}
+
+/**
+ * Q4_K / Q5_K dequantization (five: Q5_K, whose qh at 16 adds bit 4 and moves qs to 48).
+ * Inlined with a constant `five`, so each kernel keeps only its own branch.
+ */
+@inline export function dequantizeK4(src: usize, nrows: i32, rowLen: i32, dst: usize, bytes: i32, five: bool): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
   for (let b: usize = 0; b < nblocks; b++) {
-    const blk = src + b * 144;
+    const blk = src + b * <usize>bytes;
     const d = f16ToF32(<u32>load<u16>(blk));
     const dmin = f16ToF32(<u32>load<u16>(blk + 2));
     const sc = blk + 4;
-    const q = blk + 16;
+    const qh = blk + 16;
+    const qs = blk + (five ? 48 : 16);
     const y = dst + (b << 10);
     for (let c = 0; c < 4; c++) {
       const d1: f32 = d * <f32>k4Scale(sc, 2 * c);
       const m1: f32 = dmin * <f32>k4Min(sc, 2 * c);
       const d2: f32 = d * <f32>k4Scale(sc, 2 * c + 1);
       const m2: f32 = dmin * <f32>k4Min(sc, 2 * c + 1);
-      const qc = q + (<usize>c << 5);
+      const qc = qs + (<usize>c << 5);
       const yc = y + (<usize>c << 8);
       if (ASC_FEATURE_SIMD) {
         const vd1 = f32x4.splat(d1), vm1 = f32x4.splat(m1), vd2 = f32x4.splat(d2), vm2 = f32x4.splat(m2);
         const mask = i8x16.splat(15);
         for (let h = 0; h < 2; h++) {
           const bytes = v128.load(qc + (<usize>h << 4));
-          storeU4(yc + (<usize>h << 6), v128.and(bytes, mask), vd1, vm1);
-          storeU4(yc + 128 + (<usize>h << 6), i8x16.shr_u(bytes, 4), vd2, vm2);
+          let lo = v128.and(bytes, mask);
+          let hi = i8x16.shr_u(bytes, 4);
+          if (five) {
+            const bit = i8x16.splat(16);
+            const hb = v128.load(qh + (<usize>h << 4));
+            lo = v128.or(lo, v128.and(i8x16.shl(i8x16.shr_u(hb, 2 * c), 4), bit));
+            hi = v128.or(hi, v128.and(i8x16.shl(i8x16.shr_u(hb, 2 * c + 1), 4), bit));
+          }
+          storeAQB(yc + (<usize>h << 6), lo, vd1, vm1);
+          storeAQB(yc + 128 + (<usize>h << 6), hi, vd2, vm2);
         }
       } else {
         for (let l = 0; l < 32; l++) {
           const v = <u32>load<u8>(qc + <usize>l);
-          store<f32>(yc + (<usize>l << 2), d1 * <f32>(v & 15) - m1);
-          store<f32>(yc + 128 + (<usize>l << 2), d2 * <f32>(v >> 4) - m2);
+          let lo = v & 15;
+          let hi = v >> 4;
+          if (five) {
+            const h = <u32>load<u8>(qh + <usize>l);
+            lo |= ((h >> (2 * c)) & 1) << 4;
+            hi |= ((h >> (2 * c + 1)) & 1) << 4;
+          }
+          store<f32>(yc + (<usize>l << 2), d1 * <f32>lo - m1);
+          store<f32>(yc + 128 + (<usize>l << 2), d2 * <f32>hi - m2);
         }
       }
     }
   }
-}
-
-// 16 unsigned byte codes -> 16 floats a*q - b.
-@inline export function storeU4(y: usize, c: v128, va: v128, vb: v128): void {
-  const lo = i16x8.extend_low_i8x16_u(c);
-  const hi = i16x8.extend_high_i8x16_u(c);
-  v128.store(y, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(lo))), vb));
-  v128.store(y + 16, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(lo))), vb));
-  v128.store(y + 32, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(hi))), vb));
-  v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(hi))), vb));
 }

@@ -6,6 +6,7 @@
 // weights qw*sqrt(sigma2 + x^2), sigma2 = sum(x^2)/rowLen over the row; codes stored as found.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, highBits32, imatrixWeights32, pack5, sumSquares } from './iq4_common';
+import { storeQD } from './pack';
 import { makeQxQuants } from './searches';
 
 export const Q5_0_BLOCK: i32 = 32;
@@ -77,8 +78,8 @@ export function q5_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const sixteen = i8x16.splat(16);
       const lo = i8x16.sub(v128.or(v128.and(qs, i8x16.splat(15)), v128.and(highBits32(qh, 0), sixteen)), sixteen);
       const hi = i8x16.sub(v128.or(i8x16.shr_u(qs, 4), v128.and(highBits32(qh, 1), sixteen)), sixteen);
-      storeI8x16(y, lo, vd);
-      storeI8x16(y + 64, hi, vd);
+      storeQD(y, lo, vd);
+      storeQD(y + 64, hi, vd);
     } else {
       for (let j: u32 = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 6 + <usize>j);
@@ -89,13 +90,4 @@ export function q5_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-@inline function storeI8x16(y: usize, c: v128, vd: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
-  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd));
-  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd));
-  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
 }

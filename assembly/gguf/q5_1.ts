@@ -7,6 +7,7 @@
 // 36 steps) with weights qw*sqrt(sigma2 + x^2), sigma2 over the whole row.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, highBits32, imatrixWeights32, minMax32, pack5, sumSquares } from './iq4_common';
+import { storeQDM } from './pack';
 import { makeQkxQuants } from './searches';
 
 export const Q5_1_BLOCK: i32 = 32;
@@ -83,8 +84,8 @@ export function q5_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const vd = f32x4.splat(d);
       const vm = f32x4.splat(m);
       const sixteen = i8x16.splat(16);
-      storeU8x16(y, v128.or(v128.and(qs, i8x16.splat(15)), v128.and(highBits32(qh, 0), sixteen)), vd, vm);
-      storeU8x16(y + 64, v128.or(i8x16.shr_u(qs, 4), v128.and(highBits32(qh, 1), sixteen)), vd, vm);
+      storeQDM(y, v128.or(v128.and(qs, i8x16.splat(15)), v128.and(highBits32(qh, 0), sixteen)), vd, vm);
+      storeQDM(y + 64, v128.or(i8x16.shr_u(qs, 4), v128.and(highBits32(qh, 1), sixteen)), vd, vm);
     } else {
       for (let j: u32 = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 8 + <usize>j);
@@ -95,13 +96,4 @@ export function q5_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       }
     }
   }
-}
-
-@inline function storeU8x16(y: usize, c: v128, vd: v128, vm: v128): void {
-  const lo = i16x8.extend_low_i8x16_u(c);
-  const hi = i16x8.extend_high_i8x16_u(c);
-  v128.store(y, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(lo)), vd), vm));
-  v128.store(y + 16, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(lo)), vd), vm));
-  v128.store(y + 32, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(hi)), vd), vm));
-  v128.store(y + 48, f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(hi)), vd), vm));
 }

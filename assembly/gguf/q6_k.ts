@@ -4,7 +4,8 @@
 // elements l, l+32, l+64, l+96 of the half take the low nibble of ql[l], ql[l+32], the high
 // nibble of ql[l], ql[l+32], and bits 0-1, 2-3, 4-5, 6-7 of qh[l]. Value = (d*scale)*(L - 32).
 // Quantizer: spec §5 (reference, QX with weights x*x) and §14.6 (QX with the raw importances).
-import { A_IMATRIX, A_SCRATCH, GROUP_MAX_EPS, argU32, f16ToF32, f32ToF16, nearestInt, rowF32 } from '../common';
+import { GROUP_MAX_EPS, f16ToF32, f32ToF16, nearestInt, signedAbsmax } from '../common';
+import { f32At, quantizeBlockRows, storeAQ } from './pack';
 import { makeQxQuants4, quantDiv } from './searches';
 
 export const Q6_K_BLOCK: i32 = 256;
@@ -14,13 +15,7 @@ const L = memory.data(256);
 const W = memory.data(256 * 4);
 const SC = memory.data(16 * 4);
 
-@inline function f32At(p: usize, i: i32): f32 {
-  return load<f32>(p + (<usize>i << 2));
-}
-
 function quantizeBlock(x: usize, qw: usize, y: usize): void {
-  let maxScale: f32 = 0;
-  let maxAbs: f32 = 0;
   let w = qw;
   if (qw == 0) {
     w = W;
@@ -40,15 +35,8 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
     const o = <usize>g << 8; // 4 sub-blocks = 64 values = 256 bytes
     makeQxQuants4(16, 32, x + o, w + o, L + (<usize>g << 6), SC + (<usize>g << 4));
   }
-  for (let j = 0; j < 16; j++) {
-    const s = f32At(SC, j);
-    const a = Mathf.abs(s);
-    if (a > maxAbs) {
-      maxAbs = a;
-      maxScale = s;
-    }
-  }
-  if (maxAbs < GROUP_MAX_EPS) {
+  const maxScale = signedAbsmax(SC, 16);
+  if (Mathf.abs(maxScale) < GROUP_MAX_EPS) {
     memory.fill(y, 0, 210);
     return;
   }
@@ -97,16 +85,7 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
 }
 
 export function q6_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const scratch = argU32(args, A_SCRATCH);
-  const imat = argU32(args, A_IMATRIX);
-  const nb = rowLen >> 8;
-  for (let r = 0; r < nrows; r++) {
-    const x = rowF32(src, srcType, r, rowLen, scratch);
-    const y = dst + <usize>r * <usize>nb * 210;
-    for (let b = 0; b < nb; b++) {
-      quantizeBlock(x + (<usize>b << 10), imat != 0 ? imat + (<usize>b << 10) : 0, y + <usize>b * 210);
-    }
-  }
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 210, quantizeBlock);
 }
 
 export function q6_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -128,29 +107,22 @@ export function q6_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
         const d2: f32 = d * <f32>load<i8>(sc + o / 16 + 4);
         const d3: f32 = d * <f32>load<i8>(sc + o / 16 + 6);
         if (ASC_FEATURE_SIMD) {
-          const m = i8x16.splat(15);
-          const three = i8x16.splat(3);
-          const off = i8x16.splat(32);
           const a = v128.load(ql + o);
           const bq = v128.load(ql + 32 + o);
           const hb = v128.load(qh + o);
-          const q1 = i8x16.sub(v128.or(v128.and(a, m), i8x16.shl(v128.and(hb, three), 4)), off);
-          const q2 = i8x16.sub(v128.or(v128.and(bq, m), i8x16.shl(v128.and(i8x16.shr_u(hb, 2), three), 4)), off);
-          const q3 = i8x16.sub(v128.or(i8x16.shr_u(a, 4), i8x16.shl(v128.and(i8x16.shr_u(hb, 4), three), 4)), off);
-          const q4 = i8x16.sub(v128.or(i8x16.shr_u(bq, 4), i8x16.shl(i8x16.shr_u(hb, 6), 4)), off);
-          storeI8x16(yh + (o << 2), q1, f32x4.splat(d0));
-          storeI8x16(yh + 128 + (o << 2), q2, f32x4.splat(d1));
-          storeI8x16(yh + 256 + (o << 2), q3, f32x4.splat(d2));
-          storeI8x16(yh + 384 + (o << 2), q4, f32x4.splat(d3));
+          storeAQ(yh + (o << 2), q6Quarter(a, bq, hb, 0), f32x4.splat(d0));
+          storeAQ(yh + 128 + (o << 2), q6Quarter(a, bq, hb, 1), f32x4.splat(d1));
+          storeAQ(yh + 256 + (o << 2), q6Quarter(a, bq, hb, 2), f32x4.splat(d2));
+          storeAQ(yh + 384 + (o << 2), q6Quarter(a, bq, hb, 3), f32x4.splat(d3));
         } else {
           for (let l: usize = o; l < o + 16; l++) {
             const a = <u32>load<u8>(ql + l);
             const bq = <u32>load<u8>(ql + 32 + l);
             const hb = <u32>load<u8>(qh + l);
-            store<f32>(yh + (l << 2), d0 * <f32>(<i32>((a & 15) | ((hb & 3) << 4)) - 32));
-            store<f32>(yh + 128 + (l << 2), d1 * <f32>(<i32>((bq & 15) | (((hb >> 2) & 3) << 4)) - 32));
-            store<f32>(yh + 256 + (l << 2), d2 * <f32>(<i32>((a >> 4) | (((hb >> 4) & 3) << 4)) - 32));
-            store<f32>(yh + 384 + (l << 2), d3 * <f32>(<i32>((bq >> 4) | (((hb >> 6) & 3) << 4)) - 32));
+            store<f32>(yh + (l << 2), d0 * <f32>q6Code(a, bq, hb, 0));
+            store<f32>(yh + 128 + (l << 2), d1 * <f32>q6Code(a, bq, hb, 1));
+            store<f32>(yh + 256 + (l << 2), d2 * <f32>q6Code(a, bq, hb, 2));
+            store<f32>(yh + 384 + (l << 2), d3 * <f32>q6Code(a, bq, hb, 3));
           }
         }
       }
@@ -158,12 +130,17 @@ export function q6_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
   }
 }
 
-// 16 signed byte codes -> 16 floats a*q.
-@inline function storeI8x16(y: usize, c: v128, va: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-  v128.store(y + 16, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))));
-  v128.store(y + 32, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))));
-  v128.store(y + 48, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))));
+// Code - 32 of quarter t (elements 32t + l of a half) from ql[l] (a), ql[l + 32] (bq), qh[l] (hb):
+// low nibbles of a, bq for t = 0, 1, high nibbles for 2, 3, plus bits 2t..2t+1 of hb as bits 4-5.
+// Also the serving decoder's (serve/gguf.ts); t is a constant at every call.
+@inline export function q6Quarter(a: v128, bq: v128, hb: v128, t: i32): v128 {
+  const q = t & 1 ? bq : a;
+  const lo = t < 2 ? v128.and(q, i8x16.splat(15)) : i8x16.shr_u(q, 4);
+  const hi = t == 3 ? i8x16.shr_u(hb, 6) : v128.and(t == 0 ? hb : i8x16.shr_u(hb, 2 * t), i8x16.splat(3));
+  return i8x16.sub(v128.or(lo, i8x16.shl(hi, 4)), i8x16.splat(32));
+}
+@inline export function q6Code(a: u32, bq: u32, hb: u32, t: i32): i32 {
+  const q = t & 1 ? bq : a;
+  const lo = t < 2 ? q & 15 : q >> 4;
+  return <i32>(lo | (((hb >> (2 * t)) & 3) << 4)) - 32;
 }

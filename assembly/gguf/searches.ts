@@ -10,13 +10,34 @@
 // Rounding: the bit trick of nearest_int is reproduced lane-wise (nearestIntV); where the
 // argument is provably inside (-2^22, 2^22) the cheaper f32x4.nearest (round-half-even) is
 // used, which is the same function there. Both builds therefore produce identical bytes.
-import { GROUP_MAX_EPS, nearestInt } from '../common';
+import { GROUP_MAX_EPS, nearestInt, signedAbsmax } from '../common';
+import { f32At } from './pack';
 
 const MAGIC: f32 = 12582912.0; // 1.5 * 2^23, nearest_int's bit trick
 
 // Lane-parallel nearest_int, exactly the scalar bit trick (inf -> -4194304, canonical NaN -> 0).
 @inline function nearestIntV(v: v128): v128 {
   return i32x4.sub(v128.and(f32x4.add(v, f32x4.splat(MAGIC)), i32x4.splat(0x7fffff)), i32x4.splat(0x400000));
+}
+
+// Per lane: sum over i of w_i * |ts*L_i + tm - x_i| (useMad) or w_i * (ts*L_i + tm - x_i)^2, in
+// order; L, X, W hold n lane vectors. The SIMD QKX searches' trial error.
+@inline function weightedErrV(ts: v128, tm: v128, L: usize, X: usize, W: usize, n: i32, useMad: bool): v128 {
+  let mad = f32x4.splat(0);
+  if (useMad) {
+    for (let i = 0; i < n; i++) {
+      const o = <usize>i << 4;
+      const diff = f32x4.abs(f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(L + o)), tm), v128.load(X + o)));
+      mad = f32x4.add(mad, f32x4.mul(v128.load(W + o), diff));
+    }
+  } else {
+    for (let i = 0; i < n; i++) {
+      const o = <usize>i << 4;
+      const diff = f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(L + o)), tm), v128.load(X + o));
+      mad = f32x4.add(mad, f32x4.mul(v128.load(W + o), f32x4.mul(diff, diff)));
+    }
+  }
+  return mad;
 }
 
 // Per-trial lane storage for the SIMD searches (n <= 32 elements, 4 lanes each).
@@ -34,10 +55,6 @@ const TMP4 = memory.data(64);
 // The trial offsets is = -9..-1, 1..9 of §13.1 as floats (padded to 20 entries).
 const QX_K = memory.data<f32>([-9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9]);
 const LI = memory.data(32 * 4); // int codes of §13.2 / §13.4
-
-@inline function f32At(p: usize, i: i32): f32 {
-  return load<f32>(p + (<usize>i << 2));
-}
 
 // ---- §13.1 QX: symmetric signed search ---------------------------------------------------
 
@@ -68,17 +85,8 @@ function qxCodes(n: i32, nmax: i32, x: usize, L: usize, iscale: f32): void {
 
 /** §13.1 make_qx_quants (rmse_type 1) with weights w. Writes codes L = l + nmax, returns the scale. */
 export function makeQxQuants(n: i32, nmax: i32, x: usize, L: usize, w: usize): f32 {
-  let amax: f32 = 0;
-  let vmax: f32 = 0;
-  for (let i = 0; i < n; i++) {
-    const v = f32At(x, i);
-    const av = Mathf.abs(v);
-    if (av > amax) {
-      amax = av;
-      vmax = v;
-    }
-  }
-  if (amax < GROUP_MAX_EPS) {
+  const vmax = signedAbsmax(x, n);
+  if (Mathf.abs(vmax) < GROUP_MAX_EPS) {
     memory.fill(L, 0, <usize>n);
     return 0;
   }
@@ -215,17 +223,8 @@ export function quantDiv(x: usize, n: i32, hasAdd: bool, m: f32, d: f32, lo: i32
 
 /** §13.2 make_q3_quants (do_rmse). Writes codes L = l + nmax (0 when below eps), returns the scale. */
 export function makeQ3Quants(n: i32, nmax: i32, x: usize, L: usize): f32 {
-  let amax: f32 = 0;
-  let vmax: f32 = 0;
-  for (let i = 0; i < n; i++) {
-    const v = f32At(x, i);
-    const av = Mathf.abs(v);
-    if (av > amax) {
-      amax = av;
-      vmax = v;
-    }
-  }
-  if (amax < GROUP_MAX_EPS) {
+  const vmax = signedAbsmax(x, n);
+  if (Mathf.abs(vmax) < GROUP_MAX_EPS) {
     memory.fill(L, 0, <usize>n);
     return 0;
   }
@@ -379,20 +378,7 @@ export function makeQkxQuants(
       const pos0 = f32x4.gt(tm, zero);
       ts = v128.bitselect(f32x4.div(sxl, sl2), ts, pos0);
       tm = v128.bitselect(zero, tm, pos0);
-      let mad = f32x4.splat(0);
-      if (useMad) {
-        for (let i = 0; i < n; i++) {
-          const o = <usize>i << 4;
-          const diff = f32x4.abs(f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(LANES + o)), tm), v128.load(XS + o)));
-          mad = f32x4.add(mad, f32x4.mul(v128.load(WS + o), diff));
-        }
-      } else {
-        for (let i = 0; i < n; i++) {
-          const o = <usize>i << 4;
-          const diff = f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(LANES + o)), tm), v128.load(XS + o));
-          mad = f32x4.add(mad, f32x4.mul(v128.load(WS + o), f32x4.mul(diff, diff)));
-        }
-      }
+      const mad = weightedErrV(ts, tm, LANES, XS, WS, n, useMad);
       v128.store(TMP4, D);
       v128.store(TMP4 + 16, mad);
       v128.store(TMP4 + 32, ts);
@@ -613,20 +599,7 @@ export function makeQkxQuants4(
     const mpos = f32x4.gt(tm, zero);
     ts = v128.bitselect(f32x4.div(sxl, sl2), ts, mpos);
     tm = v128.bitselect(zero, tm, mpos);
-    let mad = f32x4.splat(0);
-    if (useMad) {
-      for (let i = 0; i < n; i++) {
-        const o = <usize>i << 4;
-        const diff = f32x4.abs(f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(LA4 + o)), tm), v128.load(X4 + o)));
-        mad = f32x4.add(mad, f32x4.mul(v128.load(W4 + o), diff));
-      }
-    } else {
-      for (let i = 0; i < n; i++) {
-        const o = <usize>i << 4;
-        const diff = f32x4.sub(f32x4.add(f32x4.mul(ts, v128.load(LA4 + o)), tm), v128.load(X4 + o));
-        mad = f32x4.add(mad, f32x4.mul(v128.load(W4 + o), f32x4.mul(diff, diff)));
-      }
-    }
+    const mad = weightedErrV(ts, tm, LA4, X4, W4, n, useMad);
     const acc = v128.and(dpos, f32x4.lt(mad, best));
     if (!v128.any_true(acc)) continue;
     best = v128.bitselect(mad, best, acc);

@@ -137,51 +137,43 @@ export function percentileRank(p: f32, n: f64): f64 {
 // Symmetric codes clamp(round_half_even(x / s), -qmax, qmax); s == 0 gives all zeros.
 // Division rather than a reciprocal: a subnormal s has no finite f32 reciprocal.
 export function symCodes(x: usize, n: i32, s: f32, qmax: i32, out: usize): void {
-  if (s == 0) {
-    memory.fill(out, 0, <usize>n << 2);
-    return;
-  }
-  const lim = <f32>qmax;
-  let i = 0;
-  if (ASC_FEATURE_SIMD) {
-    const vs = f32x4.splat(s);
-    const hi = f32x4.splat(lim);
-    const lo = f32x4.splat(-lim);
-    for (; i + 8 <= n; i += 8) {
-      const p = x + (<usize>i << 2);
-      const o = out + (<usize>i << 2);
-      const a = f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(v128.load(p), vs)), lo), hi);
-      const b = f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(v128.load(p, 16), vs)), lo), hi);
-      v128.store(o, i32x4.trunc_sat_f32x4_s(a));
-      v128.store(o, i32x4.trunc_sat_f32x4_s(b), 16);
-    }
-  }
-  for (; i < n; i++) store<i32>(out + (<usize>i << 2), roundClamp(load<f32>(x + (<usize>i << 2)) / s, -lim, lim));
+  codesRun(x, n, s, 0, -<f32>qmax, <f32>qmax, false, out);
 }
 
 // Affine codes clamp(round_half_even((x - b) / s), 0, qmax) against the stored (f16) s and b.
 export function affineCodes(x: usize, n: i32, s: f32, b: f32, qmax: i32, out: usize): void {
+  codesRun(x, n, s, b, 0, <f32>qmax, true, out);
+}
+
+// clamp(round_half_even((x - b) / s), lo, hi) as i32 (no subtraction unless affine); s == 0: zeros.
+@inline function codesRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, affine: bool, out: usize): void {
   if (s == 0) {
     memory.fill(out, 0, <usize>n << 2);
     return;
   }
-  const lim = <f32>qmax;
   let i = 0;
   if (ASC_FEATURE_SIMD) {
     const vs = f32x4.splat(s);
     const vb = f32x4.splat(b);
-    const hi = f32x4.splat(lim);
-    const lo = f32x4.splat(0);
+    const vhi = f32x4.splat(hi);
+    const vlo = f32x4.splat(lo);
     for (; i + 8 <= n; i += 8) {
       const p = x + (<usize>i << 2);
       const o = out + (<usize>i << 2);
-      const u = f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(f32x4.sub(v128.load(p), vb), vs)), lo), hi);
-      const v = f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(f32x4.sub(v128.load(p, 16), vb), vs)), lo), hi);
-      v128.store(o, i32x4.trunc_sat_f32x4_s(u));
-      v128.store(o, i32x4.trunc_sat_f32x4_s(v), 16);
+      let u = v128.load(p);
+      let v = v128.load(p, 16);
+      if (affine) {
+        u = f32x4.sub(u, vb);
+        v = f32x4.sub(v, vb);
+      }
+      v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(u, vs)), vlo), vhi)));
+      v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(v, vs)), vlo), vhi)), 16);
     }
   }
-  for (; i < n; i++) store<i32>(out + (<usize>i << 2), roundClamp((load<f32>(x + (<usize>i << 2)) - b) / s, 0, lim));
+  for (; i < n; i++) {
+    const xi = load<f32>(x + (<usize>i << 2));
+    store<i32>(out + (<usize>i << 2), roundClamp((affine ? xi - b : xi) / s, lo, hi));
+  }
 }
 
 // Candidate clip ratio j of an N-step MSE grid: 1 - 0.8*j/N (j = 0 is plain absmax), as f32.

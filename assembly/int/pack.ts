@@ -91,53 +91,42 @@ export function packCodes(codes: usize, n: i32, bits: i32, dst: usize): void {
   }
 }
 
+// 16 byte codes -> 16 i32 at p, sign- or zero-extended.
+@inline function widen16(c: v128, signed: bool, p: usize): void {
+  if (signed) {
+    const lo = i16x8.extend_low_i8x16_s(c);
+    const hi = i16x8.extend_high_i8x16_s(c);
+    v128.store(p, i32x4.extend_low_i16x8_s(lo));
+    v128.store(p, i32x4.extend_high_i16x8_s(lo), 16);
+    v128.store(p, i32x4.extend_low_i16x8_s(hi), 32);
+    v128.store(p, i32x4.extend_high_i16x8_s(hi), 48);
+  } else {
+    const lo = i16x8.extend_low_i8x16_u(c);
+    const hi = i16x8.extend_high_i8x16_u(c);
+    v128.store(p, i32x4.extend_low_i16x8_u(lo));
+    v128.store(p, i32x4.extend_high_i16x8_u(lo), 16);
+    v128.store(p, i32x4.extend_low_i16x8_u(hi), 32);
+    v128.store(p, i32x4.extend_high_i16x8_u(hi), 48);
+  }
+}
+
 // Unpacks n codes starting at stream bit 0 of src into i32s at dst, sign-extending when `signed`.
 export function unpackCodes(src: usize, n: i32, bits: i32, signed: bool, dst: usize): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
     if (bits == 8) {
       for (; i + 16 <= n; i += 16) {
-        const v = v128.load(src + <usize>i);
-        const p = dst + (<usize>i << 2);
-        if (signed) {
-          const lo = i16x8.extend_low_i8x16_s(v);
-          const hi = i16x8.extend_high_i8x16_s(v);
-          v128.store(p, i32x4.extend_low_i16x8_s(lo));
-          v128.store(p, i32x4.extend_high_i16x8_s(lo), 16);
-          v128.store(p, i32x4.extend_low_i16x8_s(hi), 32);
-          v128.store(p, i32x4.extend_high_i16x8_s(hi), 48);
-        } else {
-          const lo = i16x8.extend_low_i8x16_u(v);
-          const hi = i16x8.extend_high_i8x16_u(v);
-          v128.store(p, i32x4.extend_low_i16x8_u(lo));
-          v128.store(p, i32x4.extend_high_i16x8_u(lo), 16);
-          v128.store(p, i32x4.extend_low_i16x8_u(hi), 32);
-          v128.store(p, i32x4.extend_high_i16x8_u(hi), 48);
-        }
+        widen16(v128.load(src + <usize>i), signed, dst + (<usize>i << 2));
       }
     } else if (bits == 4) {
       for (; i + 16 <= n; i += 16) {
         const v = v128.load64_zero(src + <usize>(i >> 1));
         const lo = v128.and(v, i8x16.splat(0x0f));
         const hi = i8x16.shr_u(v, 4);
-        let c = i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const c = i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
         const p = dst + (<usize>i << 2);
-        if (signed) {
-          c = i8x16.shr_s(i8x16.shl(c, 4), 4);
-          const l = i16x8.extend_low_i8x16_s(c);
-          const h = i16x8.extend_high_i8x16_s(c);
-          v128.store(p, i32x4.extend_low_i16x8_s(l));
-          v128.store(p, i32x4.extend_high_i16x8_s(l), 16);
-          v128.store(p, i32x4.extend_low_i16x8_s(h), 32);
-          v128.store(p, i32x4.extend_high_i16x8_s(h), 48);
-        } else {
-          const l = i16x8.extend_low_i8x16_u(c);
-          const h = i16x8.extend_high_i8x16_u(c);
-          v128.store(p, i32x4.extend_low_i16x8_u(l));
-          v128.store(p, i32x4.extend_high_i16x8_u(l), 16);
-          v128.store(p, i32x4.extend_low_i16x8_u(h), 32);
-          v128.store(p, i32x4.extend_high_i16x8_u(h), 48);
-        }
+        if (signed) widen16(i8x16.shr_s(i8x16.shl(c, 4), 4), true, p); // sign-extend the nibbles
+        else widen16(c, false, p);
       }
     }
   }

@@ -28,6 +28,27 @@ const MAGIC_BITS: i32 = 0x4b400000;
   );
 }
 
+// Codes of the 16 floats at p (less b when affine) as 16 bytes; mask != 0 keeps only those bits of
+// each code (the 4- and 2-bit widths), mask = 0 the low byte (8-bit).
+@inline function codes16(p: usize, vb: v128, affine: bool, vs: v128, lo: v128, hi: v128, mask: i32): v128 {
+  let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
+  if (affine) {
+    u0 = f32x4.sub(u0, vb);
+    u1 = f32x4.sub(u1, vb);
+    u2 = f32x4.sub(u2, vb);
+    u3 = f32x4.sub(u3, vb);
+  }
+  let c0 = code4(u0, vs, lo, hi), c1 = code4(u1, vs, lo, hi), c2 = code4(u2, vs, lo, hi), c3 = code4(u3, vs, lo, hi);
+  if (mask != 0) {
+    const m = i32x4.splat(mask);
+    c0 = v128.and(c0, m);
+    c1 = v128.and(c1, m);
+    c2 = v128.and(c2, m);
+    c3 = v128.and(c3, m);
+  }
+  return bytes16(c0, c1, c2, c3);
+}
+
 // 16 bytes holding 4-bit codes in their low nibbles -> 8 u16 lanes, byte j = code 2j | code 2j+1 << 4.
 @inline function nibblePairs(w: v128): v128 {
   return v128.or(v128.and(w, i16x8.splat(0x0f)), v128.and(i16x8.shr_u(w, 4), i16x8.splat(0xf0)));
@@ -43,48 +64,18 @@ const MAGIC_BITS: i32 = 0x4b400000;
   const vhi = f32x4.splat(hi);
   if (bits == 8) {
     for (; i + 16 <= n; i += 16) {
-      const p = x + (<usize>i << 2);
-      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
-      if (affine) {
-        u0 = f32x4.sub(u0, vb);
-        u1 = f32x4.sub(u1, vb);
-        u2 = f32x4.sub(u2, vb);
-        u3 = f32x4.sub(u3, vb);
-      }
-      v128.store(dst + <usize>i, bytes16(code4(u0, vs, vlo, vhi), code4(u1, vs, vlo, vhi), code4(u2, vs, vlo, vhi), code4(u3, vs, vlo, vhi)));
+      v128.store(dst + <usize>i, codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 0));
     }
   } else if (bits == 4) {
-    const m = i32x4.splat(0x0f);
     for (; i + 32 <= n; i += 32) {
       const p = x + (<usize>i << 2);
-      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
-      let u4 = v128.load(p, 64), u5 = v128.load(p, 80), u6 = v128.load(p, 96), u7 = v128.load(p, 112);
-      if (affine) {
-        u0 = f32x4.sub(u0, vb);
-        u1 = f32x4.sub(u1, vb);
-        u2 = f32x4.sub(u2, vb);
-        u3 = f32x4.sub(u3, vb);
-        u4 = f32x4.sub(u4, vb);
-        u5 = f32x4.sub(u5, vb);
-        u6 = f32x4.sub(u6, vb);
-        u7 = f32x4.sub(u7, vb);
-      }
-      const w0 = bytes16(v128.and(code4(u0, vs, vlo, vhi), m), v128.and(code4(u1, vs, vlo, vhi), m), v128.and(code4(u2, vs, vlo, vhi), m), v128.and(code4(u3, vs, vlo, vhi), m));
-      const w1 = bytes16(v128.and(code4(u4, vs, vlo, vhi), m), v128.and(code4(u5, vs, vlo, vhi), m), v128.and(code4(u6, vs, vlo, vhi), m), v128.and(code4(u7, vs, vlo, vhi), m));
+      const w0 = codes16(p, vb, affine, vs, vlo, vhi, 0x0f);
+      const w1 = codes16(p + 64, vb, affine, vs, vlo, vhi, 0x0f);
       v128.store(dst + <usize>(i >> 1), i8x16.narrow_i16x8_u(nibblePairs(w0), nibblePairs(w1)));
     }
   } else if (bits == 2) {
-    const m = i32x4.splat(3);
     for (; i + 16 <= n; i += 16) {
-      const p = x + (<usize>i << 2);
-      let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
-      if (affine) {
-        u0 = f32x4.sub(u0, vb);
-        u1 = f32x4.sub(u1, vb);
-        u2 = f32x4.sub(u2, vb);
-        u3 = f32x4.sub(u3, vb);
-      }
-      const w = bytes16(v128.and(code4(u0, vs, vlo, vhi), m), v128.and(code4(u1, vs, vlo, vhi), m), v128.and(code4(u2, vs, vlo, vhi), m), v128.and(code4(u3, vs, vlo, vhi), m));
+      const w = codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 3);
       // u32 lane c0 | c1 << 8 | c2 << 16 | c3 << 24 -> byte c0 | c1 << 2 | c2 << 4 | c3 << 6.
       const f = v128.or(
         v128.or(v128.and(w, i32x4.splat(0x03)), v128.and(i32x4.shr_u(w, 6), i32x4.splat(0x0c))),

@@ -2,21 +2,10 @@
 // (E4M3FN / E5M2, f32 scale per row or per tensor). Layouts: assembly/bnb/bnb4.ts, dq.ts, fp8.ts.
 // Code-book values are looked up 16 at a time into F16BUF (SIMD: byte-plane swizzles, lut.ts) and
 // dotted with x in f32; the group absmax / row scale multiplies each partial sum once.
-import { A_AUX, A_BIASES, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_DOUBLE_QUANT, FLAG_PER_TENSOR, argI32, argU32 } from '../common';
-import { dqDequantizeRow, dqGroups } from '../bnb/dq';
+import { A_AUX, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_DOUBLE_QUANT, FLAG_PER_TENSOR, argI32, argU32 } from '../common';
+import { FP4_TABLE, NF4_TABLE, rowAbsmax } from '../bnb/bnb4';
 import { lookupStore16, splitPlanes } from '../bnb/lut';
 import { F16BUF, LUT, rowAddF16, rowBegin, rowEnd } from './common';
-
-// The dequantizers' code books (bnb4.ts keeps its tables private; the tests compare every code
-// against nf4_dequantize / fp4_dequantize, so a drift here fails them).
-const NF4_TABLE = memory.data<u32>([
-  0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f, 0xbdba7871, 0x00000000,
-  0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a, 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000,
-]);
-const FP4_TABLE = memory.data<u32>([
-  0x00000000, 0x3baaaaab, 0x3f2aaaab, 0x3f800000, 0x3eaaaaab, 0x3f000000, 0x3e2aaaab, 0x3e800000,
-  0x80000000, 0xbbaaaaab, 0xbf2aaaab, 0xbf800000, 0xbeaaaaab, 0xbf000000, 0xbe2aaaab, 0xbe800000,
-]);
 
 function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, table: usize): void {
   const gs = argI32(args, A_GROUP);
@@ -25,14 +14,7 @@ function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: us
   const am = argU32(args, A_SCRATCH);
   if (ASC_FEATURE_SIMD) splitPlanes(table);
   for (let r = 0; r < nrows; r++) {
-    let sc: usize;
-    if (dq) {
-      dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
-        argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
-      sc = am;
-    } else {
-      sc = argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);
-    }
+    const sc = rowAbsmax(args, r, nb, dq, am);
     const q = w + <usize>r * <usize>(rowLen >> 1);
     rowBegin();
     for (let b = 0; b < nb; b++) {

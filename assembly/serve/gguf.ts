@@ -3,7 +3,9 @@
 // f32 products the dequantizers form), then dotted with f32 x (common.ts: rowAddBlock).
 // Layouts: see the comments at the top of each assembly/gguf/<type>.ts.
 import { A_FLAGS, argI32, f16ToF32 } from '../common';
+import { q3Scale } from '../gguf/q3_k';
 import { k4Min, k4Scale } from '../gguf/q4_k';
+import { q6Code, q6Quarter } from '../gguf/q6_k';
 import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, xSums16 } from './common';
 
 const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
@@ -57,11 +59,6 @@ const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 
       store<i8>(CODES + 16 + <usize>j, <i8>(((q >> 4) | (<i32>((qh >> (j + 16)) & 1) << 4)) - off));
     }
   }
-}
-
-@inline function q3Scale(sc: usize, j: i32): i32 {
-  const lo = j < 8 ? <u32>load<u8>(sc + <usize>j) & 15 : <u32>load<u8>(sc + <usize>(j - 8)) >> 4;
-  return <i32>(lo | (((<u32>load<u8>(sc + 8 + <usize>(j & 3)) >> (2 * (j >> 2))) & 3) << 4)) - 32;
 }
 
 // Decodes one block; returns the pointer to its codes.
@@ -222,25 +219,22 @@ const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 
         for (let k = 0; k < 2; k++) {
           const o = <usize>k << 4;
           if (ASC_FEATURE_SIMD) {
-            const m = i8x16.splat(15);
-            const three = i8x16.splat(3);
-            const off = i8x16.splat(32);
             const a = v128.load(ql + o);
             const bq = v128.load(ql + 32 + o);
             const hb = v128.load(qh + o);
-            v128.store(y + o, i8x16.sub(v128.or(v128.and(a, m), i8x16.shl(v128.and(hb, three), 4)), off));
-            v128.store(y + 32 + o, i8x16.sub(v128.or(v128.and(bq, m), i8x16.shl(v128.and(i8x16.shr_u(hb, 2), three), 4)), off));
-            v128.store(y + 64 + o, i8x16.sub(v128.or(i8x16.shr_u(a, 4), i8x16.shl(v128.and(i8x16.shr_u(hb, 4), three), 4)), off));
-            v128.store(y + 96 + o, i8x16.sub(v128.or(i8x16.shr_u(bq, 4), i8x16.shl(i8x16.shr_u(hb, 6), 4)), off));
+            v128.store(y + o, q6Quarter(a, bq, hb, 0));
+            v128.store(y + 32 + o, q6Quarter(a, bq, hb, 1));
+            v128.store(y + 64 + o, q6Quarter(a, bq, hb, 2));
+            v128.store(y + 96 + o, q6Quarter(a, bq, hb, 3));
           } else {
             for (let l: usize = o; l < o + 16; l++) {
               const a = <u32>load<u8>(ql + l);
               const bq = <u32>load<u8>(ql + 32 + l);
               const hb = <u32>load<u8>(qh + l);
-              store<i8>(y + l, <i8>(<i32>((a & 15) | ((hb & 3) << 4)) - 32));
-              store<i8>(y + 32 + l, <i8>(<i32>((bq & 15) | (((hb >> 2) & 3) << 4)) - 32));
-              store<i8>(y + 64 + l, <i8>(<i32>((a >> 4) | (((hb >> 4) & 3) << 4)) - 32));
-              store<i8>(y + 96 + l, <i8>(<i32>((bq >> 4) | (((hb >> 6) & 3) << 4)) - 32));
+              store<i8>(y + l, <i8>q6Code(a, bq, hb, 0));
+              store<i8>(y + 32 + l, <i8>q6Code(a, bq, hb, 1));
+              store<i8>(y + 64 + l, <i8>q6Code(a, bq, hb, 2));
+              store<i8>(y + 96 + l, <i8>q6Code(a, bq, hb, 3));
             }
           }
         }
