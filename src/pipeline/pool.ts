@@ -51,6 +51,10 @@ interface Slot {
   api: Comlink.Remote<WorkerApi>;
   ready: Promise<unknown>;
   died: Promise<Error>;
+  /** Set while a task runs: called once if the worker dies (see run()). */
+  onDied?: (e: Error) => void;
+  /** Set once the worker has died. */
+  dead?: Error;
   task?: Job;
 }
 
@@ -193,7 +197,7 @@ export class WorkerPool {
     slot.ready = api.init({ backend: this.opts.backend, wasm: this.opts.wasm });
     // init failures surface through the first task; keep them from being reported as unhandled.
     slot.ready.catch(() => undefined);
-    died.then(() => this.onDeath(slot));
+    died.then((e) => { slot.dead = e; slot.onDied?.(e); this.onDeath(slot); });
     this.slots.add(slot);
     return slot;
   }
@@ -228,12 +232,17 @@ export class WorkerPool {
       const { buffer, dtype } = movable(values, job.opts.dtype);
       const { backend: _b, dtype: _d, ...rest } = job.opts;
       const call = slot.ready.then(() => slot.api.quantizeTensor(Comlink.transfer(buffer, [buffer]), { ...rest, dtype }));
-      outcome = await Promise.race([
-        call.then((ok) => ({ ok }), (err) => ({ err })),
-        slot.died.then((died) => ({ died })),
-      ]);
+      // Not Promise.race with slot.died: every race would leave a reaction on that promise, which
+      // stays pending for the worker's life and would keep every result reachable through it.
+      outcome = await new Promise<typeof outcome>((resolve) => {
+        slot.onDied = (died) => resolve({ died });
+        if (slot.dead) resolve({ died: slot.dead });
+        call.then((ok) => resolve({ ok }), (err) => resolve({ err }));
+      });
     } catch (err) {
       outcome = { err };
+    } finally {
+      slot.onDied = undefined;
     }
     if (slot.task !== job) return; // cancelled or terminated meanwhile
     slot.task = undefined;
