@@ -27,7 +27,7 @@ export const EVAL_OPTIONS: OptionSpecs = {
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
-function ggufAsHf(ws: WeightSource & { matvec(name: string, x: Float32Array): Float32Array }, cfg: LlamaConfig): WeightSource {
+function ggufAsHf(ws: WeightSource & { matvec(name: string, x: Float32Array): Float32Array; matmul(name: string, x: Float32Array, n: number): Float32Array }, cfg: LlamaConfig): WeightSource {
   const gguf = (hf: string) => ggufTensorName(hf) ?? hf;
   const heads = (hf: string) => permuteHeads(hf, cfg);
   return {
@@ -44,7 +44,53 @@ function ggufAsHf(ws: WeightSource & { matvec(name: string, x: Float32Array): Fl
       const h = heads(hf);
       return h === undefined ? y : f32(unpermuteRows(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), y.length, 4, h));
     },
+    matmul(hf, x, n) {
+      const y = ws.matmul(gguf(hf), x, n);
+      const h = heads(hf);
+      if (h === undefined) return y;
+      // Y is [n, rows]: put each output vector's elements back in Hugging Face row order.
+      const rows = y.length / n;
+      const out = new Float32Array(y.length);
+      for (let b = 0; b < n; b++) {
+        const v = y.subarray(b * rows, (b + 1) * rows);
+        out.set(f32(unpermuteRows(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), rows, 4, h)), b * rows);
+      }
+      return out;
+    },
   };
+}
+
+export interface EvalCandidate {
+  /** The resolved file (or URL) read. */
+  file: string;
+  /** Hugging Face tensor names, quantized matrices multiplied by the serving kernels. */
+  weights: WeightSource;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens a quantized checkpoint (webquant safetensors or GGUF) as the forward's WeightSource, as
+ * `webquant eval` does: served weights, a GGUF read through its llama.cpp names with q/k rows put
+ * back into Hugging Face order. `original` only names the reference in error messages.
+ */
+export async function evalCandidate(spec: string, config: LlamaConfig, io: CliIO = { stdout: { write: () => true }, stderr: { write: () => true } }, original = 'the original'): Promise<EvalCandidate> {
+  const cand = await openInput(spec, io);
+  try {
+    const q = await openQuantized(cand.checkpoint);
+    const isGguf = cand.checkpoint.format === 'gguf';
+    const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n) ?? n : n));
+    for (const n of want) {
+      if (!q.has(n)) {
+        fail(ErrorCodes.TENSOR_NOT_FOUND, `[cli] eval: ${cand.file} has no tensor "${n}"; is it a quantization of ${original}?`, { file: cand.file, tensor: n });
+      }
+    }
+    const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
+    const ws = await weightSource(q, { names: matrices });
+    return { file: cand.file, weights: isGguf ? ggufAsHf(ws, config) : ws, close: () => cand.close() };
+  } catch (e) {
+    await cand.close();
+    throw e;
+  }
 }
 
 export async function evalCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {
@@ -54,7 +100,7 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
   const tokensFile = absPath(String(o.tokens), io);
   const bytes = await readFile(tokensFile).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${String(o.tokens)}: ${(e as Error).message}`, { file: tokensFile, option: 'tokens' }));
   const tokens = readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), tokensFile);
-  const opened: OpenedInput[] = [];
+  const opened: { close(): Promise<void> }[] = [];
   try {
     const ref = await openInput(String(o.model), io);
     opened.push(ref);
@@ -66,19 +112,9 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
       fail(ErrorCodes.BAD_INPUT, `[cli] eval: --model must be the Hugging Face safetensors original; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
     }
     const config = llamaConfig(ref.config);
-    const cand = await openInput(String(o.quantized), io);
+    const cand = await evalCandidate(String(o.quantized), config, io, ref.file);
     opened.push(cand);
-    const q = await openQuantized(cand.checkpoint);
-    const isGguf = cand.checkpoint.format === 'gguf';
-    const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n) ?? n : n));
-    for (const n of want) {
-      if (!q.has(n)) {
-        fail(ErrorCodes.TENSOR_NOT_FOUND, `[cli] eval: ${cand.file} has no tensor "${n}"; is it a quantization of ${ref.file}?`, { file: cand.file, tensor: n });
-      }
-    }
-    const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
-    const ws = await weightSource(q, { names: matrices });
-    const candidate = isGguf ? ggufAsHf(ws, config) : ws;
+    const candidate = cand.weights;
     const json = !!o.json;
     let last = 0;
     const result = await evaluate({

@@ -470,6 +470,8 @@ function checkX(e: Entry, X: Float32Array, batch: number): void {
 export interface QuantizedWeightSource {
   get(name: string): Promise<Float32Array>;
   matvec(name: string, x: Float32Array): Float32Array;
+  /** Y = W X for `n` vectors (row-major), one batched kernel call: what the forward prefers. */
+  matmul(name: string, x: Float32Array, n: number): Float32Array;
 }
 
 /**
@@ -485,11 +487,17 @@ export async function weightSource(q: QuantizedModel, opts: { names?: string[] }
   return {
     get: (name) => q.tensor(name).dequantize(),
     matvec(name, x) {
-      const t = held.get(name);
-      if (!t) fail(ErrorCodes.TENSOR_NOT_FOUND, `[serve] matvec: "${name}" was not loaded by weightSource (pass it in names)`, { tensor: name });
-      return t.matvec(x);
+      return heldTensor(name).matvec(x);
+    },
+    matmul(name, x, n) {
+      return heldTensor(name).matmul(x, n);
     },
   };
+  function heldTensor(name: string): LoadedTensor {
+    const t = held.get(name);
+    if (!t) fail(ErrorCodes.TENSOR_NOT_FOUND, `[serve] "${name}" was not loaded by weightSource (pass it in names)`, { tensor: name });
+    return t;
+  }
 }
 
 /**
