@@ -148,7 +148,9 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     const whole = nrows * perRow + layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
     // readF32 (FP8, F64, GGUF quantized input) has no ranged form: such tensors are not cut.
     const chunkable = !spec.tensorSections && !spec.prepare && !spec.finish && stored !== undefined;
-    if (whole <= budget || !chunkable || nrows <= 1) {
+    // Cut a tensor into row chunks when it exceeds one worker's share of the budget: so that it
+    // fits, and so that all workers share a large tensor instead of one taking it alone.
+    if (whole <= budget / poolSize || !chunkable || nrows <= 1) {
       job.units.push({ job, chunk: 0, r0: 0, rows: nrows, cost: whole, id: `${index}` });
     } else {
       // Small enough that every worker can hold a chunk within the budget.
