@@ -26,35 +26,22 @@ function quantizeBlock(x: usize, y: usize): void {
     memory.fill(y, 0, 34);
     return;
   }
-  store<u16>(y, f32ToF16(d));
-  const q = y + 2;
   if (ASC_FEATURE_SIMD) {
-    const vid = f32x4.splat(id);
-    const half = f32x4.splat(0.5);
-    const one = f32x4.splat(1.0);
-    const signMask = i32x4.splat(0x80000000);
-    for (let i = 0; i < 32; i += 16) {
-      let c0 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, one, signMask);
-      let c1 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, one, signMask);
-      let c2 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, one, signMask);
-      let c3 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, one, signMask);
-      const a = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c0), i32x4.trunc_sat_f32x4_s(c1));
-      const b = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c2), i32x4.trunc_sat_f32x4_s(c3));
-      v128.store(q + <usize>i, i8x16.narrow_i16x8_s(a, b));
-    }
-  } else {
-    for (let i = 0; i < 32; i++) {
-      store<i8>(q + <usize>i, <i8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id)));
-    }
+    codes(x, y, d, id);
+    return;
+  }
+  store<u16>(y, f32ToF16(d));
+  for (let i = 0; i < 32; i++) {
+    store<i8>(y + 2 + <usize>i, <i8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id)));
   }
 }
 
-// roundf on four lanes: trunc, then step away from zero when the dropped part is >= 0.5.
-@inline function roundAwayX4(v: v128, half: v128, one: v128, signMask: v128): v128 {
-  const t = f32x4.trunc(v);
-  const up = f32x4.ge(f32x4.abs(f32x4.sub(v, t)), half);
-  const step = v128.or(v128.and(v, signMask), one);
-  return f32x4.add(t, v128.and(step, up));
+// roundf on four lanes, as integers: for |v| >= 0.5, v + copysign(0.5, v) is exact or rounds
+// without crossing an integer, so its truncation is roundf(v); below 0.5 the sum can round up to 1
+// (v = 0.49999997), so those lanes are forced to 0, which is roundf's answer there.
+@inline function roundAwayI32x4(v: v128, half: v128, signMask: v128): v128 {
+  const q = i32x4.trunc_sat_f32x4_s(f32x4.add(v, v128.or(v128.and(v, signMask), half)));
+  return v128.andnot(q, f32x4.lt(f32x4.abs(v), half));
 }
 
 // SIMD: four blocks at a time, so that the two divisions per block (d = amax/127, 1/d) run as
@@ -89,17 +76,14 @@ function quantize4Blocks(x: usize, y: usize): void {
   store<u16>(y, f32ToF16(d));
   const vid = f32x4.splat(id);
   const half = f32x4.splat(0.5);
-  const one = f32x4.splat(1.0);
   const signMask = i32x4.splat(0x80000000);
   const q = y + 2;
   for (let i = 0; i < 32; i += 16) {
-    const c0 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, one, signMask);
-    const c1 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, one, signMask);
-    const c2 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, one, signMask);
-    const c3 = roundAwayX4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, one, signMask);
-    const a = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c0), i32x4.trunc_sat_f32x4_s(c1));
-    const b = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(c2), i32x4.trunc_sat_f32x4_s(c3));
-    v128.store(q + <usize>i, i8x16.narrow_i16x8_s(a, b));
+    const c0 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, signMask);
+    const c1 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, signMask);
+    const c2 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, signMask);
+    const c3 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, signMask);
+    v128.store(q + <usize>i, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(c0, c1), i16x8.narrow_i32x4_s(c2, c3)));
   }
 }
 
