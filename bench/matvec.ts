@@ -7,21 +7,30 @@
 // one thread) on the SAME dequantized weights (int4 group 128 -> block_size 128, q4_0 -> block_size
 // 32), accuracy_level 0 (f32 activations, like webquant) and 4 (int8 activations), and
 // @wllama/wllama if it can run in Node (it is reported when it cannot, with the reason).
-// Options: --formats a,b --shapes 4096x4096,4096x11008 --budget ms --json path
+// With workers (second table): the rows of W split into N contiguous slices across N worker_threads
+// (bench/matvec-worker.ts, run through tsx's loader), each holding its slice resident in its own wasm
+// instance (the same fused SIMD kernel as the kernel column), x broadcast and y gathered through
+// SharedArrayBuffers, the workers woken with Atomics; the main thread times the whole call (writing
+// x, waking the workers, waiting for all), median of repeated calls, alternating one call of the in-thread
+// kernel and of each worker count per round (speedup = median of per-round ratios). Each (case, N) result is checked
+// once against the single-thread kernel's y. Formats whose layout has tensor-level sections are skipped.
+// Options: --formats a,b --shapes 4096x4096,4096x11008 --budget ms --json path --workers 1,2
 import { quantize, type QuantizeOptions, type QuantizedTensor } from '../src/quantize.js';
-import { getFormat } from '../src/formats/registry.js';
-import { layoutOf } from '../src/formats/types.js';
-import { FLAGS, writeArgs, ARGS_BYTES } from '../src/kernels/args.js';
 import type { Kernels } from '../src/kernels/loader.js';
-import { Q8_ACTIVATION_FORMATS, SERVE_Q8_ACT, servedFromQuantized } from '../src/serve/index.js';
+import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, servedFromQuantized } from '../src/serve/index.js';
 import { serveKernels } from '../src/serve/kernels.js';
 import { matMulF32Model, matMulNBitsModel } from './onnx.js';
 import { dequantize } from '../src/quantize.js';
 import { arg, median, table, timeIt, writeJson } from './util.js';
+import { Worker } from 'node:worker_threads';
+import { availableParallelism, loadavg } from 'node:os';
+import { hasTensorSections, residentKernel, rowSlice } from './matvec-resident.js';
+import type { LoadMessage } from './matvec-worker.js';
 
 const budget = Number(arg('budget', '2500'));
 const jsonPath = arg('json', 'bench/results/matvec.json');
 const only = arg('formats', '').split(',').filter(Boolean);
+const workerCounts = arg('workers', '1,2').split(',').filter(Boolean).map(Number);
 const shapes = arg('shapes', '4096x4096,4096x11008').split(',').map((s) => s.split('x').map(Number) as [number, number]);
 
 const CASES: { label: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
@@ -48,35 +57,64 @@ function data(n: number, seed: number): Float32Array {
 
 /** The fused kernel on weights resident in the serving instance's memory. */
 function resident(k: Kernels, qt: QuantizedTensor, x: Float32Array, q8 = false): () => Float32Array {
-  const spec = getFormat(qt.format);
-  const [rows, rowLen] = qt.shape;
-  const layout = layoutOf(spec, rows, rowLen, qt.options);
-  const align = (n: number) => (n + 15) & ~15;
-  let at = 0;
-  const pArgs = at; at += ARGS_BYTES;
-  const pScratch = at; at = align(at + 16 * rowLen + 65536);
-  const pX = at; at = align(at + rowLen * 4);
-  const pY = at; at = align(at + rows * 4);
-  const pSec = layout.sections.map((s) => { const p = at; at = align(at + s.bytes); return p; });
-  const base = k.reserve(at);
-  layout.sections.forEach((s, i) => k.u8(base + pSec[i], s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)));
-  const o = qt.options;
-  let flags = 0;
-  if (o.doubleQuant) flags |= FLAGS.doubleQuant;
-  if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
-  if (o.granularity === 'channel') flags |= FLAGS.perChannel;
-  if (q8) flags |= SERVE_Q8_ACT;
-  const rowSecs = layout.sections.filter((s) => s.perRow > 0).length;
-  writeArgs(k.buffer, base + pArgs, {
-    group: o.groupSize, bits: o.bits, flags, scratch: base + pScratch,
-    scales: rowSecs > 1 ? base + pSec[1] : 0, biases: rowSecs > 2 ? base + pSec[2] : 0,
-    aux: pSec.length > rowSecs ? base + pSec[rowSecs] : 0,
-  });
-  k.f32(base + pX, rowLen).set(x);
-  const fn = k.fn(`${spec.kernel}_matvec`);
+  const R = residentKernel(k, qt, q8);
+  R.x.set(x);
   return () => {
-    fn(base + pSec[0], rows, rowLen, base + pX, base + pY, base + pArgs);
-    return k.f32(base + pY, rows).slice();
+    R.call();
+    return R.y.slice();
+  };
+}
+
+// ---- worker pool ----------------------------------------------------------------------------------
+const pool: Worker[] = [];
+async function startWorkers(n: number): Promise<void> {
+  while (pool.length < n) {
+    const w = new Worker(new URL('./matvec-worker-boot.mjs', import.meta.url), { workerData: { entry: new URL('./matvec-worker.ts', import.meta.url).href } });
+    await new Promise<void>((res, rej) => { w.once('message', () => res()); w.once('error', rej); });
+    pool.push(w);
+  }
+}
+
+/** Loads row slices of qt into workers first..first+n-1; returns a synchronous y = W x call and a release. */
+async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Promise<{ call: (x: Float32Array) => Float32Array; release: () => void }> {
+  await startWorkers(first + n);
+  const [rows, rowLen] = qt.shape;
+  const xSab = new SharedArrayBuffer(rowLen * 4);
+  const ySab = new SharedArrayBuffer(rows * 4);
+  const ctrlSab = new SharedArrayBuffer(16);
+  const ctrl = new Int32Array(ctrlSab);
+  const xs = new Float32Array(xSab);
+  const ys = new Float32Array(ySab);
+  await Promise.all(Array.from({ length: n }, (_, i) => {
+    const r0 = Math.floor((i * rows) / n), r1 = Math.floor(((i + 1) * rows) / n);
+    const slice = rowSlice(qt, r0, r1);
+    const msg: LoadMessage = { qt: slice, r0, x: xSab, y: ySab, ctrl: ctrlSab, workers: n };
+    const w = pool[first + i];
+    return new Promise<void>((res, rej) => {
+      w.once('error', rej);
+      w.once('message', () => { w.off('error', rej); res(); });
+      w.postMessage(msg, [slice.data.buffer as ArrayBuffer]);
+    });
+  }));
+  const kick = () => {
+    Atomics.store(ctrl, 1, 0);
+    Atomics.add(ctrl, 0, 1);
+    Atomics.notify(ctrl, 0);
+    for (let v = Atomics.load(ctrl, 1); v < n; v = Atomics.load(ctrl, 1)) {
+      // a worker that died would otherwise leave the main thread blocked here for good
+      if (Atomics.wait(ctrl, 1, v, 60_000) === 'timed-out') throw new Error(`matvec workers: ${n - Atomics.load(ctrl, 1)} of ${n} did not answer within 60 s`);
+    }
+  };
+  return {
+    call(x) {
+      xs.set(x);
+      kick();
+      return ys;
+    },
+    release() {
+      Atomics.store(ctrl, 2, 1);
+      kick();
+    },
   };
 }
 
@@ -149,6 +187,8 @@ try {
 const simd = await serveKernels('wasm-simd');
 const scalar = await serveKernels('wasm');
 const rowsOut: (string | number)[][] = [];
+const workerRows: (string | number)[][] = [];
+const workerNotes: string[] = [];
 const results: Record<string, unknown>[] = [];
 
 for (const [rows, rowLen] of shapes) {
@@ -235,6 +275,53 @@ for (const [rows, rowLen] of shapes) {
       r.ortMaxRelDiff = maxRel;
       ortCells = [bytes / ortS[0] / 1e9, bytes / ortS[1] / 1e9, flop / ortS[2] / 1e9, `${ratio(1).toFixed(2)} / ${ratio(2).toFixed(2)} / ${ratio(3).toFixed(2)}`];
     }
+    // ---- with workers: rows split across N worker_threads, each slice resident in its own instance
+    if (workerCounts.length && hasTensorSections(qt)) {
+      workerNotes.push(`${rows}x${rowLen} ${c.label}: skipped (tensor-level sections: ${qt.layout.sections.filter((s) => s.perRow === 0).map((s) => s.name).join(', ')})`);
+    } else if (workerCounts.length) {
+      // check tolerance: two results of the fused kernel each within MATVEC_REL_TOL * sum_j |w_ij x_j| of the
+      // f64 dot with the dequantized row, so within twice that of each other
+      const deq = await dequantize(qt);
+      const absDot = new Float64Array(rows);
+      for (let i = 0; i < rows; i++) { let a = 0; for (let j = 0; j < rowLen; j++) a += Math.abs(deq[i * rowLen + j] * x[j]); absDot[i] = a; }
+      const wr: Record<string, unknown>[] = [];
+      // one set of workers per count (sum(workerCounts) threads, idle ones blocked in Atomics.wait), so
+      // that the in-thread kernel and every count are timed in alternation, one call of each per round
+      const wms: Awaited<ReturnType<typeof workerMatvec>>[] = [];
+      let first = 0;
+      for (const n of workerCounts) { wms.push(await workerMatvec(qt, n, first)); first += n; }
+      const checks = wms.map((wm) => {
+        const y = wm.call(x).slice();
+        let maxAbs = 0, worst = 0, equal = 0;
+        for (let i = 0; i < rows; i++) {
+          const d = Math.abs(y[i] - yS[i]);
+          maxAbs = Math.max(maxAbs, d);
+          worst = Math.max(worst, d / (2 * MATVEC_REL_TOL * absDot[i]));
+          if (y[i] === yS[i]) equal++;
+        }
+        for (let j = 0; j < 5; j++) wm.call(x); // warm-up: the workers' wasm tiers up
+        return { maxAbs, worst, equal, ok: worst <= 1 };
+      });
+      const times: number[][] = [[], ...wms.map(() => [])];
+      const t0 = performance.now();
+      while (times[0].length < 25 && (times[0].length < 5 || performance.now() - t0 < budget * (1 + wms.length))) {
+        let a = performance.now(); runS(); times[0].push(performance.now() - a);
+        wms.forEach((wm, j) => { a = performance.now(); wm.call(x); times[j + 1].push(performance.now() - a); });
+      }
+      for (const wm of wms) wm.release();
+      const i1 = workerCounts.indexOf(1);
+      const tIn = median(times[0]) / 1e3;
+      workerCounts.forEach((n, j) => {
+        const tW = median(times[j + 1]) / 1e3;
+        const speedup = i1 >= 0 ? median(times[j + 1].map((t, i) => times[i1 + 1][i] / t)) : NaN;
+        const { maxAbs, worst, equal, ok } = checks[j];
+        wr.push({ workers: n, s: tW, GBs: bytes / tW / 1e9, gflops: flop / tW / 1e9, speedupVs1: speedup, inThreadS: tIn, maxAbsDiffVsKernel: maxAbs, worstOverTol: worst, bitEqualRows: equal, withinTol: ok });
+        workerRows.push([`${rows}x${rowLen}`, c.label, String(n), tW * 1e3, bytes / tW / 1e9, flop / tW / 1e9, Number.isFinite(speedup) ? speedup : '-', tIn * 1e3, bytes / tIn / 1e9,
+          ok ? `ok (${equal}/${rows} bit-equal)` : `FAIL (worst ${worst.toExponential(1)} x tol)`]);
+        if (!ok) process.exitCode = 1;
+      });
+      r.workers = wr;
+    }
     results.push(r);
     rowsOut.push([`${rows}x${rowLen}`, c.label, (bytes / 2 ** 20).toFixed(1), tKernel * 1e3, bytes / tKernel / 1e9, flop / tKernel / 1e9,
       hasQ8 ? bytes / tQ8 / 1e9 : '-', hasQ8 ? flop / tQ8 / 1e9 : '-', hasQ8 ? q8Err.toExponential(1) : '-',
@@ -249,7 +336,15 @@ console.log("q8-act: activations: 'q8' (x quantized to int8 per 32), err = max|y
 console.log('ORT = onnxruntime-web (wasm, 1 thread) on the same weights: MatMulNBits 4-bit at accuracy_level 0 / 4, and a plain f32 MatMul of the dequantized matrix;');
 console.log('ratio = median over alternating rounds of ORT time / webquant kernel time (>1: webquant faster).\n');
 console.log(table(['shape', 'format', 'MiB', 'kernel ms', 'kernel GB/s', 'GFLOP/s', 'q8-act GB/s', 'q8-act GFLOP/s', 'q8-act err', 'scalar GB/s', 'api GB/s', 'ORT acc0 GB/s', 'ORT acc4 GB/s', 'ORT f32 MatMul GFLOP/s', 'ORT/webquant acc0 / acc4 / f32'], rowsOut));
+console.log(`\nwebquant serving matvec with workers: rows split across N worker_threads (SIMD build), each with its row slice resident in its own wasm instance;`);
+console.log('x / y in SharedArrayBuffers, workers woken with Atomics; time = whole call on the main thread (write x, wake, wait for all), medians;');
+console.log('the in-thread kernel (no worker) and each worker count are timed in alternation, one call of each per round; speedup = median over rounds');
+console.log(`of 1-worker time / N-worker time; check = y vs the single-thread kernel's y within 2*MATVEC_REL_TOL*sum|w x|. ${availableParallelism()} CPUs,\n`
+  + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end (N workers only scale with N idle cores; other processes' load lowers the N > 1 speedups).\n`);
+console.log(table(['shape', 'format', 'workers', 'ms', 'GB/s', 'GFLOP/s', 'speedup vs 1', 'in-thread ms', 'in-thread GB/s', 'check'], workerRows));
+for (const note of workerNotes) console.log(note);
 console.log(`\nonnxruntime-web: ${ort ? `ran (version ${ort.env.versions?.common ?? '?'}), wasm backend, numThreads 1` : ortWhy}`);
 console.log(`@wllama/wllama: ${wllamaWhy}`);
-writeJson(jsonPath, { date: new Date().toISOString(), node: process.version, budgetMs: budget, results, wllama: wllamaWhy, ort: ort ? 'ran' : ortWhy });
+for (const w of pool) await w.terminate();
+writeJson(jsonPath, { date: new Date().toISOString(), node: process.version, budgetMs: budget, cpus: availableParallelism(), loadavg: loadavg(), workerCounts, workerNotes, results, wllama: wllamaWhy, ort: ort ? 'ran' : ortWhy });
 console.log(`\nwritten ${jsonPath}`);
