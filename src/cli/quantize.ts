@@ -3,12 +3,10 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { fromPath } from '../io/node.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
-import { ggufContainer, safetensorsContainer, type Container } from '../pipeline/container.js';
+import { chooseContainer } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
@@ -218,34 +216,17 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     }
     const warnings: string[] = [];
     const notes: string[] = [];
-    let ck: Checkpoint = input.checkpoint;
-    let container: Container;
     const fileType = choice.fileType;
-    if (kind === 'gguf') {
-      const quantVersion: GgufWriteKV = { key: 'general.quantization_version', type: 'u32', value: 2 };
-      if (ck.format === 'gguf') {
-        const kv: GgufWriteKV[] = [quantVersion];
-        if (fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: fileType });
-        else warnings.push('general.file_type is carried over unchanged: the plan names no llama_ftype (give "fileType" in the plan file)');
-        container = ggufContainer({ metadata: kv });
-      } else {
-        if (input.configError) throw input.configError;
-        if (!input.config) {
-          fail(ErrorCodes.CONFIG, `[cli] quantize: writing GGUF from a safetensors checkpoint needs its config.json beside ${baseName(input.file)} (architecture and hyper-parameters)`, {
-            file: input.file, option: 'config', expected: 'config.json',
-          });
-        }
-        const cfg = llamaConfigFrom(input.config);
-        ck = ggufView(ck, cfg);
-        const tok: GgufTokenizer = input.tokenizerFile ? { kind: 'unconverted', file: input.tokenizerFile } : { kind: 'none' };
-        if (tok.kind === 'none') notes.push('no tokenizer beside the input: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)');
-        else warnings.push(`${baseName(tok.file)} was found but converting tokenizers is not supported yet: the GGUF has no tokenizer keys, and llama.cpp will not load it until they are added`);
-        const name = modelName(input);
-        container = ggufContainer({ metadata: hfGgufMetadata(cfg, fileType ?? 0, tok, name) });
-        if (fileType === undefined) warnings.push('general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
-      }
-    } else {
-      container = safetensorsContainer({ 'webquant.plan': choice.label });
+    if (kind === 'gguf' && input.checkpoint.format !== 'gguf' && input.configError) throw input.configError;
+    const { input: ck, container, tokenizer } = chooseContainer(input.checkpoint, kind, choice, {
+      config: input.config, tokenizerFile: input.tokenizerFile, name: modelName(input), file: baseName(input.file),
+    });
+    if (tokenizer?.kind === 'none') notes.push('no tokenizer beside the input: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)');
+    if (tokenizer?.kind === 'unconverted') warnings.push(`${baseName(tokenizer.file)} was found but converting tokenizers is not supported yet: the GGUF has no tokenizer keys, and llama.cpp will not load it until they are added`);
+    if (kind === 'gguf' && fileType === undefined) {
+      warnings.push(input.checkpoint.format === 'gguf'
+        ? 'general.file_type is carried over unchanged: the plan names no llama_ftype (give "fileType" in the plan file)'
+        : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
     const resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict });

@@ -75,6 +75,42 @@ export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Pr
  * Plan and container for a preset or a format. `want` picks the container for a format that
  * GGUF and safetensors can both hold (default GGUF); a preset's own container must match it.
  */
+export interface ContainerChoice {
+  /** The checkpoint as the container sees it (the GGUF view of a Hugging Face one). */
+  input: Checkpoint;
+  container: Container;
+  /** What happened to the tokenizer (GGUF from a Hugging Face checkpoint only). */
+  tokenizer?: GgufTokenizer;
+}
+
+/**
+ * The output container for a checkpoint and a plan: the one place that decides GGUF metadata, so
+ * the CLI, the demo page and the Worker write the same bytes. GGUF from GGUF keeps every key
+ * (file type and quantization version updated); GGUF from Hugging Face goes through the
+ * llama.cpp converter view and needs config.json; safetensors records the plan's label.
+ */
+export function chooseContainer(
+  ck: Checkpoint,
+  kind: ContainerKind,
+  choice: Pick<PlanChoice, 'label' | 'fileType'>,
+  src: { config?: ModelConfig; tokenizerFile?: string; name: string; file: string },
+): ContainerChoice {
+  if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
+  if (ck.format === 'gguf') {
+    const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
+    if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
+    return { input: ck, container: ggufContainer({ metadata: kv }) };
+  }
+  if (!src.config) {
+    throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
+      file: src.file, option: 'config', expected: 'config.json',
+    });
+  }
+  const cfg = llamaConfigFrom(src.config);
+  const tokenizer: GgufTokenizer = src.tokenizerFile ? { kind: 'unconverted', file: src.tokenizerFile } : { kind: 'none' };
+  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name) }), tokenizer };
+}
+
 export function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind): PreparedOutput {
   const choice: PlanChoice = choosePlan(what);
   if (want && choice.container && want !== choice.container) {
@@ -82,24 +118,10 @@ export function prepareOutput(src: InputBundle, what: { preset?: string; format?
   }
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
-  let input = src.checkpoint;
-  let container: Container;
-  if (kind === 'safetensors') {
-    container = safetensorsContainer({ 'webquant.plan': choice.label });
-  } else if (input.format === 'gguf') {
-    const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
-    if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    container = ggufContainer({ metadata: kv });
-  } else {
-    if (!src.config) {
-      throw new WebquantError(ErrorCodes.CONFIG, '[prepare] GGUF from a safetensors checkpoint needs its config.json (architecture and hyper-parameters)', { file: input.source, option: 'config', expected: 'config.json' });
-    }
-    const cfg = llamaConfigFrom(src.config);
-    input = ggufView(input, cfg);
-    const tok: GgufTokenizer = src.hasTokenizer ? { kind: 'unconverted', file: 'tokenizer.json' } : { kind: 'none' };
-    if (tok.kind === 'unconverted') warnings.push('tokenizer.json is not converted yet: the GGUF has no tokenizer keys');
-    container = ggufContainer({ metadata: hfGgufMetadata(cfg, choice.fileType ?? 0, tok, src.name) });
-  }
+  const { input, container, tokenizer } = chooseContainer(src.checkpoint, kind, choice, {
+    config: src.config, tokenizerFile: src.hasTokenizer ? 'tokenizer.json' : undefined, name: src.name, file: src.checkpoint.source,
+  });
+  if (tokenizer?.kind === 'unconverted') warnings.push('tokenizer.json is not converted yet: the GGUF has no tokenizer keys');
   const plan = resolvePlan(choice.plan, input.tensors);
   for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
   const errors = plan.problems.filter((p) => p.severity === 'error');
