@@ -120,6 +120,11 @@ class Arena {
   out: number[];
   deq: number;
   aux: number;
+  /** The kernel args naming the 2nd and 3rd row sections (scales, biases; 0 when absent). */
+  sectionArgs(): Pick<KernelArgs, 'scales' | 'biases'> {
+    return { scales: this.out[1] ?? 0, biases: this.out[2] ?? 0 };
+  }
+
   /** First byte after the arena, relative to heapBase (scratch for reductions goes here). */
   end: number;
 
@@ -206,8 +211,7 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
   const tensorArgs = spec.prepare ? await spec.prepare(ctx) : {};
   Object.assign(args, tensorArgs);
   args.aux = arena.aux;
-  const secArg = ['scales', 'biases'] as const;
-  rowSecs.forEach((_s, i) => { if (i > 0 && i <= 2) args[secArg[i - 1]] = arena.out[i]; });
+  Object.assign(args, arena.sectionArgs());
   writeArgs(k.buffer, arena.args, args);
 
   const data = new Uint8Array(layout.bytes);
@@ -278,7 +282,7 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
   const auxBytes = tensorSecs.reduce((a, s) => a + s.bytes, 0);
   const arena = new Arena(k, rowLen, rows, 0, rowSecs.map((s) => s.perRow), auxBytes + 64);
   const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch, aux: arena.aux };
-  rowSecs.forEach((_s, i) => { if (i === 1) args.scales = arena.out[1]; if (i === 2) args.biases = arena.out[2]; });
+  Object.assign(args, arena.sectionArgs());
   let auxAt = arena.aux;
   for (const s of tensorSecs) { k.u8(auxAt, s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)); auxAt += s.bytes; }
   writeArgs(k.buffer, arena.args, args);

@@ -1,7 +1,7 @@
 // Plain TypeScript Q2_K..Q6_K quantizers and dequantizers (spec §4, §5, §9–§11, §13, §14.3–§14.6,
 // §15), written straight from the spec with Math.fround after every operation and plain
 // sequential loops. Tests only: the wasm kernels (both builds) must equal these bytes.
-import { f16ToF32 } from '../../src/util/half.js';
+import { f16ToF32, f32ToF16 } from '../../src/util/half.js';
 
 const fr = Math.fround;
 const F = new Float32Array(1);
@@ -9,22 +9,7 @@ const U = new Uint32Array(F.buffer);
 
 /** fp32 -> fp16 bits (RNE); NaN is stored as x86's default NaN, 0xFE00 (spec §16.1). */
 function h(v: number): number {
-  if (Number.isNaN(v)) return 0xfe00;
-  F[0] = v;
-  const x = U[0];
-  const sign = (x >>> 16) & 0x8000;
-  const ax = x & 0x7fffffff;
-  if (ax >= 0x477ff000) return sign | 0x7c00;
-  if (ax >= 0x38800000) return sign | (((ax + 0xfff + ((ax >>> 13) & 1)) - 0x38000000) >>> 13);
-  if (ax < 0x33000000) return sign;
-  const e = ax >>> 23;
-  const mant = (ax & 0x7fffff) | 0x800000;
-  const drop = 126 - e;
-  const half = 1 << (drop - 1);
-  let r = mant >>> drop;
-  const rem = mant & ((1 << drop) - 1);
-  if (rem > half || (rem === half && (r & 1) !== 0)) r++;
-  return sign | r;
+  return Number.isNaN(v) ? 0xfe00 : f32ToF16(v);
 }
 
 /** ggml nearest_int: the 1.5*2^23 bit trick, for every input (NaN -> 0, inf -> -4194304). */
