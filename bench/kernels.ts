@@ -12,25 +12,13 @@ import { ARGS_BYTES, writeArgs } from '../src/kernels/args.js';
 import { resolveOptions } from '../src/options.js';
 import { baseArgs, quantizeWith } from '../src/quantize.js';
 import { baselines } from './baselines.js';
-import { arg, table, timeIt, writeJson } from './util.js';
+import { arg, weightData, table, timeIt, writeJson } from './util.js';
 
 const ROW = 4096;
 const large = Number(arg('values', String(64 << 20)));
 const budget = Number(arg('budget', '2500'));
 const only = arg('formats', '').split(',').filter(Boolean);
 const jsonPath = arg('json', 'bench/results/kernels.json');
-
-function data(n: number): Float32Array {
-  const v = new Float32Array(n);
-  let s = 12345;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const a = (s >>> 8) / 16777216;
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    v[i] = 0.02 * (a + (s >>> 8) / 16777216 - 1);
-  }
-  return v;
-}
 
 /** Input, output sections and a dequantize target resident in a bench-only wasm instance. */
 class Resident {
@@ -88,7 +76,7 @@ function prefixRows(run: (rows: number) => unknown, maxRows: number, seconds = 0
   return Math.max(probe, Math.min(maxRows, Math.floor(seconds / perRow)));
 }
 
-const big = data(large);
+const big = weightData(large);
 const small = big.subarray(0, 64 << 10);
 const results: Record<string, Record<string, number>> = {};
 const rows: (string | number)[][] = [];

@@ -21,7 +21,7 @@ import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, servedFromQuantized } from '../s
 import { serveKernels } from '../src/serve/kernels.js';
 import { matMulF32Model, matMulNBitsModel } from './onnx.js';
 import { dequantize } from '../src/quantize.js';
-import { arg, median, table, timeIt, writeJson } from './util.js';
+import { arg, weightData, median, table, timeIt, writeJson } from './util.js';
 import { Worker } from 'node:worker_threads';
 import { availableParallelism, loadavg } from 'node:os';
 import { hasTensorSections, residentKernel, rowSlice } from './matvec-resident.js';
@@ -42,18 +42,6 @@ const CASES: { label: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
   { label: 'nf4 g64', opts: { format: 'nf4' } },
   { label: 'int4 g128', opts: { format: 'int4', groupSize: 128 } },
 ].filter((c) => !only.length || only.includes(c.opts.format));
-
-function data(n: number, seed: number): Float32Array {
-  const v = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const a = (s >>> 8) / 16777216;
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    v[i] = 0.02 * (a + (s >>> 8) / 16777216 - 1);
-  }
-  return v;
-}
 
 /** The fused kernel on weights resident in the serving instance's memory. */
 function resident(k: Kernels, qt: QuantizedTensor, x: Float32Array, q8 = false): () => Float32Array {
@@ -192,8 +180,8 @@ const workerNotes: string[] = [];
 const results: Record<string, unknown>[] = [];
 
 for (const [rows, rowLen] of shapes) {
-  const w = data(rows * rowLen, 12345 + rows + rowLen);
-  const x = data(rowLen, 777).map((v) => v * 50);
+  const w = weightData(rows * rowLen, 12345 + rows + rowLen);
+  const x = weightData(rowLen, 777).map((v) => v * 50);
   const flop = 2 * rows * rowLen;
   for (const c of CASES) {
     const qt = await quantize(w, { ...c.opts, rowLength: rowLen });

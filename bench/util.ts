@@ -35,3 +35,16 @@ export function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : def;
 }
+
+/** Weight-like test data: the sum of two seeded uniforms (a bell around 0, std about 0.008). */
+export function weightData(n: number, seed = 12345): Float32Array {
+  const v = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const a = (s >>> 8) / 16777216;
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    v[i] = 0.02 * (a + (s >>> 8) / 16777216 - 1);
+  }
+  return v;
+}
