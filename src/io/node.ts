@@ -2,7 +2,7 @@
 // node:*; everything else runs in browsers and Workers.
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { ErrorCodes, fail, WebquantError } from '../errors.js';
 import { checkRange, type ByteSource } from './source.js';
 
@@ -39,6 +39,10 @@ export function fromPath(path: string): FileSource {
     freshReads: true,
     name: path,
     size: getSize,
+    async identity() {
+      const st = await (await get()).stat().catch((e) => ioError(path, 'stat', e));
+      return `path ${resolve(path)} size ${st.size} modified ${st.mtimeMs} inode ${st.ino}`;
+    },
     async read(offset, length) {
       checkRange(path, offset, length, await getSize());
       const fh = await get();

@@ -15,6 +15,12 @@ export interface ByteSource {
    * caller owns: readers can then hand it on (or transfer it to a worker) without a copy.
    */
   readonly freshReads?: boolean;
+  /**
+   * What identifies these bytes across sessions (a URL with its ETag / Last-Modified and size, a
+   * File's name, size and modification time), or undefined when nothing does: persistent caches
+   * (src/serve/persist.ts) key on it and store nothing for a source without one.
+   */
+  identity?(): Promise<string | undefined>;
 }
 
 /** Throws E_IO unless [offset, offset + length) is a valid range of a source of `size` bytes. */
@@ -40,10 +46,14 @@ export function fromBuffer(buf: Uint8Array | ArrayBuffer, name = 'buffer'): Byte
 
 /** A Blob or a browser File; only the slices asked for are read. */
 export function fromBlob(blob: Blob, name?: string): ByteSource {
-  const n = name ?? ((blob as { name?: unknown }).name as string | undefined) ?? 'blob';
+  const file = blob as { name?: unknown; lastModified?: unknown };
+  const n = name ?? (file.name as string | undefined) ?? 'blob';
   return {
     name: n,
     size: async () => blob.size,
+    // A File names itself; a bare Blob (made in memory) has nothing that outlives it.
+    identity: async () => (typeof file.name === 'string' && typeof file.lastModified === 'number'
+      ? `file ${file.name} size ${blob.size} modified ${file.lastModified}` : undefined),
     async read(offset, length) {
       checkRange(n, offset, length, blob.size);
       if (length === 0) return new Uint8Array(0);
@@ -75,20 +85,34 @@ export interface UrlSourceOptions {
 
 const CONTENT_RANGE = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i;
 
+interface Validators { etag: string | null; modified: string | null }
+
+/** ETag and Last-Modified; cross-origin, ETag is visible only when exposed, Last-Modified always is. */
+const validatorsOf = (res: Response): Validators => ({ etag: res.headers.get('etag'), modified: res.headers.get('last-modified') });
+
+/** Whether two answers describe different files (a validator both carry and that differs). */
+const changed = (a: Validators, b: Validators) =>
+  (a.etag !== null && b.etag !== null && a.etag !== b.etag) || (a.modified !== null && b.modified !== null && a.modified !== b.modified);
+
+const validatorText = (v: Validators) => [v.etag !== null ? `etag ${v.etag}` : '', v.modified !== null ? `last-modified ${v.modified}` : ''].filter(Boolean).join(' ');
+
 /**
  * An HTTP(S) resource read with Range requests only. A server that answers a range request with
- * the whole body (200) is refused with E_HTTP_RANGE before that body is read.
+ * the whole body (200) is refused with E_HTTP_RANGE before that body is read; an answer whose
+ * ETag or Last-Modified differs from the first one's (the file was replaced) with E_IO.
  */
 export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSource {
   const name = String(url);
   const doFetch = opts.fetch ?? globalThis.fetch;
   const prefetch = Math.max(1, Math.floor(opts.prefetch ?? 64 << 10));
-  let probe: Promise<{ total: number; prefix: Uint8Array }> | undefined;
+  let probe: Promise<{ total: number; prefix: Uint8Array; validators: Validators }> | undefined;
   let known: number | undefined;
+  // ETag and Last-Modified of the first answer: a later answer with others is another file.
+  let knownValidators: Validators | undefined;
 
   const cancel = (res: Response) => res.body?.cancel().catch(() => undefined);
 
-  async function rangeRequest(start: number, end: number): Promise<{ body: Uint8Array; total: number | undefined }> {
+  async function rangeRequest(start: number, end: number): Promise<{ body: Uint8Array; total: number | undefined; validators: Validators }> {
     let res: Response;
     try {
       res = await doFetch.call(globalThis, name, { headers: { ...opts.headers, Range: `bytes=${start}-${end}` } });
@@ -103,7 +127,7 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
     }
     if (res.status === 416 && start === 0 && /^bytes\s+\*\/0$/i.test(res.headers.get('content-range') ?? '')) {
       await cancel(res);
-      return { body: new Uint8Array(0), total: 0 }; // an empty file has no byte 0
+      return { body: new Uint8Array(0), total: 0, validators: validatorsOf(res) }; // an empty file has no byte 0
     }
     if (res.status !== 206) {
       await cancel(res);
@@ -126,6 +150,13 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
       await cancel(res);
       return fail(ErrorCodes.IO, `[io] ${name}: the file changed size (${known} -> ${total} bytes) while being read`, { file: name, value: total, expected: known });
     }
+    const validators = validatorsOf(res);
+    if (knownValidators && changed(knownValidators, validators)) {
+      await cancel(res);
+      return fail(ErrorCodes.IO, `[io] ${name}: the file changed (${validatorText(knownValidators)} -> ${validatorText(validators)}) while being read`, {
+        file: name, value: validatorText(validators), expected: validatorText(knownValidators),
+      });
+    }
     let body: Uint8Array;
     try {
       body = new Uint8Array(await res.arrayBuffer());
@@ -136,7 +167,7 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
     if (body.byteLength !== gotEnd - start + 1 && !short) {
       fail(ErrorCodes.IO, `[io] ${name}: short body (${body.byteLength} of ${gotEnd - start + 1} bytes)`, { file: name, value: body.byteLength, expected: gotEnd - start + 1 });
     }
-    return { body, total };
+    return { body, total, validators };
   }
 
   /** File size from a HEAD request's Content-Length (safelisted for CORS), if any. */
@@ -159,7 +190,8 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
           fail(ErrorCodes.HTTP_RANGE, `[io] ${name}: the server tells the file size neither in Content-Range nor in a HEAD Content-Length`, { file: name, value: r.total ?? '*', expected: 'a complete length' });
         }
         known = total;
-        return { total, prefix: r.body };
+        knownValidators = r.validators;
+        return { total, prefix: r.body, validators: r.validators };
       });
       // A failed probe is not kept: the next call tries again.
       probe.catch(() => { probe = undefined; });
@@ -170,6 +202,12 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
   return {
     name,
     size: async () => (await first()).total,
+    async identity() {
+      const { total, validators } = await first();
+      // Without a validator a changed file at the same URL would look the same: no identity.
+      const v = validatorText(validators);
+      return v ? `url ${name} size ${total} ${v}` : undefined;
+    },
     async read(offset, length) {
       const { total, prefix } = await first();
       checkRange(name, offset, length, total);
