@@ -6,7 +6,8 @@
 //
 // Nothing but the header is read at open; a tensor's bytes (each of its sections) are read the
 // first time it is used, through the ByteSource (Range requests for URLs), and kept in an LRU
-// cache capped at `cacheBytes`. Compute runs in a private wasm instance (./kernels.ts): the row
+// cache capped at `cacheBytes`; with `persistentCache` also in OPFS, the Cache API or a directory
+// (./persist.ts), so that a reload reads them from there instead of the source. Compute runs in a private wasm instance (./kernels.ts): the row
 // sections are copied in chunks of rows and `<kernel>_matvec` (assembly/serve) runs on them;
 // formats without a fused kernel dequantize a chunk of rows with their own `<kernel>_dequantize`
 // and dot it (`serve_dot_rows`), so every registry format works.
@@ -23,6 +24,12 @@ import { ggmlType } from '../io/ggml-types.js';
 import { f16ToF32, f32ToF16, bf16ToF32 } from '../util/half.js';
 import { serveKernels } from './kernels.js';
 import type { QuantizedTensor } from '../quantize.js';
+import { openPersistentCache, type PersistentCache, type PersistentCacheOptions, type PersistentCacheStats } from './persist.js';
+
+export {
+  DEFAULT_PERSISTENT_BYTES, PERSISTENT_STORES, hasOpfs, hasCacheApi,
+  type PersistentCacheOptions, type PersistentCacheStats, type PersistentStoreKind, type TensorStore, type StoredEntry,
+} from './persist.js';
 
 
 /**
@@ -55,6 +62,11 @@ export interface OpenQuantizedOptions extends ServeComputeOptions {
   backend?: 'auto' | WasmBuild;
   /** Bytes of weights copied into wasm memory per kernel call (default 4 MiB). */
   chunkBytes?: number;
+  /**
+   * Keep the tensors read in browser storage (or a directory on Node) across sessions, keyed by
+   * the source's identity and checked on read; `true` is `{ store: 'auto' }`. See ./persist.ts.
+   */
+  persistentCache?: PersistentCacheOptions | true;
 }
 
 export interface ServedTensorInfo {
@@ -102,6 +114,8 @@ export interface CacheStats {
   hits: number;
   misses: number;
   evictions: number;
+  /** The persistent cache, when `persistentCache` was given. */
+  persistent?: PersistentCacheStats;
 }
 
 export interface QuantizedModel {
@@ -112,8 +126,10 @@ export interface QuantizedModel {
   has(name: string): boolean;
   tensor(name: string): ServedTensor;
   cacheStats(): CacheStats;
-  /** Drops every cached tensor. */
+  /** Drops every tensor cached in memory (the persistent cache keeps its entries). */
   clearCache(): void;
+  /** Resolves once every tensor read so far is written to the persistent cache (if any). */
+  flush(): Promise<void>;
 }
 
 // ---- resolution of what each tensor is -------------------------------------------------------
@@ -383,6 +399,9 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
   const q8 = opts.activations === 'q8';
   const entries = resolveEntries(ckpt);
   const cache = new Lru(cap);
+  const persist: PersistentCache | undefined = opts.persistentCache === undefined
+    ? undefined
+    : await openPersistentCache(opts.persistentCache, isCheckpoint(source) ? undefined : await source.identity?.(), ckpt.source);
   // Concurrent first reads of one tensor share a promise, so a tensor is read once.
   const pending = new Map<string, Promise<Uint8Array[]>>();
 
@@ -402,10 +421,13 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
     let p = pending.get(e.info.name);
     if (!p) {
       p = (async () => {
-        let secs: Uint8Array[];
-        if (e.kind.type === 'quant') secs = await Promise.all(e.kind.sectionNames.map((s) => ckpt.readRaw(s)));
-        else if (e.kind.type === 'float') secs = [await ckpt.readRaw(e.info.name)];
-        else { const f = await ckpt.readF32(e.info.name); secs = [new Uint8Array(f.buffer, f.byteOffset, f.byteLength)]; }
+        let secs = await persist?.get(e.info.name, sectionBytes(ckpt, e));
+        if (!secs) {
+          if (e.kind.type === 'quant') secs = await Promise.all(e.kind.sectionNames.map((s) => ckpt.readRaw(s)));
+          else if (e.kind.type === 'float') secs = [await ckpt.readRaw(e.info.name)];
+          else { const f = await ckpt.readF32(e.info.name); secs = [new Uint8Array(f.buffer, f.byteOffset, f.byteLength)]; }
+          persist?.put(e.info.name, secs);
+        }
         cache.set(e.info.name, secs);
         return secs;
       })();
@@ -452,9 +474,20 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
     build: k.build,
     has: (name) => entries.has(name),
     tensor: (name) => served(entry(name)),
-    cacheStats: () => ({ bytes: cache.bytes, capBytes: cap, entries: cache.entries, hits: cache.hits, misses: cache.misses, evictions: cache.evictions }),
+    cacheStats: () => ({
+      bytes: cache.bytes, capBytes: cap, entries: cache.entries, hits: cache.hits, misses: cache.misses, evictions: cache.evictions,
+      ...(persist ? { persistent: persist.stats() } : {}),
+    }),
     clearCache: () => cache.clear(),
+    flush: async () => { await persist?.flush(); },
   };
+}
+
+/** The byte length of each section a read of `e` returns (what a persisted entry must match). */
+function sectionBytes(ckpt: Checkpoint, e: Entry): number[] {
+  if (e.kind.type === 'quant') return e.kind.sectionNames.map((s) => ckpt.tensor(s).byteLength);
+  if (e.kind.type === 'float') return [ckpt.tensor(e.info.name).byteLength];
+  return [numel(e.info.shape) * 4];
 }
 
 function checkX(e: Entry, X: Float32Array, batch: number): void {
