@@ -13,6 +13,7 @@ export { ggufView, hfGgufMetadata, llamaConfigFrom, unpermuteRows, LLAMA_GGUF_MO
 export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type EvaluateProgress, type NllStats, type LayerError, type ModelInput } from './eval/evaluate.js';
 export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';
 export { readTokens, splitDocuments, BOS } from './eval/tokens.js';
+export { quantizedWeights, type QuantizedWeightsOptions } from './eval/quantized.js';
 export * from './serve/index.js';
 export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';
 export type { TensorBackend, TensorDequantizeOptions } from './quantize.js';

@@ -1,17 +1,14 @@
 // `webquant eval --model <original> --quantized <quantized> --tokens <file.u16>`: what quantization
 // cost, measured with the reference Llama forward (src/eval) on the quantized weights served by
-// src/serve (matvec on the quantized bytes). A GGUF candidate is read through its llama.cpp names
-// with the q/k rows put back into the Hugging Face order the forward expects.
+// src/serve (matvec on the quantized bytes), as src/eval/quantized.ts opens them.
 import { readFile } from 'node:fs/promises';
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufTensorName, permuteHeads } from '../convert/llama-gguf.js';
-import { unpermuteRows } from '../convert/hf-view.js';
 import { evaluate, type EvaluateResult } from '../eval/evaluate.js';
-import { checkpointWeights, llamaConfig, llamaTensorNames, type LlamaConfig, type WeightSource } from '../eval/llama.js';
+import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
+import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
-import { openQuantized, weightSource } from '../serve/index.js';
 import type { OptionSpecs } from './args.js';
-import { absPath, openInput, type OpenedInput } from './input.js';
+import { absPath, openInput } from './input.js';
 import { fmtNum, fmtSci, table, toJSON, type CliIO } from './io.js';
 
 export const EVAL_OPTIONS: OptionSpecs = {
@@ -23,42 +20,6 @@ export const EVAL_OPTIONS: OptionSpecs = {
   json: { type: 'boolean', help: 'JSON report on stdout' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 };
-
-const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
-
-/** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
-function ggufAsHf(ws: WeightSource & { matvec(name: string, x: Float32Array): Float32Array; matmul(name: string, x: Float32Array, n: number): Float32Array }, cfg: LlamaConfig): WeightSource {
-  const gguf = (hf: string) => ggufTensorName(hf) ?? hf;
-  const heads = (hf: string) => permuteHeads(hf, cfg);
-  return {
-    async get(hf) {
-      const w = await ws.get(gguf(hf));
-      const h = heads(hf);
-      if (h === undefined) return w;
-      // q_proj / k_proj weights have hidden_size columns; their biases are single values per row.
-      const cols = hf.endsWith('.bias') ? 1 : cfg.hidden_size;
-      return f32(unpermuteRows(new Uint8Array(w.buffer, w.byteOffset, w.byteLength), w.length / cols, cols * 4, h));
-    },
-    matvec(hf, x) {
-      const y = ws.matvec(gguf(hf), x);
-      const h = heads(hf);
-      return h === undefined ? y : f32(unpermuteRows(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), y.length, 4, h));
-    },
-    matmul(hf, x, n) {
-      const y = ws.matmul(gguf(hf), x, n);
-      const h = heads(hf);
-      if (h === undefined) return y;
-      // Y is [n, rows]: put each output vector's elements back in Hugging Face row order.
-      const rows = y.length / n;
-      const out = new Float32Array(y.length);
-      for (let b = 0; b < n; b++) {
-        const v = y.subarray(b * rows, (b + 1) * rows);
-        out.set(f32(unpermuteRows(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), rows, 4, h)), b * rows);
-      }
-      return out;
-    },
-  };
-}
 
 export interface EvalCandidate {
   /** The resolved file (or URL) read. */
@@ -76,17 +37,7 @@ export interface EvalCandidate {
 export async function evalCandidate(spec: string, config: LlamaConfig, io: CliIO = { stdout: { write: () => true }, stderr: { write: () => true } }, original = 'the original'): Promise<EvalCandidate> {
   const cand = await openInput(spec, io);
   try {
-    const q = await openQuantized(cand.checkpoint);
-    const isGguf = cand.checkpoint.format === 'gguf';
-    const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n) ?? n : n));
-    for (const n of want) {
-      if (!q.has(n)) {
-        fail(ErrorCodes.TENSOR_NOT_FOUND, `[cli] eval: ${cand.file} has no tensor "${n}"; is it a quantization of ${original}?`, { file: cand.file, tensor: n });
-      }
-    }
-    const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
-    const ws = await weightSource(q, { names: matrices });
-    return { file: cand.file, weights: isGguf ? ggufAsHf(ws, config) : ws, close: () => cand.close() };
+    return { file: cand.file, weights: await quantizedWeights(cand.checkpoint, config, { original }), close: () => cand.close() };
   } catch (e) {
     await cand.close();
     throw e;
