@@ -3,7 +3,7 @@ export { quantize, dequantize, dequantizeInto, type QuantizeOptions, type Quanti
 export { formats, getFormat } from './formats/registry.js';
 export type { FormatSpec, ResolvedOptions, Layout } from './formats/types.js';
 export { errorMetrics, type ErrorMetrics } from './metrics.js';
-export { WebquantError, ErrorCodes, type ErrorCode } from './errors.js';
+export { WebquantError, ErrorCodes, isSerializedError, type ErrorCode, type SerializedError } from './errors.js';
 export { loadKernels, configureWasm, hasSimd, type WasmBuild } from './kernels/loader.js';
 export { f32ToF16, f16ToF32, f32ToBf16, bf16ToF32 } from './util/half.js';
 export * from './io/index.js';

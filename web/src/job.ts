@@ -2,22 +2,13 @@
 // Range requests), make the plan and container as `webquant quantize` would (src/pipeline/prepare.ts:
 // the CLI writes the same bytes for the same input), and run the pipeline on a pool of Web Workers.
 import {
-  browserStore, configureWasm, createPool, fromBlob, openCheckpoint, quantizeCheckpoint, readConfig, ErrorCodes, WebquantError,
+  browserStore, createPool, fromBlob, openCheckpoint, quantizeCheckpoint, readConfig, ErrorCodes, WebquantError,
   type PipelineResult, type ProgressEvent, type Sink, type WasmBuild,
 } from '../../src/index.js';
 import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
+import { WASM } from './wasm.js';
 
 export { prepareOutput as prepare, type ContainerKind } from '../../src/pipeline/prepare.js';
-
-/**
- * Both kernel builds as asset URLs: Vite emits the files and rewrites the URLs. They are strings so
- * that the pool can hand them to its workers (a URL object does not cross postMessage).
- */
-export const WASM: Record<WasmBuild, string> = {
-  'wasm-simd': new URL('../../build/webquant-simd.wasm', import.meta.url).href,
-  wasm: new URL('../../build/webquant-scalar.wasm', import.meta.url).href,
-};
-configureWasm(WASM);
 
 export type InputSpec = { url: string } | { files: File[] };
 
@@ -50,11 +41,14 @@ export interface RunOptions {
   signal?: AbortSignal;
   onProgress?: (e: ProgressEvent) => void;
   /** Told which kernel build the workers run, before the first tensor. */
-  onBuild?: (build: WasmBuild) => void;
+  onBuild?: (build: KernelBuild) => void;
 }
 
+/** What a pool worker quantized with: a wasm build, or WebGPU where the worker prefers it. */
+export type KernelBuild = WasmBuild | 'webgpu';
+
 /** Runs the pipeline on its own pool of Web Workers; the pool is gone when this returns. */
-export async function runJob(job: PreparedOutput, o: RunOptions): Promise<PipelineResult & { build: WasmBuild }> {
+export async function runJob(job: PreparedOutput, o: RunOptions): Promise<PipelineResult & { build: KernelBuild }> {
   const pool = await createPool({ size: o.workers, wasm: WASM });
   try {
     // One row through a worker says which build the workers picked (and warms one up).
