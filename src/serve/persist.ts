@@ -341,7 +341,8 @@ export async function openPersistentCache(options: PersistentCacheOptions | true
       if (typeof got === 'string') {
         c.dropped++;
         c.misses++;
-        await enqueue(async () => {
+        // Queued (not awaited): the re-read's write comes after it, and the read need not wait.
+        void enqueue(async () => {
           await store.delete(key);
           st.sizes?.delete(key);
         });
