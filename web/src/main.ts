@@ -1,9 +1,8 @@
 // The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
 // this thread reads the input, writes the output and draws progress.
-import { blobSink, formats, listPresets, opfsSink, WebquantError, type EvaluateResult, type ProgressEvent, type Sink, type WasmBuild } from '../../src/index.js';
+import { blobSink, formats, listPresets, opfsSink, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
 import { openInput, prepare, runJob, type ContainerKind, type InputSpec, type KernelBuild } from './job.js';
-import { startEvaluation, type EvaluationRun } from './evaluation.js';
-import type { Bytes } from './eval-protocol.js';
+import { setupEvalPanel, type EvaluationState } from './eval-panel.js';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const els = {
@@ -12,12 +11,6 @@ const els = {
   workers: $<HTMLInputElement>('workers'), budget: $<HTMLInputElement>('budget'), stream: $<HTMLInputElement>('stream'), resume: $<HTMLInputElement>('resume'), run: $<HTMLButtonElement>('run'),
   cancel: $<HTMLButtonElement>('cancel'), status: $('status'), bar: $<HTMLProgressElement>('bar'), rate: $('rate'),
   layers: $<HTMLOListElement>('layers'), tensors: $<HTMLTableSectionElement>('tensors').querySelector('tbody')!, result: $('result'),
-  evalQuantFile: $<HTMLInputElement>('eval-quantized-file'), evalQuantUrl: $<HTMLInputElement>('eval-quantized-url'),
-  evalTokensUrl: $<HTMLInputElement>('eval-tokens-url'), evalTokensFile: $<HTMLInputElement>('eval-tokens-file'),
-  evalDocs: $<HTMLInputElement>('eval-docs'), evalContext: $<HTMLInputElement>('eval-context'),
-  evalRun: $<HTMLButtonElement>('eval-run'), evalCancel: $<HTMLButtonElement>('eval-cancel'), evalStatus: $('eval-status'),
-  evalBar: $<HTMLProgressElement>('eval-bar'), evalSummary: $<HTMLTableElement>('eval-summary').querySelector('tbody')!,
-  evalCost: $('eval-cost'), evalLayers: $<HTMLTableElement>('eval-layers').querySelector('tbody')!,
 };
 
 /** What a test (or the console) can read about the last run. */
@@ -28,14 +21,7 @@ export interface DemoState {
   /** `chunked`: tensors cut into row chunks to stay within the memory budget. */
   result?: { fileName: string; kind: ContainerKind; bytes: number; tensors: number; chunked: number; resumedUnits: number; elapsedMs: number; blob?: Blob };
   /** The last evaluation (panel 5). */
-  evaluation?: {
-    state: 'running' | 'done' | 'error';
-    /** The quantized checkpoint evaluated (file name or URL). */
-    quantized: string;
-    progress?: { documents: number; totalDocuments: number; tokens: number };
-    result?: EvaluateResult & { build: WasmBuild };
-    error?: DemoState['error'];
-  };
+  evaluation?: EvaluationState;
 }
 const demo: DemoState = { state: 'idle' };
 (globalThis as { webquantDemo?: DemoState }).webquantDemo = demo;
@@ -220,97 +206,11 @@ function errorState(e: unknown): NonNullable<DemoState['error']> {
 }
 const errorText = (e: unknown) => (e instanceof WebquantError ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e));
 
-// --- evaluation ----------------------------------------------------------------------------
-let evaluating: EvaluationRun | undefined;
-
-function evalStatus(text: string, state: 'idle' | 'running' | 'done' | 'error'): void {
-  els.evalStatus.textContent = text;
-  els.evalStatus.dataset.state = state;
-}
-
-/** The quantized checkpoint to evaluate: a chosen file, else a URL, else the result of step 4. */
-function quantizedBytes(): Bytes | undefined {
-  const f = els.evalQuantFile.files?.[0];
-  if (f) return { blob: f, name: f.name };
-  if (els.evalQuantUrl.value.trim()) return { url: els.evalQuantUrl.value.trim() };
-  const r = demo.result;
-  return r?.blob ? { blob: r.blob, name: r.fileName } : undefined;
-}
-
-function tokenBytes(): Bytes | undefined {
-  const f = els.evalTokensFile.files?.[0];
-  if (f) return { blob: f, name: f.name };
-  return els.evalTokensUrl.value.trim() ? { url: els.evalTokensUrl.value.trim() } : undefined;
-}
-
-const positiveInt = (el: HTMLInputElement) => {
-  const n = Number(el.value);
-  return el.value.trim() && Number.isInteger(n) && n > 0 ? n : undefined;
-};
-
-async function runEvaluation(): Promise<void> {
-  const original = inputSpec();
-  const quantized = quantizedBytes();
-  const tokens = tokenBytes();
-  const missing = !original ? 'the original checkpoint (step 1)' : !quantized ? 'a quantized checkpoint (run step 2, or choose a file or URL)' : !tokens ? 'evaluation tokens (a URL or a file)' : undefined;
-  if (missing) { evalStatus(`Needs ${missing}.`, 'error'); return; }
-  const name = 'url' in quantized! ? quantized.url : quantized!.name;
-  const ev: NonNullable<DemoState['evaluation']> = { state: 'running', quantized: name };
-  demo.evaluation = ev;
-  els.evalRun.disabled = true;
-  els.evalCancel.disabled = false;
-  els.evalBar.value = 0;
-  els.evalSummary.replaceChildren();
-  els.evalLayers.replaceChildren();
-  els.evalCost.textContent = '';
-  evalStatus('Starting the Worker…', 'running');
-  try {
-    evaluating = startEvaluation(
-      { original: original!, quantized: quantized!, tokens: tokens!, maxDocs: positiveInt(els.evalDocs), contextLength: positiveInt(els.evalContext) },
-      {
-        stage: (text) => evalStatus(text, 'running'),
-        progress: (p) => {
-          ev.progress = { documents: p.documents, totalDocuments: p.totalDocuments, tokens: p.tokens };
-          els.evalBar.value = p.documents / p.totalDocuments;
-          evalStatus(`Evaluating: ${p.documents} of ${p.totalDocuments} documents, ${p.tokens} tokens`, 'running');
-        },
-      },
-    );
-    const r = await evaluating.done;
-    ev.result = r;
-    ev.state = 'done';
-    showEvaluation(r);
-    evalStatus(`Done: ${r.documents} documents, ${r.reference.tokens} predicted tokens in ${r.seconds.toFixed(2)} s (${r.build}, Web Worker).`, 'done');
-  } catch (e) {
-    ev.error = errorState(e);
-    ev.state = 'error';
-    evalStatus(errorText(e), 'error');
-  } finally {
-    evaluating = undefined;
-    els.evalRun.disabled = false;
-    els.evalCancel.disabled = true;
-  }
-}
-
-function showEvaluation(r: EvaluateResult): void {
-  for (const [label, s] of [['original', r.reference], ['quantized', r.candidate!]] as const) {
-    const row = els.evalSummary.insertRow();
-    cell(row, label);
-    cell(row, s.nll.toFixed(5), true);
-    cell(row, s.ppl.toFixed(3), true);
-  }
-  els.evalCost.textContent = `ΔNLL ${r.deltaNll!.toFixed(5)} nats/token · KL(original ‖ quantized) ${r.klDivergence!.toExponential(3)} nats/token · top-1 agreement ${(100 * r.top1Agreement!).toFixed(2)} %`;
-  for (const l of r.perLayer ?? []) {
-    const row = els.evalLayers.insertRow();
-    cell(row, String(l.layer), true);
-    cell(row, l.rmse.toExponential(3), true);
-    cell(row, Number.isFinite(l.sqnrDb) ? l.sqnrDb.toFixed(1) : '∞', true);
-    cell(row, l.cosine.toFixed(6), true);
-  }
-}
-
-els.evalRun.addEventListener('click', () => void runEvaluation());
-els.evalCancel.addEventListener('click', () => evaluating?.cancel());
+// --- evaluation (panel 5) -----------------------------------------------------------------
+setupEvalPanel({
+  demo, original: inputSpec, errorState, errorText,
+  quantizedResult: () => (demo.result?.blob ? { blob: demo.result.blob, name: demo.result.fileName } : undefined),
+});
 
 function fmtBytes(n: number): string {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
