@@ -182,7 +182,8 @@ export function gpt2Vocab(tj: Json, f: HfFiles, vocabSize?: number, pre?: string
   const added = addedTokens(tj, file);
   const rev = idToToken(vocab, added);
   const n = vocabSize ?? rev.size;
-  const maxId = Math.max(...rev.keys());
+  let maxId = -1;
+  for (const id of rev.keys()) maxId = Math.max(maxId, id);
   if (maxId >= n) bad(file, `token id ${maxId} is outside config.json's vocab_size ${n}`, { value: maxId, expected: `< ${n}` });
   const addedByContent = new Map(added.map((a) => [a.content, a]));
   const tokens: string[] = [], types: number[] = [];

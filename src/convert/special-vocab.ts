@@ -94,9 +94,6 @@ export function specialVocab(inp: SpecialVocabInput): SpecialVocab {
   const added = addedTokens(tj, inp.names.tokenizerJson);
   // The named special tokens: tokenizer_config.json's, then special_tokens_map.json's for the rest.
   const tc: Json | undefined = inp.tokenizerConfig || inp.specialTokensMap ? { ...inp.specialTokensMap, ...inp.tokenizerConfig } : undefined;
-  if (tc && inp.specialTokensMap && inp.tokenizerConfig) {
-    for (const typ of BASE_TYPES) if (inp.tokenizerConfig[`${typ}_token`] == null && inp.specialTokensMap[`${typ}_token`] != null) tc[`${typ}_token`] = inp.specialTokensMap[`${typ}_token`];
-  }
 
   if (tj) {
     let bos = tokenContent(tc?.bos_token), cls = tokenContent(tc?.cls_token), eos = tokenContent(tc?.eos_token), sep = tokenContent(tc?.sep_token);
