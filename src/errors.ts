@@ -55,6 +55,8 @@ export const ErrorCodes = {
   GGUF_BLOCK: 'E_GGUF_BLOCK',
   GGUF_OVERLAP: 'E_GGUF_OVERLAP',
   CONFIG: 'E_CONFIG',
+  // tokenizer files converted to GGUF (src/convert)
+  TOKENIZER: 'E_TOKENIZER',
   WRITER: 'E_WRITER',
   // streaming pipeline (src/pipeline)
   WORKER_CRASHED: 'E_WORKER_CRASHED',

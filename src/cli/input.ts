@@ -1,17 +1,19 @@
 // Opening what the user names on the command line: a .safetensors or .gguf file, a sharded
 // checkpoint (its model.safetensors.index.json or the directory holding it), a directory with one
 // checkpoint, or an http(s) URL read with range requests. config.json beside the input is read
-// when present.
-import { readdir, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+// when present; tokenizer files beside it are looked for when a GGUF is written.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { ErrorCodes, fail, WebquantError } from '../errors.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { readConfig, type ModelConfig } from '../io/config.js';
 import { fromPath, type FileSource } from '../io/node.js';
 import { openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
-import { fromUrl, type ByteSource } from '../io/source.js';
+import { fromBuffer, fromUrl, type ByteSource } from '../io/source.js';
 import type { CliIO } from './io.js';
+import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { tokenizerFilesBesideUrl } from '../pipeline/prepare.js';
 
 export interface OpenedInput {
   checkpoint: Checkpoint;
@@ -24,8 +26,8 @@ export interface OpenedInput {
   configFile?: string;
   /** config.json exists but could not be read: only commands that need it fail with this. */
   configError?: WebquantError;
-  /** A tokenizer.json beside the input. */
-  tokenizerFile?: string;
+  /** The tokenizer files beside the input (looked for on first call). */
+  tokenizerFiles(): Promise<TokenizerFiles>;
   /** Bytes of the input file(s), when known. */
   size?: number;
   close(): Promise<void>;
@@ -90,7 +92,7 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
       checkpoint = await openCheckpoint(s);
       size = await s.size();
     }
-    const opened: OpenedInput = { checkpoint, spec, file, dir, size, close };
+    const opened: OpenedInput = { checkpoint, spec, file, dir, size, close, tokenizerFiles: () => tokenizerFilesIn(dir) };
     const cfg = join(dir, 'config.json');
     if ((await exists(cfg)) === 'file') {
       opened.configFile = cfg;
@@ -101,7 +103,6 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
         opened.configError = e;
       }
     }
-    if ((await exists(join(dir, 'tokenizer.json'))) === 'file') opened.tokenizerFile = join(dir, 'tokenizer.json');
     return opened;
   } catch (e) {
     await close();
@@ -115,7 +116,10 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
   const checkpoint = url.split('?')[0].endsWith('.json')
     ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts))
     : await openCheckpoint(main);
-  const opened: OpenedInput = { checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined };
+  const opened: OpenedInput = {
+    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined,
+    tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts),
+  };
   // config.json beside a URL is optional: any failure to fetch it means there is none.
   const cfgUrl = new URL('config.json', url).toString();
   let cfgSrc: ByteSource | undefined;
@@ -136,6 +140,42 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
     }
   }
   return opened;
+}
+
+/** A local file read whole (tokenizer files are small next to a checkpoint, and need no handle kept open). */
+async function localSource(p: string): Promise<ByteSource> {
+  const bytes = await readFile(p).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read ${p}: ${(e as Error).message}`, { file: p }));
+  return fromBuffer(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), p);
+}
+
+/** The tokenizer files (TOKENIZER_FILE_NAMES) in a directory. */
+export async function tokenizerFilesIn(dir: string): Promise<TokenizerFiles> {
+  const files: TokenizerFiles = {};
+  for (const f of TOKENIZER_FILE_NAMES) if ((await exists(join(dir, f))) === 'file') files[f] = await localSource(join(dir, f));
+  return files;
+}
+
+/**
+ * The tokenizer named by --tokenizer: a directory of tokenizer files; a .json file (read as
+ * tokenizer.json) or a .model file (tokenizer.model), each with the other files of its directory;
+ * any other file is a llama2.c tokenizer (tok512.bin, tokenizer.bin).
+ */
+export async function tokenizerFilesAt(spec: string, io: CliIO): Promise<TokenizerFiles> {
+  const p = absPath(spec, io);
+  const kind = await exists(p);
+  if (!kind) notFound('tokenizer', spec);
+  if (kind === 'dir') return tokenizerFilesIn(p);
+  const ext = extname(p).toLowerCase();
+  if (ext === '.json' || ext === '.model') {
+    const files = await tokenizerFilesIn(dirname(p));
+    const main = ext === '.json' ? 'tokenizer.json' : 'tokenizer.model';
+    // The named file replaces (and rules out) the other main file of the folder.
+    delete files['tokenizer.json'];
+    delete files['tokenizer.model'];
+    files[main] = await localSource(p);
+    return files;
+  }
+  return { llama2c: await localSource(p) };
 }
 
 export function baseName(p: string): string {

@@ -6,12 +6,12 @@ import { ErrorCodes, fail } from '../errors.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { fromPath } from '../io/node.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
-import { chooseContainer } from '../pipeline/prepare.js';
+import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
 import { readImatrix } from './imatrix.js';
-import { absPath, baseName, isUrl, openInput, type OpenedInput } from './input.js';
+import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
 
@@ -23,6 +23,10 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   strict?: boolean;
   workers?: number;
   imatrix?: string;
+  /** --tokenizer: a tokenizer file or folder, or 'none' (default: the files beside the input). */
+  tokenizer?: string;
+  /** --tokenizer-pre: tokenizer.ggml.pre for a byte-level BPE tokenizer. */
+  tokenizerPre?: string;
   json?: boolean;
 }
 
@@ -218,11 +222,22 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const notes: string[] = [];
     const fileType = choice.fileType;
     if (kind === 'gguf' && input.checkpoint.format !== 'gguf' && input.configError) throw input.configError;
+    const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
+    const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
+    const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
     const { input: ck, container, tokenizer } = chooseContainer(input.checkpoint, kind, choice, {
-      config: input.config, tokenizerFile: input.tokenizerFile, name: modelName(input), file: baseName(input.file),
+      config: input.config, vocab, name: modelName(input), file: baseName(input.file),
     });
-    if (tokenizer?.kind === 'none') notes.push('no tokenizer beside the input: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)');
-    if (tokenizer?.kind === 'unconverted') warnings.push(`${baseName(tokenizer.file)} was found but converting tokenizers is not supported yet: the GGUF has no tokenizer keys, and llama.cpp will not load it until they are added`);
+    if (tokenizer?.kind === 'none') {
+      notes.push(a.tokenizer === 'none'
+        ? '--tokenizer none: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)'
+        : 'no tokenizer beside the input: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text; --tokenizer names one)');
+    }
+    if (tokenizer?.kind === 'vocab') {
+      const v = tokenizer.vocab;
+      notes.push(`tokenizer from ${v.source.split(' + ').map(baseName).join(' + ')}: ${v.model}${v.pre ? ` (pre ${v.pre})` : ''}, ${v.tokens.length} tokens${v.merges ? `, ${v.merges.length} merges` : ''}`);
+      warnings.push(...v.warnings);
+    }
     if (kind === 'gguf' && fileType === undefined) {
       warnings.push(input.checkpoint.format === 'gguf'
         ? 'general.file_type is carried over unchanged: the plan names no llama_ftype (give "fileType" in the plan file)'

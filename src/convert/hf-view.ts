@@ -1,13 +1,15 @@
-// A Hugging Face Llama-family checkpoint seen as llama.cpp's converter would write it: GGUF tensor
-// names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted from the
-// rotate-half layout to interleaved pairs, and 1-D F16/BF16 tensors (norms) widened to F32, since
+// A Hugging Face Llama-family (or Qwen2) checkpoint seen as llama.cpp's converter would write it:
+// GGUF tensor names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted
+// from the rotate-half layout to interleaved pairs (Llama only), and 1-D F16/BF16 tensors (norms,
+// biases) widened to F32, since
 // llama.cpp stores every vector in F32. Nothing is read until a tensor is asked for; ranged reads
 // of a permuted tensor fetch only the source rows they need.
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
-import { ggufTensorName, llamaMetadata, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
+import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 
 export interface GgufViewOptions {
   /** Present 1-D F16/BF16 tensors as F32, as llama.cpp's converter stores them (default true). */
@@ -56,6 +58,7 @@ function permuteValues(v: TensorValues, rows: number, heads: number): TensorValu
 
 export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
   const widen = opts.f32Vectors ?? true;
+  const permute = ggufArchitecture(config)?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];
   for (const src of input.tensors) {
@@ -64,7 +67,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     if (entries.has(name)) {
       fail(ErrorCodes.MODEL, `[convert] ${input.source}: tensors "${entries.get(name)!.src.name}" and "${src.name}" both map to GGUF "${name}"`, { file: input.source, tensor: src.name, value: name });
     }
-    const heads = permuteHeads(src.name, config);
+    const heads = permute ? permuteHeads(src.name, config) : undefined;
     if (heads !== undefined) {
       if (!(src.dtype in ELEM)) {
         fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 q/k projections can be permuted for GGUF`, {
@@ -189,16 +192,19 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 }
 
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
-export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = ['llama', 'mistral'];
+export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
+
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2). */
+export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
- * The converter's config from readConfig()'s result. Refuses (E_MODEL) model types llama.cpp does
- * not load as "llama" (Qwen2, Gemma, ... have their own GGUF architectures and tensor sets).
+ * The converter's config from readConfig()'s result. Refuses (E_MODEL) model types webquant does
+ * not write as GGUF (Gemma, Phi, ... have their own GGUF architectures and tensor sets).
  */
 export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
-  if (!LLAMA_GGUF_MODEL_TYPES.includes(c.modelType)) {
-    fail(ErrorCodes.MODEL, `[convert] model_type "${c.modelType}" (${c.architecture}) cannot be written as GGUF by webquant yet; supported: ${LLAMA_GGUF_MODEL_TYPES.join(', ')} (write .safetensors instead)`, {
-      option: 'model_type', value: c.modelType, expected: LLAMA_GGUF_MODEL_TYPES,
+  if (!GGUF_MODEL_TYPES.includes(c.modelType)) {
+    fail(ErrorCodes.MODEL, `[convert] model_type "${c.modelType}" (${c.architecture}) cannot be written as GGUF by webquant yet; supported: ${GGUF_MODEL_TYPES.join(', ')} (write .safetensors instead)`, {
+      option: 'model_type', value: c.modelType, expected: GGUF_MODEL_TYPES,
     });
   }
   if (c.intermediateSize === undefined) {
@@ -208,6 +214,8 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     architectures: [c.architecture], model_type: c.modelType, hidden_size: c.hiddenSize, intermediate_size: c.intermediateSize,
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
+    head_dim_in_config: typeof c.raw.head_dim === 'number',
+    ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }
 
@@ -215,19 +223,24 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
 export type GgufTokenizer =
   /** No tokenizer beside the input: `tokenizer.ggml.model = "no_vocab"` (llama.cpp loads such a file). */
   | { kind: 'none' }
-  /** A tokenizer.json exists but is not converted (not supported yet): no tokenizer keys are written. */
-  | { kind: 'unconverted'; file: string };
+  /** A converted tokenizer (src/convert/tokenizer-files.ts): its `tokenizer.*` keys. */
+  | { kind: 'vocab'; vocab: GgufVocab };
 
 /**
- * GGUF key/value pairs for a Hugging Face Llama-family input: llamaMetadata(config) plus
- * general.file_type (llama_ftype), general.quantization_version = 2 (GGML_QNT_VERSION) and the
- * tokenizer keys described by `tokenizer`.
+ * GGUF key/value pairs for a Hugging Face input: the architecture's metadata (llamaMetadata or
+ * qwen2Metadata), general.file_type (llama_ftype), general.quantization_version = 2
+ * (GGML_QNT_VERSION) and the tokenizer keys described by `tokenizer`.
  */
 export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer: GgufTokenizer, name?: string): GgufWriteKV[] {
-  const kv: GgufWriteKV[] = Object.entries(llamaMetadata(config, name)).map(([key, v]) => ({ key, type: v.type, value: v.value }));
+  const arch = ggufArchitecture(config);
+  if (!arch) {
+    fail(ErrorCodes.MODEL, `[convert] model_type "${String(config.model_type)}" has no GGUF architecture in webquant; supported: ${GGUF_MODEL_TYPES.join(', ')}`, { option: 'model_type', value: config.model_type, expected: GGUF_MODEL_TYPES });
+  }
+  const kv: GgufWriteKV[] = Object.entries(arch.metadata(config, name)).map(([key, v]) => ({ key, type: v.type, value: v.value }));
   kv.push({ key: 'general.file_type', type: 'u32', value: fileType });
   kv.push({ key: 'general.quantization_version', type: 'u32', value: 2 });
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
+  else kv.push(...vocabMetadata(tokenizer.vocab));
   return kv;
 }
 

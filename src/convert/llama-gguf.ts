@@ -1,6 +1,7 @@
 // Hugging Face Llama-family checkpoints -> GGUF naming and metadata, as llama.cpp expects them.
-// Facts from llama.cpp's converter: tensor names (blk.N.attn_q ...), the `llama.*` hyperparameter
-// keys, and the q/k row permutation from the HF rotate-half layout back to interleaved pairs.
+// Facts from llama.cpp's converter: tensor names (blk.N.attn_q ...), the `llama.*` / `qwen2.*`
+// hyperparameter keys, and the q/k row permutation from the HF rotate-half layout back to
+// interleaved pairs (LLaMA only: llama.cpp runs Qwen2 with NeoX rope, on the HF layout).
 import { ErrorCodes, fail } from '../errors.js';
 
 export interface LlamaConfig {
@@ -17,6 +18,10 @@ export interface LlamaConfig {
   rope_theta?: number;
   tie_word_embeddings?: boolean;
   head_dim?: number;
+  /** config.json gives head_dim itself (Qwen2 then writes key/value lengths, as the converter does). */
+  head_dim_in_config?: boolean;
+  /** config.json rope_scaling (Qwen2 writes YaRN scaling). */
+  rope_scaling?: Record<string, unknown>;
 }
 
 const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
@@ -112,4 +117,58 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
     'llama.vocab_size': { type: 'u32', value: cfg.vocab_size },
   };
   return md;
+}
+
+/** The `general.*` and `qwen2.*` keys llama.cpp reads for a Qwen2 model (convert_hf_to_gguf's Qwen2Model). */
+export function qwen2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const llama = llamaMetadata(cfg, name);
+  const heads = cfg.num_attention_heads;
+  const md: Record<string, GgufValue> = {
+    'general.architecture': { type: 'string', value: 'qwen2' },
+    'general.name': llama['general.name'],
+    'qwen2.block_count': { type: 'u32', value: cfg.num_hidden_layers },
+    // Defaults are Qwen2Config's, for config.json files that leave them out.
+    'qwen2.context_length': { type: 'u32', value: cfg.max_position_embeddings ?? 32768 },
+    'qwen2.embedding_length': { type: 'u32', value: cfg.hidden_size },
+    'qwen2.feed_forward_length': { type: 'u32', value: cfg.intermediate_size },
+    'qwen2.attention.head_count': { type: 'u32', value: heads },
+    'qwen2.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    'qwen2.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
+    'qwen2.attention.layer_norm_rms_epsilon': { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
+  };
+  if (cfg.head_dim_in_config && cfg.head_dim !== undefined) {
+    md['qwen2.attention.key_length'] = { type: 'u32', value: cfg.head_dim };
+    md['qwen2.attention.value_length'] = { type: 'u32', value: cfg.head_dim };
+  }
+  const rs = cfg.rope_scaling;
+  if (rs && (rs.rope_type ?? rs.type) === 'yarn' && typeof rs.factor === 'number') {
+    md['qwen2.rope.scaling.type'] = { type: 'string', value: 'yarn' };
+    md['qwen2.rope.scaling.factor'] = { type: 'f32', value: rs.factor };
+    if (typeof rs.original_max_position_embeddings === 'number') {
+      md['qwen2.rope.scaling.original_context_length'] = { type: 'u32', value: rs.original_max_position_embeddings };
+    }
+  }
+  return md;
+}
+
+/** A GGUF architecture webquant writes from Hugging Face checkpoints. */
+export interface GgufArchitecture {
+  /** general.architecture, and the prefix of its keys. */
+  name: 'llama' | 'qwen2';
+  /** config.json model_type values written as this architecture. */
+  modelTypes: readonly string[];
+  /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
+  permuteQK: boolean;
+  metadata(cfg: LlamaConfig, name?: string): Record<string, GgufValue>;
+}
+
+/** One entry per architecture: model types, q/k layout and metadata keys. */
+export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
+  { name: 'llama', modelTypes: ['llama', 'mistral'], permuteQK: true, metadata: llamaMetadata },
+  { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
+];
+
+/** The architecture of a config's model_type (undefined: not one webquant writes as GGUF). */
+export function ggufArchitecture(cfg: Pick<LlamaConfig, 'model_type'>): GgufArchitecture | undefined {
+  return GGUF_ARCHITECTURES.find((a) => a.modelTypes.includes(cfg.model_type ?? 'llama'));
 }

@@ -24,6 +24,7 @@ import { quantizeCheckpoint } from '../pipeline/pipeline.js';
 import { WorkerPool } from '../pipeline/pool.js';
 import { readableStreamSink } from '../pipeline/sink.js';
 import { openUrlInput, prepareOutput, type ContainerKind, type InputBundle } from '../pipeline/prepare.js';
+import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { listPresets } from '../plan/presets.js';
 import { inlineSpawner } from './inline-spawner.js';
 
@@ -46,6 +47,16 @@ function errorResponse(e: unknown): Response {
   return json(500, { error: { message: e instanceof Error ? e.message : String(e) } });
 }
 
+/** Tokenizer files posted as form fields named like the files ("tokenizer.json", ...; "tokenizer" = tokenizer.json). */
+function formTokenizer(form: FormData): TokenizerFiles {
+  const files: TokenizerFiles = {};
+  for (const name of TOKENIZER_FILE_NAMES) {
+    const v = (form.get(name) ?? (name === 'tokenizer.json' ? form.get('tokenizer') : null)) as unknown;
+    if (v instanceof Blob) files[name] = fromBlob(v, name);
+  }
+  return files;
+}
+
 const stem = (file: string) => file.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, '');
 
 async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle> {
@@ -64,7 +75,7 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
       checkpoint: await openCheckpoint(fromBlob(file, name)),
       name,
       config: cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined,
-      hasTokenizer: form.get('tokenizer') instanceof Blob,
+      tokenizer: formTokenizer(form),
     };
   }
   const body = new Uint8Array(await req.arrayBuffer());
@@ -79,7 +90,7 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] container must be "gguf" or "safetensors" but is "${container}"`, { option: 'container', value: container, expected: ['gguf', 'safetensors'] });
   }
   const what = { preset: q.get('preset') ?? undefined, format: q.get('format') ?? undefined };
-  const job = prepareOutput(await requestInput(req, q), what, (container ?? undefined) as ContainerKind | undefined);
+  const job = await prepareOutput(await requestInput(req, q), what, (container ?? undefined) as ContainerKind | undefined);
 
   const pool = new WorkerPool(inlineSpawner(), { wasm: WASM });
   let build: WasmBuild;

@@ -13,6 +13,9 @@ import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js
 import { resolvePlan } from '../plan/plan.js';
 import type { ResolvedPlan } from '../plan/types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
+import type { GgufVocab } from '../convert/gguf-vocab.js';
+import { ggufArchitecture } from '../convert/llama-gguf.js';
+import { readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { ggufContainer, safetensorsContainer, type Container } from './container.js';
 
@@ -23,8 +26,8 @@ export interface InputBundle {
   /** GGUF general.name: the CLI uses the name of the folder holding the checkpoint. */
   name: string;
   config?: ModelConfig;
-  /** A tokenizer.json came with the checkpoint (GGUF output then has no tokenizer keys). */
-  hasTokenizer?: boolean;
+  /** Tokenizer files that came with the checkpoint, converted when GGUF is written from it. */
+  tokenizer?: TokenizerFiles;
 }
 
 export interface PreparedOutput {
@@ -53,7 +56,13 @@ async function besideUrl(file: string, url: string, opts: UrlSourceOptions): Pro
   }
 }
 
-/** A checkpoint read by URL with Range requests, with the config.json (and tokenizer.json) beside it. */
+/** The tokenizer files that exist beside a URL (one probe each). */
+export async function tokenizerFilesBesideUrl(url: string, opts: UrlSourceOptions = {}): Promise<TokenizerFiles> {
+  const found = await Promise.all(TOKENIZER_FILE_NAMES.map(async (f) => [f, await besideUrl(f, url, opts)] as const));
+  return Object.fromEntries(found.filter(([, s]) => s)) as TokenizerFiles;
+}
+
+/** A checkpoint read by URL with Range requests, with the config.json and tokenizer files beside it. */
 export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Promise<InputBundle & { size?: number }> {
   const main = fromUrl(url, opts);
   const sharded = url.split('?')[0].endsWith('.json');
@@ -66,7 +75,7 @@ export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Pr
     checkpoint,
     name: path.length > 1 ? path[path.length - 2] : new URL(url).host,
     config: cfg ? await readConfig(cfg) : undefined,
-    hasTokenizer: !!(await besideUrl('tokenizer.json', url, opts)),
+    tokenizer: await tokenizerFilesBesideUrl(url, opts),
     size: sharded ? undefined : await main.size(),
   };
 }
@@ -93,7 +102,7 @@ export function chooseContainer(
   ck: Checkpoint,
   kind: ContainerKind,
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
-  src: { config?: ModelConfig; tokenizerFile?: string; name: string; file: string },
+  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string },
 ): ContainerChoice {
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
   if (ck.format === 'gguf') {
@@ -107,21 +116,36 @@ export function chooseContainer(
     });
   }
   const cfg = llamaConfigFrom(src.config);
-  const tokenizer: GgufTokenizer = src.tokenizerFile ? { kind: 'unconverted', file: src.tokenizerFile } : { kind: 'none' };
+  const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
   return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name) }), tokenizer };
 }
 
-export function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind): PreparedOutput {
+/**
+ * The vocabulary to write when `ck` becomes GGUF: read from the tokenizer files only for a
+ * Hugging Face checkpoint of a supported architecture (a GGUF input keeps its own keys).
+ */
+export async function ggufVocabFor(
+  ck: Checkpoint, kind: ContainerKind, config: ModelConfig | undefined, files: TokenizerFiles | undefined, pre?: string,
+): Promise<GgufVocab | undefined> {
+  if (kind !== 'gguf' || ck.format === 'gguf' || !config || !files) return undefined;
+  const arch = ggufArchitecture({ model_type: config.modelType });
+  if (!arch) return undefined; // chooseContainer refuses the model type
+  return readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre });
+}
+
+export async function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind): Promise<PreparedOutput> {
   const choice: PlanChoice = choosePlan(what);
   if (want && choice.container && want !== choice.container) {
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[prepare] ${choice.label} writes ${choice.container}, not ${want}`, { option: 'container', value: want, expected: choice.container });
   }
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
+  const vocab = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
   const { input, container, tokenizer } = chooseContainer(src.checkpoint, kind, choice, {
-    config: src.config, tokenizerFile: src.hasTokenizer ? 'tokenizer.json' : undefined, name: src.name, file: src.checkpoint.source,
+    config: src.config, vocab, name: src.name, file: src.checkpoint.source,
   });
-  if (tokenizer?.kind === 'unconverted') warnings.push('tokenizer.json is not converted yet: the GGUF has no tokenizer keys');
+  if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
+  if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);
   const plan = resolvePlan(choice.plan, input.tensors);
   for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
   const errors = plan.problems.filter((p) => p.severity === 'error');

@@ -89,6 +89,8 @@ describe.skipIf(!hasShared)('ggufView on stories260K', () => {
     expect(get('general.file_type')).toEqual({ key: 'general.file_type', type: 'u32', value: 15 });
     expect(get('general.quantization_version')).toEqual({ key: 'general.quantization_version', type: 'u32', value: 2 });
     expect(get('tokenizer.ggml.model')?.value).toBe('no_vocab');
-    expect(hfGgufMetadata(await config(), 15, { kind: 'unconverted', file: 'tokenizer.json' }).some((e) => e.key.startsWith('tokenizer.'))).toBe(false);
+    const vocab = { model: 'llama' as const, tokens: ['<unk>', '<s>', '</s>'], tokenTypes: [2, 3, 3], special: { bos: 1 }, add: {}, source: 't', warnings: [] };
+    const withVocab = hfGgufMetadata(await config(), 15, { kind: 'vocab', vocab }).filter((e) => e.key.startsWith('tokenizer.'));
+    expect(withVocab.map((e) => e.key)).toEqual(['tokenizer.ggml.model', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.bos_token_id']);
   });
 });

@@ -7,6 +7,7 @@ import {
 } from '../../src/index.js';
 import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
 import { WASM } from './wasm.js';
+import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
 
 export { prepareOutput as prepare, type ContainerKind } from '../../src/pipeline/prepare.js';
 
@@ -27,7 +28,7 @@ export async function openInput(spec: InputSpec): Promise<InputBundle> {
     // A dropped file has no folder: its stem (less a dtype suffix) names the model.
     name: model.name.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
     config: cfg ? await readConfig(fromBlob(cfg)) : undefined,
-    hasTokenizer: files.some((f) => f.name === 'tokenizer.json'),
+    tokenizer: Object.fromEntries(files.filter((f) => (TOKENIZER_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
   };
 }
 

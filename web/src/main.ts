@@ -157,7 +157,7 @@ async function run(): Promise<void> {
     }
     status('Opening the checkpoint…', 'running');
     const opened = await openInput(spec);
-    const job = prepare(opened, what, want);
+    const job = await prepare(opened, what, want);
     const { sink, blob } = await outputSink(file);
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {

@@ -1,0 +1,39 @@
+// Which of llama.cpp's BPE pre-tokenizers (tokenizer.ggml.pre) a tokenizer.json uses.
+// llama.cpp's converter finds it by hashing the token ids a reference tokenizer gives for a test
+// text; without that tokenizer at hand, webquant recognises the pre_tokenizer section itself: the
+// Split regex before a ByteLevel step, or a lone ByteLevel with its built-in GPT-2 regex. The
+// regexes are the ones llama.cpp quotes as "original regex from tokenizer.json" (src/llama-vocab.cpp).
+// Tokenizers that share a regex but differ elsewhere cannot be told apart this way: `pre` overrides.
+import { ErrorCodes, fail } from '../errors.js';
+
+/** tokenizer.json Split regex -> tokenizer.ggml.pre. */
+export const BPE_PRE_REGEXES: Readonly<Record<string, string>> = {
+  // Llama 3 / 3.1 / 3.2 (digits in groups of up to three).
+  [String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`]: 'llama-bpe',
+  // Qwen2, Qwen2.5, Qwen3 (single digits).
+  [String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`]: 'qwen2',
+  // Mistral's Tekken (Mistral Nemo, Pixtral's text model, Ministral).
+  [String.raw`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`]: 'tekken',
+};
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** tokenizer.ggml.pre for a byte-level BPE tokenizer.json; E_TOKENIZER when it is not recognised. */
+export function bpePre(tokenizer: Json, file: string): string {
+  const pre = tokenizer.pre_tokenizer;
+  const steps: unknown[] = obj(pre) && pre.type === 'Sequence' && Array.isArray(pre.pretokenizers) ? pre.pretokenizers : [pre];
+  const split = steps.filter((s): s is Json => obj(s) && s.type === 'Split');
+  const byteLevel = steps.filter((s): s is Json => obj(s) && s.type === 'ByteLevel');
+  const regexOf = (s: Json) => (obj(s.pattern) && typeof s.pattern.Regex === 'string' ? s.pattern.Regex : undefined);
+  if (steps.length === 2 && split.length === 1 && byteLevel.length === 1 && byteLevel[0].use_regex === false) {
+    const name = BPE_PRE_REGEXES[regexOf(split[0]) ?? ''];
+    if (name) return name;
+  }
+  // A lone ByteLevel splits with the GPT-2 regex (use_regex defaults to true).
+  if (steps.length === 1 && byteLevel.length === 1 && byteLevel[0].use_regex !== false) return 'gpt-2';
+  const regex = split.map(regexOf).find((r) => r !== undefined);
+  return fail(ErrorCodes.TOKENIZER, `[tokenizer] ${file}: the BPE pre-tokenizer ${regex ? `regex ${JSON.stringify(regex)}` : JSON.stringify(pre)?.slice(0, 200)} is not one webquant recognises; name llama.cpp's pre-tokenizer for it (CLI --tokenizer-pre, API option pre)`, {
+    file, option: 'pre', value: regex ?? pre, expected: [...Object.values(BPE_PRE_REGEXES), 'gpt-2'],
+  });
+}

@@ -1,0 +1,149 @@
+// `webquant quantize` writing GGUF from safetensors with the tokenizer converted: the llama2.c
+// tokenizer of stories260K against its reference GGUF, tokenizer files found beside the input, a
+// generated Qwen2 checkpoint, and the typed errors. Outputs are read back with @huggingface/gguf.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { gguf } from '@huggingface/gguf';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHARED, hasShared } from '../helpers/shared.js';
+import { cli, ensureBuilt, tempDir } from '../cli/helpers.js';
+import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { collect } from '../../src/io/stream.js';
+import { fromBuffer } from '../../src/io/source.js';
+import { openCheckpoint } from '../../src/io/open.js';
+import { permuteRows } from '../../src/convert/llama-gguf.js';
+import { byteLevelTokenizer, QWEN2_REGEX } from './tokenizer-fixtures.js';
+
+const DIR = join(SHARED, 'models/stories260K');
+const read = async (p: string) => (await gguf(p, { allowLocalFile: true }));
+const tokenizerKeys = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith('tokenizer.')));
+
+beforeAll(async () => { await ensureBuilt(); }, 600_000);
+
+describe.skipIf(!hasShared)('quantize stories260K with its llama2.c tokenizer', () => {
+  it('writes the tokenizer keys of the reference GGUF (but unk for pad, see llama2c-tokenizer.test.ts)', async () => {
+    const tmp = tempDir('tok');
+    const out = join(tmp, 's.gguf');
+    const r = await cli(['quantize', join(DIR, 'model.safetensors'), '-o', out, '--format', 'q8_0', '--tokenizer', join(DIR, 'tok512.bin'), '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('note: tokenizer from tok512.bin: llama, 512 tokens');
+    expect(r.stdout).not.toContain('no_vocab');
+    const got = tokenizerKeys((await read(out)).metadata);
+    const want = tokenizerKeys((await read(join(DIR, 'tinyllamas-stories-260k-f32.gguf'))).metadata);
+    const { 'tokenizer.ggml.unknown_token_id': unk, ...rest } = got;
+    const { 'tokenizer.ggml.padding_token_id': pad, ...refRest } = want;
+    expect(rest).toEqual(refRest);
+    expect([unk, pad]).toEqual([0, 0]);
+  });
+
+  it('finds tokenizer.json beside the input; --tokenizer none writes no_vocab; a bad file is E_TOKENIZER', async () => {
+    const tmp = tempDir('tok');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(DIR, f), join(tmp, f));
+    const tj = byteLevelTokenizer({ added: [{ content: '<|begin_of_text|>', special: true }, { content: '<|eot_id|>', special: true }], bosTemplate: '<|begin_of_text|>' });
+    writeFileSync(join(tmp, 'tokenizer.json'), JSON.stringify(tj));
+    writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify({ bos_token: '<|begin_of_text|>', eos_token: '<|eot_id|>', chat_template: '{{ messages }}' }));
+    const r = await cli(['quantize', tmp, '-o', join(tmp, 'a.gguf'), '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/tokenizer from tokenizer.json \+ tokenizer_config.json: gpt2 \(pre llama-bpe\), 512 tokens, 10 merges/);
+    const m = (await read(join(tmp, 'a.gguf'))).metadata;
+    expect(m['tokenizer.ggml.model']).toBe('gpt2');
+    expect(m['tokenizer.ggml.pre']).toBe('llama-bpe');
+    expect((m['tokenizer.ggml.tokens'] as string[]).length).toBe(512);
+    expect((m['tokenizer.ggml.tokens'] as string[])[511]).toBe('[PAD511]');
+    expect(m['tokenizer.ggml.merges']).toHaveLength(10);
+    expect([m['tokenizer.ggml.bos_token_id'], m['tokenizer.ggml.eos_token_id'], m['tokenizer.ggml.add_bos_token']]).toEqual([266, 267, true]);
+    expect(m['tokenizer.chat_template']).toBe('{{ messages }}');
+
+    const none = await cli(['quantize', tmp, '-o', join(tmp, 'b.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
+    expect(none.code).toBe(0);
+    expect(none.stdout).toContain('--tokenizer none');
+    expect((await read(join(tmp, 'b.gguf'))).metadata['tokenizer.ggml.model']).toBe('no_vocab');
+
+    // Writing safetensors never reads the tokenizer.
+    writeFileSync(join(tmp, 'tokenizer.json'), '{"model": {"type": "BPE", "vocab": ');
+    expect((await cli(['quantize', tmp, '-o', join(tmp, 'c.safetensors'), '--format', 'nf4', '--workers', '1'], { cwd: tmp })).code).toBe(0);
+    const bad = await cli(['quantize', tmp, '-o', join(tmp, 'c.gguf'), '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/tokenizer\.json: not JSON .*\(E_TOKENIZER\)/);
+    const missing = await cli(['quantize', tmp, '-o', join(tmp, 'd.gguf'), '--format', 'q8_0', '--tokenizer', join(tmp, 'nope')], { cwd: tmp });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/tokenizer .*nope does not exist/);
+  });
+});
+
+describe('quantize a generated Qwen2 checkpoint to GGUF', () => {
+  const H = 64, HEADS = 4, KV = 2, HD = H / HEADS, FF = 128, V = 300, LAYERS = 2;
+  let seed = 7;
+  const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.2; });
+
+  function checkpoint(): { name: string; dtype: string; shape: number[]; data: Float32Array }[] {
+    const t = (name: string, shape: number[]) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1)) });
+    const list = [t('model.embed_tokens.weight', [V, H]), t('model.norm.weight', [H])];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      list.push(
+        t(`${p}input_layernorm.weight`, [H]), t(`${p}post_attention_layernorm.weight`, [H]),
+        t(`${p}self_attn.q_proj.weight`, [H, H]), t(`${p}self_attn.q_proj.bias`, [H]),
+        t(`${p}self_attn.k_proj.weight`, [KV * HD, H]), t(`${p}self_attn.k_proj.bias`, [KV * HD]),
+        t(`${p}self_attn.v_proj.weight`, [KV * HD, H]), t(`${p}self_attn.v_proj.bias`, [KV * HD]),
+        t(`${p}self_attn.o_proj.weight`, [H, H]),
+        t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]),
+      );
+    }
+    return list;
+  }
+
+  it('writes qwen2.* keys, llama.cpp tensor names with q/k/v biases, no q/k permutation, and the qwen2 tokenizer', async () => {
+    const tmp = tempDir('qwen2');
+    const tensors = checkpoint();
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify({
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS,
+      num_attention_heads: HEADS, num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 4096, rms_norm_eps: 1e-6,
+      rope_theta: 1000000, tie_word_embeddings: true, bos_token_id: 266, eos_token_id: 266,
+      rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 1024 },
+    }));
+    writeFileSync(join(tmp, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({
+      regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }],
+    })));
+    writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>', chat_template: '{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}' }));
+    const out = join(tmp, 'q.gguf');
+    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await read(out);
+    const m = g.metadata;
+    expect(m['general.architecture']).toBe('qwen2');
+    expect([m['qwen2.block_count'], m['qwen2.context_length'], m['qwen2.embedding_length'], m['qwen2.feed_forward_length']]).toEqual([LAYERS, 4096, H, FF]);
+    expect([m['qwen2.attention.head_count'], m['qwen2.attention.head_count_kv']]).toEqual([HEADS, KV]);
+    expect(m['qwen2.rope.freq_base']).toBe(1000000);
+    expect(m['qwen2.attention.layer_norm_rms_epsilon']).toBeCloseTo(1e-6, 12);
+    expect([m['qwen2.rope.scaling.type'], m['qwen2.rope.scaling.factor'], m['qwen2.rope.scaling.original_context_length']]).toEqual(['yarn', 4, 1024]);
+    expect(Object.keys(m).filter((k) => k.startsWith('llama.'))).toEqual([]);
+    expect(m['general.file_type']).toBe(7);
+    expect(m['tokenizer.ggml.model']).toBe('gpt2');
+    expect(m['tokenizer.ggml.pre']).toBe('qwen2');
+    expect((m['tokenizer.ggml.tokens'] as string[]).length).toBe(V);
+    expect([m['tokenizer.ggml.eos_token_id'], m['tokenizer.ggml.padding_token_id'], m['tokenizer.ggml.bos_token_id']]).toEqual([268, 266, 266]);
+    expect(typeof m['tokenizer.chat_template']).toBe('string');
+
+    const names = g.tensorInfos.map((t) => t.name).sort();
+    const want = ['token_embd.weight', 'output_norm.weight'];
+    for (let l = 0; l < LAYERS; l++) {
+      for (const s of ['attn_norm.weight', 'ffn_norm.weight', 'attn_q.weight', 'attn_q.bias', 'attn_k.weight', 'attn_k.bias', 'attn_v.weight', 'attn_v.bias', 'attn_output.weight', 'ffn_gate.weight', 'ffn_up.weight', 'ffn_down.weight']) want.push(`blk.${l}.${s}`);
+    }
+    expect(names).toEqual(want.sort());
+    // Tied embeddings: no output.weight (llama.cpp's qwen2 loader falls back to token_embd).
+    expect(names).not.toContain('output.weight');
+
+    // Biases are kept in F32 and in the Hugging Face row order: Qwen2 runs NeoX rope, nothing is permuted.
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    for (const [gname, hf, heads] of [['blk.1.attn_q.bias', 'model.layers.1.self_attn.q_proj.bias', HEADS], ['blk.0.attn_k.bias', 'model.layers.0.self_attn.k_proj.bias', KV]] as const) {
+      const src = tensors.find((t) => t.name === hf)!.data;
+      expect(ck.tensor(gname).dtype).toBe('F32');
+      expect(await ck.readF32(gname)).toEqual(src);
+      // The check would see a permutation: it changes these values.
+      const permuted = new Float32Array(permuteRows(new Uint8Array(src.buffer.slice(0)), src.length, 4, heads).buffer);
+      expect(permuted).not.toEqual(src);
+    }
+  });
+});

@@ -1,0 +1,168 @@
+// llama.cpp itself as the oracle: wllama (the dev dependency: llama.cpp b6327 compiled to
+// WebAssembly) runs in Debian's Chromium, loads GGUF files `webquant quantize` wrote from
+// safetensors with a converted tokenizer, tokenizes and generates. stories260K must give the
+// greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
+// and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
+// its merges say; a generated Qwen2 checkpoint must load and run. CI installs chromium; without
+// it this test fails (as test/browser does).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join, normalize } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { SHARED, hasShared, sharedBytes } from '../helpers/shared.js';
+import { cli, ensureBuilt, ROOT, tempDir } from '../cli/helpers.js';
+import { llama2cVocab } from '../../src/convert/llama2c-tokenizer.js';
+import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { collect } from '../../src/io/stream.js';
+import { splitDocuments } from '../../src/eval/tokens.js';
+import { byteLevelTokenizer, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const STORIES = join(SHARED, 'models/stories260K');
+const WLLAMA = join(ROOT, 'node_modules/@wllama/wllama/esm');
+
+const PAGE = `<!doctype html><script type="module">
+import { Wllama } from '/wllama/index.js';
+const quiet = { debug() {}, log() {}, info() {}, warn() {}, error: console.error };
+window.complete = async (file, prompt, maxTokens) => {
+  const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { logger: quiet });
+  await w.loadModel([await (await fetch(file)).blob()], { n_threads: 1, n_gpu_layers: 0, n_ctx: 512 });
+  const r = await w.createCompletion({ prompt, max_tokens: maxTokens, temperature: 0, logprobs: 1 });
+  const out = { text: r.choices[0].text, ids: r.choices[0].logprobs.content.map((c) => c.id), promptTokens: r.usage.prompt_tokens, bos: w.getBOS(), addBos: w.mustAddBosToken() };
+  await w.exit();
+  return out;
+};
+window.ready = true;
+</script>`;
+
+interface Completion { text: string; ids: number[]; promptTokens: number; bos: number; addBos: boolean }
+
+let server: Server | undefined;
+let browser: Browser | undefined;
+let page: Page | undefined;
+let base = '';
+const tmp = tempDir('llamacpp');
+
+beforeAll(async () => {
+  await ensureBuilt();
+  server = createServer(async (req, res) => {
+    const url = decodeURIComponent(req.url?.split('?')[0] ?? '/');
+    const [dir, rel] = url.startsWith('/wllama/') ? [WLLAMA, url.slice(8)] : url.startsWith('/m/') ? [tmp, url.slice(3)] : ['', ''];
+    if (url === '/') { res.setHeader('Content-Type', 'text/html'); res.end(PAGE); return; }
+    const file = normalize(join(dir, rel));
+    if (!dir || !file.startsWith(dir) || !existsSync(file)) { res.statusCode = 404; res.end(); return; }
+    res.setHeader('Content-Type', file.endsWith('.js') ? 'text/javascript' : file.endsWith('.wasm') ? 'application/wasm' : 'application/octet-stream');
+    res.end(await readFile(file));
+  }).listen(0, '127.0.0.1');
+  await new Promise((r) => server!.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  if (!existsSync(CHROMIUM)) return;
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  page = await browser.newPage();
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => (window as unknown as { ready?: boolean }).ready === true);
+}, 600_000);
+
+afterAll(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function complete(gguf: string, prompt: string, maxTokens: number): Promise<Completion> {
+  if (!page) throw new Error(`${CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium)`);
+  const name = gguf.slice(tmp.length + 1);
+  return page.evaluate(([f, p, n]) => (window as unknown as { complete: (f: string, p: string, n: number) => Promise<Completion> }).complete(f, p, n), [`/m/${name}`, prompt, maxTokens] as const);
+}
+
+async function quantize(input: string, out: string, extra: string[] = []): Promise<string> {
+  const r = await cli(['quantize', input, '-o', join(tmp, out), '--preset', 'f16', '--workers', '1', ...extra], { cwd: tmp });
+  expect(r.code, r.stderr).toBe(0);
+  return join(tmp, out);
+}
+
+/** The greedy sample of stories260K's model card (run.c -t 0.0), first line. */
+function documentedSample(): string {
+  const md = readFileSync(join(STORIES, 'stories260K.md'), 'utf8');
+  const m = /run stories260K\/stories260K\.bin -z stories260K\/tok512\.bin -t 0\.0\n(.+)\n/.exec(md);
+  if (!m) throw new Error('stories260K.md has no greedy sample');
+  return m[1];
+}
+
+describe.skipIf(!hasShared)('llama.cpp runs stories260K GGUF with the converted tokenizer', () => {
+  it('llama2.c tok512.bin: the documented greedy text, and prompts split as llama2.c split them', async () => {
+    const gguf = await quantize(join(STORIES, 'model.safetensors'), 'stories-tok512.gguf', ['--tokenizer', join(STORIES, 'tok512.bin')]);
+    const sample = documentedSample();
+    const r = await complete(gguf, '', 48);
+    expect(r.bos).toBe(1);
+    expect(r.addBos).toBe(true);
+    expect(r.text.length).toBeGreaterThan(100);
+    expect(sample.startsWith(r.text.trimStart()), `llama.cpp: ${r.text}\nrun.c:    ${sample}`).toBe(true);
+    // The first paragraphs of the dev text against their llama2.c token counts (BOS included).
+    const docs = splitDocuments(new Uint16Array(sharedBytes('eval/tinystories_dev.tokens.u16').slice().buffer));
+    const paragraphs = readFileSync(join(SHARED, 'eval/tinystories_dev.txt'), 'utf8').split('\n\n');
+    for (let i = 0; i < 3; i++) {
+      const p = await complete(gguf, paragraphs[i], 1);
+      expect(p.promptTokens, paragraphs[i]).toBe(docs[i].length);
+    }
+  });
+
+  it('a SentencePiece tokenizer.model beside the checkpoint gives the same text', async () => {
+    const dir = tempDir('spm');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(STORIES, f), join(dir, f));
+    const v = llama2cVocab(sharedBytes('models/stories260K/tok512.bin'), 'tok512.bin', 512);
+    writeFileSync(join(dir, 'tokenizer.model'), spModel(v.tokens.map((piece, i) => ({ piece, score: v.scores![i], type: v.tokenTypes[i] }))));
+    const gguf = await quantize(dir, 'stories-spm.gguf');
+    const r = await complete(gguf, '', 48);
+    expect(documentedSample().startsWith(r.text.trimStart()), r.text).toBe(true);
+  });
+
+  it('byte-level BPE (Llama 3 shape): llama.cpp splits with the llama-bpe regex and the merges', async () => {
+    const dir = tempDir('bpe');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(STORIES, f), join(dir, f));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({ added: [{ content: '<|begin_of_text|>', special: true }, { content: '<|end_of_text|>', special: true }], bosTemplate: '<|begin_of_text|>' })));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: '<|begin_of_text|>', eos_token: '<|end_of_text|>' }));
+    const gguf = await quantize(dir, 'stories-bpe.gguf');
+    // "the and in" -> <|begin_of_text|> "t" "he" | "Ġand" | "Ġ" "in" (no merge makes "the" without a space).
+    const r = await complete(gguf, 'the and in', 4);
+    expect(r.bos).toBe(266);
+    expect(r.promptTokens).toBe(6);
+    expect(r.ids).toHaveLength(4);
+  });
+});
+
+describe('llama.cpp loads and runs a generated Qwen2 checkpoint', () => {
+  it('qwen2 keys, tensors with q/k/v biases, qwen2 pre-tokenizer', async () => {
+    const dir = tempDir('qwen2');
+    const H = 64, HEADS = 4, KV = 2, HD = 16, FF = 128, V = 300;
+    let seed = 3;
+    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.2; });
+    const t = (name: string, shape: number[], fill?: number) => ({ name, dtype: 'F32', shape, data: fill === undefined ? rnd(shape.reduce((a, b) => a * b, 1)) : new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(fill) });
+    const tensors = [t('model.embed_tokens.weight', [V, H]), t('model.norm.weight', [H], 1)];
+    for (let l = 0; l < 2; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(t(`${p}input_layernorm.weight`, [H], 1), t(`${p}post_attention_layernorm.weight`, [H], 1),
+        t(`${p}self_attn.q_proj.weight`, [H, H]), t(`${p}self_attn.q_proj.bias`, [H]), t(`${p}self_attn.k_proj.weight`, [KV * HD, H]), t(`${p}self_attn.k_proj.bias`, [KV * HD]),
+        t(`${p}self_attn.v_proj.weight`, [KV * HD, H]), t(`${p}self_attn.v_proj.bias`, [KV * HD]), t(`${p}self_attn.o_proj.weight`, [H, H]),
+        t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
+    }
+    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: H, intermediate_size: FF, num_hidden_layers: 2, num_attention_heads: HEADS,
+      num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: true,
+    }));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] })));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
+    const gguf = await quantize(dir, 'qwen2.gguf');
+    const r = await complete(gguf, 'the and in', 3);
+    // No BOS for Qwen2 (llama.cpp's default for the qwen2 pre-tokenizer; the files ask for none).
+    expect(r.addBos).toBe(false);
+    // Unlike llama-bpe (ignore_merges: a word found whole in the vocabulary is one token), qwen2
+    // applies the merges by rank: "Ġand" is in the vocabulary but no merge makes "nd", so
+    // " and" stays "Ġa" "n" "d": "t" "he" | "Ġa" "n" "d" | "Ġ" "in".
+    expect(r.promptTokens).toBe(7);
+    expect(r.ids).toHaveLength(3);
+    expect(r.ids.every((id) => id >= 0 && id < V)).toBe(true);
+  });
+});
