@@ -24,6 +24,11 @@ export interface GpuKernel {
   grid: Grid;
   /** Pipeline-overridable constants of the WGSL (`override` declarations). */
   constants?: Record<string, number>;
+  /**
+   * Every quantizer here gives the wasm bytes (test/webgpu/parity.test.ts); one that does not must
+   * say so here, which keeps it out of the pipeline's GPU lane (src/pipeline/gpu-lane.ts).
+   */
+  inexact?: boolean;
 }
 
 export interface GpuFormat {

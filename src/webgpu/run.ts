@@ -19,7 +19,15 @@ export const gpuHooks: { afterChunk?: (rowsDone: number, gpu: GpuContext) => voi
 const DEFAULT_GPU_CHUNK = 64 << 20;
 const align4 = (n: number) => (n + 3) & ~3;
 
-class GpuFailure extends Error {}
+/** The device failed (lost, out of memory, readback failed): it is marked lost for the run. */
+export class GpuFailure extends Error {}
+
+/**
+ * What a device failure mid-tensor does: 'wasm' keeps the rows done and finishes the rest on wasm
+ * in this thread; 'throw' rethrows the GpuFailure (the pipeline's GPU lane redoes the unit on its
+ * workers).
+ */
+export type OnLost = 'wasm' | 'throw';
 
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
@@ -141,10 +149,11 @@ function toF32(values: TensorValues, dtype: string, from: number, to: number): F
   return out;
 }
 
-function onFailure(e: unknown, rowsDone: number, op: string, name: string): void {
+function onFailure(e: unknown, rowsDone: number, op: string, name: string, onLost: OnLost): void {
   if (!(e instanceof GpuFailure)) throw e;
   markGpuLost(e.message);
   noteDeviceLost(e.message);
+  if (onLost === 'throw') throw e;
   warn({ kind: 'device-lost', message: `[${op}] ${name}: WebGPU failed (${e.message}) after ${rowsDone} rows; finishing on wasm`, rowsDone });
 }
 
@@ -152,7 +161,7 @@ function rowBytesOf(layout: Layout) {
   return layout.sections.filter((s) => s.perRow > 0);
 }
 
-export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: QuantizeOptions, p: Plan): Promise<QuantizedTensor> {
+export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: QuantizeOptions, p: Plan, onLost: OnLost = 'wasm'): Promise<QuantizedTensor> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
   // Importances (one per column) follow the chunk's values in src, for the kernels that read them.
   const f = GPU_FORMATS[spec.name];
@@ -199,7 +208,7 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
       await gpuHooks.afterChunk?.(r0 + n, gpu);
     }
   } catch (e) {
-    onFailure(e, r0, 'quantize', name);
+    onFailure(e, r0, 'quantize', name, onLost);
     const { quantizeWith } = await import('../quantize.js');
     const { loadKernels } = await import('../kernels/loader.js');
     const rest = values.subarray(r0 * rowLen);
@@ -210,13 +219,13 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
   if (opts.metrics) {
     // The dequantization runs on the GPU (bit-exact with wasm); the f64 sums on the host, so the
     // figures equal the wasm ones up to the order of the f64 additions.
-    const y = await gpuDequantize(gpu, qt, { chunkBytes: opts.chunkBytes });
+    const y = await gpuDequantize(gpu, qt, { chunkBytes: opts.chunkBytes }, onLost);
     qt.metrics = errorMetrics(toF32(values, dtype, 0, values.length), y);
   }
   return qt;
 }
 
-export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: DequantizeOptions): Promise<Float32Array> {
+export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: DequantizeOptions, onLost: OnLost = 'wasm'): Promise<Float32Array> {
   const spec = getFormat(qt.format);
   const [nrows, rowLen] = qt.shape;
   const o = qt.options;
@@ -255,7 +264,7 @@ export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: 
       await gpuHooks.afterChunk?.(r0 + n, gpu);
     }
   } catch (e) {
-    onFailure(e, r0, 'dequantize', qt.format);
+    onFailure(e, r0, 'dequantize', qt.format, onLost);
     const { dequantizeWith } = await import('../quantize.js');
     const { loadKernels } = await import('../kernels/loader.js');
     out.set(dequantizeWith(await loadKernels('auto'), sliceRows(qt, layout, r0)), r0 * rowLen);
