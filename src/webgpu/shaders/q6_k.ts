@@ -72,19 +72,21 @@ fn qx(x0: u32, q0: u32, j: u32) -> u32 {
     for (var i = 16u * j; i < 16u * j + 16u; i = i + 1u) { L[i] = 0u; }
     return 0u;
   }
-  // Trial 0: iscale = -32/vmax; trials 1..18: -(32 + 0.1*k)/vmax for k = -9..-1, 1..9.
-  var win = f_div(0xc2000000u, vmax);
-  let s0 = qx_trial(x0, q0, j, win);
+  // Trial 0: iscale = -32/vmax, kept; trials k = -9..-1, 1..9: -(32 + 0.1*k)/vmax, kept when
+  // their fit is better. One loop, so the trial's soft-float code is compiled once.
+  var win = 0u;
   var scale = 0u;
-  if (!f_eq(s0.y, 0u)) { scale = f_div(s0.x, s0.y); }
-  var best = f_mul(scale, s0.x);
-  for (var k = -9; k <= 9; k = k + 1) {
+  var best = 0u;
+  for (var k = -10; k <= 9; k = k + 1) {
     if (k == 0) { continue; }
-    let iscale = f_div(f_add(0x42000000u, f_mul(0x3dcccccdu, f_from_i(k))) ^ SIGN, vmax);
+    var u = 0x42000000u; // 32
+    if (k > -10) { u = f_add(u, f_mul(0x3dcccccdu, f_from_i(k))); }
+    let iscale = f_div(u ^ SIGN, vmax);
     let s = qx_trial(x0, q0, j, iscale);
-    if (f_gt(s.y, 0u) && f_gt(f_mul(s.x, s.x), f_mul(best, s.y))) {
+    if (k == -10 || (f_gt(s.y, 0u) && f_gt(f_mul(s.x, s.x), f_mul(best, s.y)))) {
       win = iscale;
-      scale = f_div(s.x, s.y);
+      // trial 0 with sum w*l*l = 0 has scale 0
+      scale = select(f_div(s.x, s.y), 0u, k == -10 && f_eq(s.y, 0u));
       best = f_mul(scale, s.x);
     }
   }
