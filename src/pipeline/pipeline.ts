@@ -174,8 +174,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     }
     // Creating a pool starts no worker yet: plan errors below still cost nothing.
     pool ??= await createPool({ ...opts.poolOptions, size: opts.workers });
-    const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
     const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size);
+    const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
     const container = opts.container ?? safetensorsContainer();
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
