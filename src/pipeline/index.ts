@@ -1,7 +1,7 @@
 // The streaming pipeline, for every runtime. Node-only pieces (fileSink, dirStore,
 // nodeSpawner, liveWorkerThreads) are exported from ./node.js; browser stores from ./cache-browser.js.
 export { quantizeCheckpoint, DEFAULT_MAX_IN_FLIGHT, type QuantizeCheckpointOptions, type PipelineRun, type PipelineResult, type TensorReport, type PlannedTensor as PipelineTensor, type PlanInput, type RowReader } from './pipeline.js';
-export type { ProgressEvent, TensorProgress, LayerProgress } from './progress.js';
+export type { ProgressEvent, TensorProgress, LayerProgress, WarningProgress } from './progress.js';
 export { createPool, WorkerPool, type PoolOptions, type PoolTask, type Spawner, type WorkerHandle } from './pool.js';
 export type { WorkerApi, WorkerInit, WorkerResult, WorkerQuantizeOptions } from './worker.js';
 export { rowReader } from './rows.js';

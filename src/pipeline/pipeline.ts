@@ -16,7 +16,7 @@
 // exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
-import type { QuantizedTensor } from '../quantize.js';
+import type { QuantizedTensor, TensorBackend } from '../quantize.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
@@ -24,6 +24,7 @@ import { runKey, type ResumeStore } from './cache.js';
 import { safetensorsContainer, type Container } from './container.js';
 import { ProgressLog, type ProgressEvent, type TensorProgress } from './progress.js';
 import type { Sink } from './sink.js';
+import { withGpuLane } from './gpu-lane.js';
 
 export type { ProgressEvent, TensorProgress, LayerProgress } from './progress.js';
 export type { PlannedTensor, PlanInput, RowReader } from './jobs.js';
@@ -56,6 +57,14 @@ export interface QuantizeCheckpointOptions {
   inputSize?: number;
   /** Ranged reads for row chunks; defaults to the checkpoint's readRows when it has one. */
   readRows?: RowReader;
+  /**
+   * A GPU lane beside the workers (gpu-lane.ts): 'auto' (default) adds one when quantize() would
+   * pick the GPU (see preferGpu), 'webgpu' always (an error without a device), a wasm build never.
+   * The output bytes are the same either way.
+   */
+  backend?: TensorBackend;
+  /** Let 'auto' use a real (not CPU-emulated) GPU (as quantize()'s preferGpu). */
+  preferGpu?: boolean;
 }
 
 export interface TensorReport {
@@ -166,6 +175,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     // Creating a pool starts no worker yet: plan errors below still cost nothing.
     pool ??= await createPool({ ...opts.poolOptions, size: opts.workers });
     const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size);
+    const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
     const container = opts.container ?? safetensorsContainer();
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
@@ -220,7 +230,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
       // Wrapped: an async function returning a promise would wait for it.
-      const result = pool!.quantize(
+      const result = lanes.quantize(
         { values: first.values, reload: async () => (await read(u)).values, signal: ctl.signal },
         {
           format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,

@@ -42,7 +42,16 @@ export interface LayerProgress {
   etaMs?: number;
 }
 
-export type ProgressEvent = TensorProgress | LayerProgress;
+/** Something the run worked around; the output is unaffected. */
+export interface WarningProgress {
+  type: 'warning';
+  /** 'gpu-lost': the GPU lane's device failed; its unit was redone on wasm (src/pipeline/gpu-lane.ts). */
+  kind: 'gpu-lost';
+  message: string;
+  tensor?: string;
+}
+
+export type ProgressEvent = TensorProgress | LayerProgress | WarningProgress;
 
 /** Every event is kept (one per tensor and layer), so each iterator sees the run from its start. */
 export class ProgressLog implements AsyncIterable<ProgressEvent> {

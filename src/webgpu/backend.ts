@@ -83,3 +83,13 @@ export function resetBackendState(): void {
   preference = 'wasm';
   allowEmulated = false;
 }
+
+/**
+ * The device of the pipeline's GPU lane (src/pipeline/gpu-lane.ts): the rules above for a whole
+ * run instead of one format. Undefined for the wasm builds, for 'auto' without an opted-in,
+ * non-emulated GPU, and after a device loss; a forced 'webgpu' without a device is an error.
+ */
+export async function selectLaneDevice(requested: BackendName | undefined, preferGpu: boolean | undefined): Promise<GpuContext | undefined> {
+  const s = await selectBackend(requested, preferGpu, undefined, 'pipeline');
+  return s.kind === 'webgpu' ? s.gpu : undefined;
+}

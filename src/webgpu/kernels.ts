@@ -4,9 +4,9 @@ import { BYTE_OUT_WGSL, COMMON_WGSL, F32_OUT_WGSL } from './shaders/common.js';
 import { Q8_0_DEQUANT, Q8_0_QUANT } from './shaders/q8_0.js';
 import { Q4_0_DEQUANT, Q4_0_QUANT } from './shaders/q4_0.js';
 import { Q4_1_DEQUANT, Q4_1_QUANT } from './shaders/q4_1.js';
-import { Q4_K_DEQUANT } from './shaders/q4_k.js';
-import { Q6_K_DEQUANT } from './shaders/q6_k.js';
-import { IQ4_NL_DEQUANT } from './shaders/iq4_nl.js';
+import { Q4_K_DEQUANT, Q4_K_QUANT } from './shaders/q4_k.js';
+import { Q6_K_DEQUANT, Q6_K_QUANT } from './shaders/q6_k.js';
+import { IQ4_NL_DEQUANT, IQ4_NL_QUANT } from './shaders/iq4_nl.js';
 import { NF4_DEQUANT, NF4_QUANT } from './shaders/nf4.js';
 import { INT8_DEQUANT, INT8_QUANT } from './shaders/int8.js';
 import { AFFINE4_DEQUANT, AFFINE4_QUANT } from './shaders/affine4.js';
@@ -22,17 +22,30 @@ export interface GpuKernel {
   /** WGSL body (without the common part). */
   body: string;
   grid: Grid;
+  /** Pipeline-overridable constants of the WGSL (`override` declarations). */
+  constants?: Record<string, number>;
+  /**
+   * Every quantizer here gives the wasm bytes (test/webgpu/parity.test.ts); one that does not must
+   * say so here, which keeps it out of the pipeline's GPU lane (src/pipeline/gpu-lane.ts).
+   */
+  inexact?: boolean;
 }
 
 export interface GpuFormat {
   dequant?: GpuKernel;
   quant?: GpuKernel;
+  /** The quantizer given per-column importances (at src word P.aux); without one, `quant` ignores them. */
+  quantImportance?: GpuKernel;
   /** Why these options have no dequantize kernel (undefined: they have one). */
   dequantUnsupported?(o: ResolvedOptions): string | undefined;
   quantUnsupported?(o: ResolvedOptions, importance: boolean): string | undefined;
 }
 
 const block = (n: number): Grid => ({ by: 'block', elems: () => n });
+const searches = (body: string, n: number): Pick<GpuFormat, 'quant' | 'quantImportance'> => ({
+  quant: { body, grid: block(n), constants: { IMP: 0 } },
+  quantImportance: { body, grid: block(n), constants: { IMP: 1 } },
+});
 const group: Grid = { by: 'block', elems: (o) => o.groupSize };
 
 const int8: GpuFormat = {
@@ -57,9 +70,10 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
     quant: { body: Q4_1_QUANT, grid: block(32) },
     quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
   },
-  q4_k: { dequant: { body: Q4_K_DEQUANT, grid: block(256) } },
-  q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) } },
-  iq4_nl: { dequant: { body: IQ4_NL_DEQUANT, grid: block(32) } },
+  // The K-quant and IQ4 searches: one pipeline without importances, one with (IMP).
+  q4_k: { dequant: { body: Q4_K_DEQUANT, grid: block(256) }, ...searches(Q4_K_QUANT, 256) },
+  q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) }, ...searches(Q6_K_QUANT, 256) },
+  iq4_nl: { dequant: { body: IQ4_NL_DEQUANT, grid: block(32) }, ...searches(IQ4_NL_QUANT, 32) },
   nf4: {
     dequant: { body: NF4_DEQUANT, grid: group },
     quant: { body: NF4_QUANT, grid: group },
@@ -93,18 +107,24 @@ export function gpuUnsupported(format: string, o: ResolvedOptions, op: 'quantize
   return why ? `format ${format}: ${why}` : undefined;
 }
 
+/** The quantizer that runs: the importance variant when importances are given and it exists. */
+export function quantKernel(f: GpuFormat, importance: boolean): GpuKernel | undefined {
+  return (importance && f.quantImportance) || f.quant;
+}
+
 /** Full WGSL source of a kernel. */
 export function shaderSource(k: GpuKernel, op: 'quantize' | 'dequantize'): string {
   return COMMON_WGSL + (op === 'quantize' ? BYTE_OUT_WGSL : F32_OUT_WGSL) + k.body;
 }
 
 /** Every shader, for compile checks and the benchmark. */
-export function allShaders(): { name: string; op: 'quantize' | 'dequantize'; source: string }[] {
-  const out: { name: string; op: 'quantize' | 'dequantize'; source: string }[] = [];
+export function allShaders(): { name: string; op: 'quantize' | 'dequantize'; source: string; constants?: Record<string, number> }[] {
+  const out: ReturnType<typeof allShaders> = [];
   for (const [name, f] of Object.entries(GPU_FORMATS)) {
     if (name === 'intsym') continue;
     if (f.dequant) out.push({ name, op: 'dequantize', source: shaderSource(f.dequant, 'dequantize') });
-    if (f.quant) out.push({ name, op: 'quantize', source: shaderSource(f.quant, 'quantize') });
+    if (f.quant) out.push({ name, op: 'quantize', source: shaderSource(f.quant, 'quantize'), constants: f.quant.constants });
+    if (f.quantImportance) out.push({ name: `${name} importance`, op: 'quantize', source: shaderSource(f.quantImportance, 'quantize'), constants: f.quantImportance.constants });
   }
   return out;
 }

@@ -7,7 +7,7 @@ import { getFormat } from '../formats/registry.js';
 import { layoutOf, type Layout } from '../formats/types.js';
 import type { TensorDequantizeOptions as DequantizeOptions, QuantizedTensor, QuantizeOptions, TensorValues, planTensor } from '../quantize.js';
 import { markGpuLost, type GpuContext } from './device.js';
-import { GPU_FORMATS, gpuUnsupported, shaderSource, type GpuKernel } from './kernels.js';
+import { GPU_FORMATS, gpuUnsupported, quantKernel, shaderSource, type GpuKernel } from './kernels.js';
 import { matvecBody } from './shaders/matvec.js';
 import { noteDeviceLost, warn } from './backend.js';
 
@@ -19,18 +19,26 @@ export const gpuHooks: { afterChunk?: (rowsDone: number, gpu: GpuContext) => voi
 const DEFAULT_GPU_CHUNK = 64 << 20;
 const align4 = (n: number) => (n + 3) & ~3;
 
-class GpuFailure extends Error {}
+/** The device failed (lost, out of memory, readback failed): it is marked lost for the run. */
+export class GpuFailure extends Error {}
+
+/**
+ * What a device failure mid-tensor does: 'wasm' keeps the rows done and finishes the rest on wasm
+ * in this thread; 'throw' rethrows the GpuFailure (the pipeline's GPU lane redoes the unit on its
+ * workers).
+ */
+export type OnLost = 'wasm' | 'throw';
 
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
 function pipelineFor(gpu: GpuContext, k: GpuKernel, op: 'quantize' | 'dequantize' | 'matvec'): GPUComputePipeline {
   let m = pipelines.get(gpu.device);
   if (!m) pipelines.set(gpu.device, (m = new Map()));
-  const key = `${op}:${k.body}`;
+  const key = `${op}:${JSON.stringify(k.constants ?? {})}:${k.body}`;
   let p = m.get(key);
   if (!p) {
     const module = gpu.device.createShaderModule({ code: shaderSource(k, op === 'quantize' ? 'quantize' : 'dequantize') });
-    p = gpu.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    p = gpu.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main', constants: k.constants } });
     m.set(key, p);
   }
   return p;
@@ -41,7 +49,7 @@ interface Dispatch {
   op: 'quantize' | 'dequantize' | 'matvec';
   /** Work items (blocks, elements or rows) of this chunk. */
   items: number;
-  params: { rowLen: number; group: number; off1: number; off2: number; flags: number; tscale: number; p0: number; p1: number; calib: number };
+  params: { rowLen: number; group: number; off1: number; off2: number; flags: number; tscale: number; p0: number; p1: number; calib: number; aux?: number };
   src: Uint8Array;
   dstBytes: number;
   /** The vector of a matvec (binding 3). */
@@ -76,7 +84,7 @@ async function runDispatch(gpu: GpuContext, d: Dispatch): Promise<Uint8Array> {
     const padded = d.src.byteLength % 4 === 0 ? d.src : (() => { const c = new Uint8Array(align4(d.src.byteLength)); c.set(d.src); return c; })();
     if (padded.byteLength > 0) dev.queue.writeBuffer(srcBuf, 0, padded as Uint8Array<ArrayBuffer>);
     const p = d.params;
-    dev.queue.writeBuffer(uni, 0, new Uint32Array([d.items, p.rowLen, p.group, nx, p.off1, p.off2, p.flags, p.tscale, p.p0, p.p1, p.calib, 0]));
+    dev.queue.writeBuffer(uni, 0, new Uint32Array([d.items, p.rowLen, p.group, nx, p.off1, p.off2, p.flags, p.tscale, p.p0, p.p1, p.calib, p.aux ?? 0]));
     if (xBuf && d.x) dev.queue.writeBuffer(xBuf, 0, d.x as Float32Array<ArrayBuffer>);
     const bind = dev.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
@@ -113,9 +121,10 @@ async function runDispatch(gpu: GpuContext, d: Dispatch): Promise<Uint8Array> {
   }
 }
 
-function rowsPerChunk(gpu: GpuContext, bytesPerRow: number, nrows: number, chunkBytes: number | undefined, name: string): number {
-  const cap = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize);
-  const budget = Math.min(cap, chunkBytes ?? DEFAULT_GPU_CHUNK);
+/** `fixed`: bytes every chunk's input carries besides its rows (the importances). */
+function rowsPerChunk(gpu: GpuContext, bytesPerRow: number, nrows: number, chunkBytes: number | undefined, name: string, fixed = 0): number {
+  const cap = Math.min(gpu.limits.maxStorageBufferBindingSize, gpu.limits.maxBufferSize) - fixed;
+  const budget = Math.min(cap, (chunkBytes ?? DEFAULT_GPU_CHUNK) - fixed);
   if (bytesPerRow > cap) {
     fail(ErrorCodes.BAD_INPUT, `[webgpu] ${name}: one row needs ${bytesPerRow} bytes but the device binds at most ${cap}`, { tensor: name, value: bytesPerRow, expected: cap });
   }
@@ -140,10 +149,11 @@ function toF32(values: TensorValues, dtype: string, from: number, to: number): F
   return out;
 }
 
-function onFailure(e: unknown, rowsDone: number, op: string, name: string): void {
+function onFailure(e: unknown, rowsDone: number, op: string, name: string, onLost: OnLost): void {
   if (!(e instanceof GpuFailure)) throw e;
   markGpuLost(e.message);
   noteDeviceLost(e.message);
+  if (onLost === 'throw') throw e;
   warn({ kind: 'device-lost', message: `[${op}] ${name}: WebGPU failed (${e.message}) after ${rowsDone} rows; finishing on wasm`, rowsDone });
 }
 
@@ -151,9 +161,13 @@ function rowBytesOf(layout: Layout) {
   return layout.sections.filter((s) => s.perRow > 0);
 }
 
-export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: QuantizeOptions, p: Plan): Promise<QuantizedTensor> {
+export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: QuantizeOptions, p: Plan, onLost: OnLost = 'wasm'): Promise<QuantizedTensor> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
-  const kernel = GPU_FORMATS[spec.name].quant!;
+  // Importances (one per column) follow the chunk's values in src, for the kernels that read them.
+  const f = GPU_FORMATS[spec.name];
+  const useImp = !!opts.importance && spec.importance;
+  const kernel = quantKernel(f, useImp)!;
+  const imp = useImp && kernel === f.quantImportance ? opts.importance : undefined;
   const secs = rowBytesOf(layout);
   const data = new Uint8Array(layout.bytes);
   // NaN / inf are refused as on wasm, before any GPU work.
@@ -162,13 +176,19 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
     fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${nf} (row ${Math.floor(nf / rowLen)}, column ${nf % rowLen}) is not finite`, { tensor: name, index: nf, value: String(values[nf]) });
   }
   const perRowOut = secs.reduce((a, s) => a + s.perRow + 4, 0);
-  const rows = rowsPerChunk(gpu, Math.max(rowLen * 4, perRowOut), nrows, opts.chunkBytes, name);
+  const rows = rowsPerChunk(gpu, Math.max(rowLen * 4, perRowOut), nrows, opts.chunkBytes, name, imp ? rowLen * 4 : 0);
   const c = o.calibration;
   let r0 = 0;
   try {
     for (; r0 < nrows; r0 += rows) {
       const n = Math.min(rows, nrows - r0);
-      const x = toF32(values, dtype, r0 * rowLen, (r0 + n) * rowLen);
+      let x = toF32(values, dtype, r0 * rowLen, (r0 + n) * rowLen);
+      if (imp) {
+        const xi = new Float32Array(x.length + rowLen);
+        xi.set(x);
+        xi.set(imp, x.length);
+        x = xi;
+      }
       const offs: number[] = [];
       let at = 0;
       for (const s of secs) { offs.push(at); at = align4(at + s.perRow * n); }
@@ -176,7 +196,7 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
       const out = await runDispatch(gpu, {
         kernel, op: 'quantize', items,
         params: {
-          rowLen, group: o.groupSize, off1: offs[1] ?? 0, off2: offs[2] ?? 0, flags: 0, tscale: 0,
+          rowLen, group: o.groupSize, off1: offs[1] ?? 0, off2: offs[2] ?? 0, flags: 0, tscale: 0, aux: n * rowLen,
           p0: f32bits(c.method === 'fixed' ? c.scale! : c.method === 'clip' ? c.ratio! : 0),
           p1: f32bits(c.method === 'fixed' ? c.max! : 0),
           calib: c.method === 'fixed' ? 3 : c.method === 'clip' ? 4 : 0,
@@ -188,7 +208,7 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
       await gpuHooks.afterChunk?.(r0 + n, gpu);
     }
   } catch (e) {
-    onFailure(e, r0, 'quantize', name);
+    onFailure(e, r0, 'quantize', name, onLost);
     const { quantizeWith } = await import('../quantize.js');
     const { loadKernels } = await import('../kernels/loader.js');
     const rest = values.subarray(r0 * rowLen);
@@ -199,13 +219,13 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
   if (opts.metrics) {
     // The dequantization runs on the GPU (bit-exact with wasm); the f64 sums on the host, so the
     // figures equal the wasm ones up to the order of the f64 additions.
-    const y = await gpuDequantize(gpu, qt, { chunkBytes: opts.chunkBytes });
+    const y = await gpuDequantize(gpu, qt, { chunkBytes: opts.chunkBytes }, onLost);
     qt.metrics = errorMetrics(toF32(values, dtype, 0, values.length), y);
   }
   return qt;
 }
 
-export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: DequantizeOptions): Promise<Float32Array> {
+export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: DequantizeOptions, onLost: OnLost = 'wasm'): Promise<Float32Array> {
   const spec = getFormat(qt.format);
   const [nrows, rowLen] = qt.shape;
   const o = qt.options;
@@ -244,7 +264,7 @@ export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: 
       await gpuHooks.afterChunk?.(r0 + n, gpu);
     }
   } catch (e) {
-    onFailure(e, r0, 'dequantize', qt.format);
+    onFailure(e, r0, 'dequantize', qt.format, onLost);
     const { dequantizeWith } = await import('../quantize.js');
     const { loadKernels } = await import('../kernels/loader.js');
     out.set(dequantizeWith(await loadKernels('auto'), sliceRows(qt, layout, r0)), r0 * rowLen);

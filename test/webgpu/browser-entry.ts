@@ -23,9 +23,13 @@ async function run(): Promise<PageReport> {
     const r = i >> 8;
     x[i] = r === 0 ? 0 : r === 1 ? 1e-39 * (rnd() - 0.5) : r === 2 ? 1e-6 * (rnd() - 0.5) : r === 3 ? ((i % 32) - 16) + 0.5 : (rnd() - 0.5) * 2 ** ((r % 9) - 4);
   }
+  const imp = Float32Array.from({ length: ROW }, (_, i) => (i % 13 === 0 ? 0 : 3 * rnd()));
   const cases: [string, Omit<QuantizeOptions, 'rowLength'>][] = [
     ['q8_0', { format: 'q8_0' }], ['q4_0', { format: 'q4_0' }], ['q4_1', { format: 'q4_1' }], ['nf4', { format: 'nf4' }],
     ['int8', { format: 'int8' }], ['affine4', { format: 'affine', bits: 4 }], ['fp8_e4m3', { format: 'fp8_e4m3' }],
+    ['q4_k', { format: 'q4_k' }], ['q6_k', { format: 'q6_k' }], ['iq4_nl', { format: 'iq4_nl' }],
+    ['q4_k imatrix', { format: 'q4_k', importance: imp }], ['q6_k imatrix', { format: 'q6_k', importance: imp }],
+    ['iq4_nl imatrix', { format: 'iq4_nl', importance: imp }],
   ];
   const results: PageReport['results'] = [];
   for (const [name, o] of cases) {
@@ -38,14 +42,6 @@ async function run(): Promise<PageReport> {
     let dequantDiff = 0;
     for (let i = 0; i < dw.length; i++) if (dw[i] !== dg[i]) dequantDiff++;
     results.push({ name, quantDiff, dequantDiff, backend: g.backend });
-  }
-  for (const format of ['q4_k', 'q6_k', 'iq4_nl'] as const) {
-    const w = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
-    const dw = new Uint32Array((await dequantize(w, { backend: 'wasm-simd' })).buffer);
-    const dg = new Uint32Array((await dequantize(w, { backend: 'webgpu' })).buffer);
-    let dequantDiff = 0;
-    for (let i = 0; i < dw.length; i++) if (dw[i] !== dg[i]) dequantDiff++;
-    results.push({ name: format, quantDiff: 0, dequantDiff, backend: 'webgpu' });
   }
   return { adapter: `${s.gpu.info.vendor} ${s.gpu.info.architecture}`, cpuEmulated: s.gpu.info.cpuEmulated, results };
 }

@@ -46,6 +46,10 @@ function testInput(): Float32Array {
     row((i) => (i < 64 ? 1e-40 * ((i % 9) - 4) : 2 * u() - 1)),
     // +0 / -0 mixtures
     row((i) => (i % 3 === 0 ? -0 : i % 3 === 1 ? 0 : i % 64 === 2 ? -0.5 : 0.25)),
+    // IQ4: x = half the midpoints of the grid with max 127 (pass 0 has id = 1: exact ties)
+    row((i) => (i % 32 === 0 ? 127 : [-231, -187, -148, -114, -84, -57, -32, -9, 14, 38, 63, 91, 122, 158, 202][i % 15] / 2)),
+    // K-quants: one sub-block far larger than the rest, sign changes per sub-block
+    row((i) => ((i >> 5) === 3 ? 1e4 : 1e-3) * (((i >> 4) & 1) ? -1 : 1) * (1 + (i % 5))),
     // large magnitudes (differences overflow to inf for Q4_1: NaN codes)
     row((i) => (i % 2 ? 3e38 : -3e38)),
     row((i) => (i % 5 === 0 ? 60000 : -70000 * u())),
@@ -82,6 +86,12 @@ function randomBlocks(nblocks: number, bytes: number, f16At: number[], seed: num
   return out;
 }
 
+/** Importances (one per column): random, with zeros, -0, tiny and huge values among them. */
+function importance(): Float32Array {
+  const u = lcg(41);
+  return Float32Array.from({ length: ROW }, (_, i) => (i % 17 === 0 ? 0 : i % 23 === 0 ? -0 : i % 29 === 0 ? 1e-30 : i % 31 === 0 ? 1e6 : 4 * u()));
+}
+
 const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
   { name: 'q8_0', opts: { format: 'q8_0' } },
   { name: 'q4_0', opts: { format: 'q4_0' } },
@@ -97,6 +107,13 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 absmax', opts: { format: 'fp8_e4m3' } },
   { name: 'fp8_e4m3 clip', opts: { format: 'fp8_e4m3', calibration: 'clip,0.7' } },
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
+  // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
+  // searches that accept no trial).
+  ...(['q4_k', 'q6_k', 'iq4_nl'] as const).flatMap((format) => [
+    { name: format, opts: { format } },
+    { name: `${format} imatrix`, opts: { format, importance: importance() } },
+    { name: `${format} imatrix zeros`, opts: { format, importance: new Float32Array(ROW) } },
+  ]),
 ];
 
 if (existsSync(ICD)) {
@@ -148,7 +165,15 @@ if (existsSync(ICD)) {
       });
     }
 
-    // Formats without a GPU quantizer: their wasm quantization of the test rows, plus random blocks.
+    it('importances reach the GPU searches: they change the bytes', async () => {
+      for (const format of ['q4_k', 'q6_k', 'iq4_nl'] as const) {
+        const plain = await quantize(x, { format, rowLength: ROW, backend: 'webgpu' });
+        const imp = await quantize(x, { format, rowLength: ROW, backend: 'webgpu', importance: importance() });
+        expect(diffBytes(plain.data, imp.data), format).toBeGreaterThan(0);
+      }
+    });
+
+    // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
     for (const [format, bytes, f16At, block] of [['q4_k', 144, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32],
       ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
@@ -189,6 +214,12 @@ if (existsSync(ICD)) {
           expect(diffBytes(w.data, g.data), `${dtype} ${format}`).toBe(0);
         }
       }
+      // importances travel with every chunk
+      for (const format of ['iq4_nl', 'q6_k'] as const) {
+        const w = await quantize(h, { format, rowLength: ROW, dtype: 'f16', backend: 'wasm-simd', importance: importance() });
+        const g = await quantize(h, { format, rowLength: ROW, dtype: 'f16', backend: 'webgpu', importance: importance(), chunkBytes: 7 * ROW * 4 });
+        expect(diffBytes(w.data, g.data), `f16 ${format} imatrix`).toBe(0);
+      }
       const q = await quantize(x, { format: 'nf4', rowLength: ROW, backend: 'wasm-simd' });
       expect(firstBitDiff(await dequantize(q), await dequantize(q, { backend: 'webgpu', chunkBytes: 5 * ROW * 4 }))).toBeUndefined();
     });
@@ -213,11 +244,11 @@ if (existsSync(ICD)) {
       setBackendPreference('webgpu', { allowCpuEmulated: true });
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW })).backend).toBe('webgpu');
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW, preferGpu: false })).backend).toBe('wasm-simd');
-      expect((await quantize(x, { format: 'q4_k', rowLength: ROW })).backend).toBe('wasm-simd');
+      expect((await quantize(x, { format: 'q5_k', rowLength: ROW })).backend).toBe('wasm-simd');
       expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('wasm-simd');
       setBackendPreference('wasm');
       const bad = [
-        () => quantize(x, { format: 'q4_k', rowLength: ROW, backend: 'webgpu' }),
+        () => quantize(x, { format: 'q5_k', rowLength: ROW, backend: 'webgpu' }),
         () => quantize(x, { format: 'q4_0', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
         () => quantize(x, { format: 'int8', rowLength: ROW, backend: 'webgpu', calibration: 'mse' }),

@@ -1,4 +1,5 @@
-// The integer soft-float of src/webgpu/shaders/common.ts (f_add, f_mul, f_div, h2f) on the device,
+// The integer soft-float of src/webgpu/shaders/common.ts (f_add, f_mul, f_div, f_sqrt, h2f, f2h,
+// nearest_int) on the device,
 // against JavaScript's correctly rounded f32 results (f64 then fround: exact for products, and
 // double rounding is harmless for +, *, / at 24 bits). Operands include subnormals, where
 // SwiftShader's own f32 ops flush or contract (the reason the quantizers avoid them).
@@ -21,6 +22,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     case 2u: { dst[i] = f_mul(a, b); }
     case 3u: { dst[i] = f_add(a, b); }
     case 4u: { dst[i] = f2h(a); }
+    case 5u: { dst[i] = f_sqrt(a); }
+    case 6u: { dst[i] = u32(nearest_int(a)); }
     default: { dst[i] = 0u; }
   }
 }`;
@@ -80,8 +83,9 @@ function operands(seed: number): [Uint32Array, Uint32Array] {
 function mismatches(out: Uint32Array, a: Uint32Array, b: Uint32Array, op: (x: number, y: number) => number): string[] {
   const bad: string[] = [];
   for (let i = 0; i < N; i++) {
-    const want = bits(op(f(a[i]), f(b[i])));
-    if (isNaN32(want) && isNaN32(out[i])) continue;
+    // NaN results as x86: the first NaN operand quieted, else the default NaN (sign set)
+    const r = bits(op(f(a[i]), f(b[i])));
+    const want = !isNaN32(r) ? r : isNaN32(a[i]) ? (a[i] | 0x400000) >>> 0 : isNaN32(b[i]) ? (b[i] | 0x400000) >>> 0 : 0xffc00000;
     if (want !== out[i] && bad.length < 5) bad.push(`0x${a[i].toString(16)} , 0x${b[i].toString(16)}: want 0x${want.toString(16)} got 0x${out[i].toString(16)}`);
   }
   return bad;
@@ -127,6 +131,21 @@ describe('webgpu soft-float', () => {
     for (let i = 0; i < N; i++) {
       H[0] = toH(a[i]);
       if (out[i] !== H[0]) expect(`0x${a[i].toString(16)} -> 0x${out[i].toString(16)}`).toBe(`0x${a[i].toString(16)} -> 0x${H[0].toString(16)}`);
+    }
+  });
+
+  it('f_sqrt is correctly rounded (f64 sqrt then fround is exact at 24 bits), specials as x86', async () => {
+    const [a] = operands(77);
+    expect(mismatches(await run(gpu, 5, a, a), a, a, (x) => Math.sqrt(x))).toEqual([]);
+  });
+
+  it("nearest_int is ggml's bit trick on every input (f32 add of 1.5*2^23)", async () => {
+    const [a] = operands(5);
+    const out = await run(gpu, 6, a, a);
+    for (let i = 0; i < N; i++) {
+      const t = isNaN32(a[i]) ? (a[i] | 0x400000) >>> 0 : bits(f(a[i]) + 12582912);
+      const want = (((t & 0x7fffff) - 0x400000) >>> 0);
+      if (out[i] !== want) expect(`nearest_int(0x${a[i].toString(16)}) = 0x${out[i].toString(16)}`).toBe(`0x${want.toString(16)}`);
     }
   });
 

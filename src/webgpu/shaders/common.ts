@@ -23,7 +23,7 @@ struct Params {
   p0: u32,       // f32 bits
   p1: u32,       // f32 bits
   calib: u32,
-  aux: u32,
+  aux: u32,      // src word of the importances (one per column), for the quantizers that take them
 }
 
 @group(0) @binding(0) var<storage, read> src: array<u32>;
@@ -43,61 +43,58 @@ fn ld32(i: u32) -> u32 { return ld8(i) | (ld8(i + 1u) << 8u) | (ld8(i + 2u) << 1
 fn ldi8(i: u32) -> i32 { return (i32(ld8(i)) << 24u) >> 24u; }
 
 fn is_nan(a: u32) -> bool { return (a & ABS) > F_INF; }
+fn is_inf(a: u32) -> bool { return (a & ABS) == F_INF; }
+fn quiet(a: u32) -> u32 { return a | 0x400000u; }
 
 // Order key: integer order equals f32 order for non-NaN values, -0 and +0 equal.
 fn okey(a: u32) -> i32 {
   if ((a & SIGN) != 0u) { return -i32(a & ABS); }
   return i32(a);
 }
-fn f_lt(a: u32, b: u32) -> bool { return okey(a) < okey(b); }
-fn f_gt(a: u32, b: u32) -> bool { return okey(a) > okey(b); }
+// IEEE comparisons: false when either operand is NaN, -0 == +0.
+fn f_lt(a: u32, b: u32) -> bool { return !is_nan(a) & !is_nan(b) & (okey(a) < okey(b)); }
+fn f_gt(a: u32, b: u32) -> bool { return !is_nan(a) & !is_nan(b) & (okey(a) > okey(b)); }
+fn f_le(a: u32, b: u32) -> bool { return !is_nan(a) & !is_nan(b) & (okey(a) <= okey(b)); }
+fn f_eq(a: u32, b: u32) -> bool { return !is_nan(a) & !is_nan(b) & (okey(a) == okey(b)); }
 fn f_is_zero(a: u32) -> bool { return (a & ABS) == 0u; }
 
+// The arithmetic below is branch-free (selects, one fixed-count loop in f_div / f_sqrt): every
+// call site inlines it, and SwiftShader (like a GPU) runs both sides of a branch anyway, so
+// fewer blocks compile and run faster. The ordinary path is computed for every operand, then
+// zeros, infinities and NaN override its result, the highest priority last.
+
 // Packs sign | magnitude from x, whose top mantissa bit (the implicit 1 of a normal result) is bit
-// 23 + extra, for the biased exponent e; bit 0 of x is a sticky bit. Rounds to nearest even,
-// producing subnormals and infinity as IEEE does.
-fn round_pack(sign: u32, e_in: i32, x: u32, extra: u32) -> u32 {
-  var e = e_in;
-  var t = 0u;
-  if (e < 1) { t = u32(1 - e); e = 1; }
-  if (e > 254) { return sign | F_INF; }
-  let sh = extra + t;
-  if (sh >= 31u) { return sign; }
+// 23 + extra, for the biased exponent e; bit 0 of x is a sticky bit; x < 2^30. Rounds to
+// nearest even, producing subnormals and infinity as IEEE does.
+fn round_pack(sign: u32, e: i32, x: u32, extra: u32) -> u32 {
+  // Below the normal range the mantissa shifts right by 1 - e more (a shift >= 31 leaves
+  // x < 2^30 under half a subnormal step: zero).
+  let sh = min(extra + u32(max(1 - e, 0)), 31u);
   let m = x >> sh;
   let rem = x & ((1u << sh) - 1u);
   let half = 1u << (sh - 1u);
-  var r = m;
-  if (rem > half || (rem == half && (m & 1u) == 1u)) { r = r + 1u; }
-  var bits = (u32(e - 1) << 23u) + r;
-  if (bits >= F_INF) { bits = F_INF; }
-  return sign | bits;
+  let up = (rem > half) | ((rem == half) & ((m & 1u) == 1u));
+  // the implicit bit of m carries into the exponent field; rounding up may carry into infinity
+  let bits = min((u32(max(e, 1) - 1) << 23u) + m + select(0u, 1u, up), F_INF);
+  return sign | select(bits, F_INF, e > 254);
 }
 
 // Mantissa with the implicit bit and the biased exponent of a finite nonzero value, normalised so
-// that bit 23 is set (subnormals get an exponent below 1).
+// that bit 23 is set (subnormals get an exponent below 1). Garbage for zero.
 fn unpack_m(a: u32) -> vec2<i32> {
   let e = i32((a >> 23u) & 0xffu);
   let f = a & 0x7fffffu;
-  if (e == 0) {
-    let s = countLeadingZeros(f) - 8u;
-    return vec2<i32>(i32(f << s), 1 - i32(s));
-  }
-  return vec2<i32>(i32(f | 0x800000u), e);
+  let s = countLeadingZeros(f) - 8u;
+  return select(vec2<i32>(i32(f | 0x800000u), e), vec2<i32>(i32(f << s), 1 - i32(s)), e == 0);
 }
 
-fn quiet(a: u32) -> u32 { return a | 0x400000u; }
+// Results of an operation on a NaN operand: the first NaN, quieted.
+fn nan_first(r: u32, a: u32, b: u32) -> u32 {
+  return select(select(r, quiet(b), is_nan(b)), quiet(a), is_nan(a));
+}
 
 fn f_mul(a: u32, b: u32) -> u32 {
   let sign = (a ^ b) & SIGN;
-  if (is_nan(a)) { return quiet(a); }
-  if (is_nan(b)) { return quiet(b); }
-  let ainf = (a & ABS) == F_INF;
-  let binf = (b & ABS) == F_INF;
-  if (ainf || binf) {
-    if (f_is_zero(a) || f_is_zero(b)) { return F_QNAN | SIGN; }
-    return sign | F_INF;
-  }
-  if (f_is_zero(a) || f_is_zero(b)) { return sign; }
   let ua = unpack_m(a);
   let ub = unpack_m(b);
   let ma = u32(ua.x);
@@ -107,98 +104,125 @@ fn f_mul(a: u32, b: u32) -> u32 {
   let bl = mb & 0xffffu; let bh = mb >> 16u;
   let ll = al * bl;
   let mid = ah * bl + al * bh;
-  let hh = ah * bh;
   let lo = ll + (mid << 16u);
-  let carry = select(0u, 1u, lo < ll);
-  var hi = hh + (mid >> 16u) + carry;
-  var lo2 = lo;
-  var e = ua.y + ub.y - 126;
-  if ((hi & 0x8000u) == 0u) {
-    // product below 2^47: one more bit of mantissa
-    hi = (hi << 1u) | (lo2 >> 31u);
-    lo2 = lo2 << 1u;
-    e = e - 1;
-  }
+  let hi0 = ah * bh + (mid >> 16u) + select(0u, 1u, lo < ll);
+  // a product below 2^47 has one more bit of mantissa
+  let low = (hi0 & 0x8000u) == 0u;
+  let hi = select(hi0, (hi0 << 1u) | (lo >> 31u), low);
+  let lo2 = select(lo, lo << 1u, low);
+  let e = ua.y + ub.y - 126 - select(0, 1, low);
   // top 24 bits = hi(16) : lo2 bits 31..24; then guard (bit 23) and sticky (bits 22..0)
   let m24 = (hi << 8u) | (lo2 >> 24u);
   let x = (m24 << 2u) | (((lo2 >> 23u) & 1u) << 1u) | select(0u, 1u, (lo2 & 0x7fffffu) != 0u);
-  return round_pack(sign, e, x, 2u);
+  var r = round_pack(sign, e, x, 2u);
+  let zero = f_is_zero(a) | f_is_zero(b);
+  let inf = is_inf(a) | is_inf(b);
+  r = select(r, sign, zero);
+  r = select(r, sign | F_INF, inf);
+  r = select(r, F_QNAN | SIGN, zero & inf);
+  return nan_first(r, a, b);
 }
 
 fn f_div(a: u32, b: u32) -> u32 {
   let sign = (a ^ b) & SIGN;
-  if (is_nan(a)) { return quiet(a); }
-  if (is_nan(b)) { return quiet(b); }
-  let ainf = (a & ABS) == F_INF;
-  let binf = (b & ABS) == F_INF;
-  if (ainf && binf) { return F_QNAN | SIGN; }
-  if (ainf) { return sign | F_INF; }
-  if (binf) { return sign; }
-  if (f_is_zero(b)) {
-    if (f_is_zero(a)) { return F_QNAN | SIGN; }
-    return sign | F_INF;
-  }
-  if (f_is_zero(a)) { return sign; }
   let ua = unpack_m(a);
   let ub = unpack_m(b);
-  var r = u32(ua.x);
   let mb = u32(ub.x);
-  var e = ua.y - ub.y + 127;
-  if (r < mb) { r = r << 1u; e = e - 1; }
   // restoring division: 26 quotient bits, the first one set
+  let shift = u32(ua.x) < mb;
+  var r = select(u32(ua.x), u32(ua.x) << 1u, shift);
+  let e = ua.y - ub.y + 127 - select(0, 1, shift);
   var q = 0u;
   for (var i = 0u; i < 26u; i = i + 1u) {
-    q = q << 1u;
-    if (r >= mb) { r = r - mb; q = q | 1u; }
-    r = r << 1u;
+    let ge = r >= mb;
+    q = (q << 1u) | select(0u, 1u, ge);
+    r = (r - select(0u, mb, ge)) << 1u;
   }
-  let x = (q << 1u) | select(0u, 1u, r != 0u);
-  return round_pack(sign, e, x, 3u);
+  var res = round_pack(sign, e, (q << 1u) | select(0u, 1u, r != 0u), 3u);
+  let az = f_is_zero(a);
+  let bz = f_is_zero(b);
+  let ai = is_inf(a);
+  let bi = is_inf(b);
+  res = select(res, sign, az | bi);
+  res = select(res, sign | F_INF, ai | bz);
+  res = select(res, F_QNAN | SIGN, (az & bz) | (ai & bi));
+  return nan_first(res, a, b);
 }
 
+// Operands are aligned unnormalised (a subnormal is its fraction at exponent 1), with three
+// extra bits (guard, round, sticky); the sum is then normalised and rounded once.
 fn f_add(a: u32, b: u32) -> u32 {
-  if (is_nan(a)) { return quiet(a); }
-  if (is_nan(b)) { return quiet(b); }
-  let ainf = (a & ABS) == F_INF;
-  let binf = (b & ABS) == F_INF;
-  if (ainf && binf) {
-    if (a != b) { return F_QNAN | SIGN; }
-    return a;
-  }
-  if (ainf) { return a; }
-  if (binf) { return b; }
-  if (f_is_zero(a) && f_is_zero(b)) { return a & b; }
-  if (f_is_zero(a)) { return b; }
-  if (f_is_zero(b)) { return a; }
-  var x = a; var y = b;
-  if ((y & ABS) > (x & ABS)) { x = b; y = a; }
-  let ux = unpack_m(x);
-  let uy = unpack_m(y);
-  var mx = u32(ux.x) << 3u;
-  var my = u32(uy.x) << 3u;
-  var e = ux.y;
-  let d = u32(ux.y - uy.y);
-  if (d >= 27u) {
-    my = select(0u, 1u, my != 0u);
-  } else if (d > 0u) {
-    let st = select(0u, 1u, (my & ((1u << d) - 1u)) != 0u);
-    my = (my >> d) | st;
-  }
-  let sign = x & SIGN;
-  var m: u32;
-  if (((x ^ y) & SIGN) == 0u) {
-    m = mx + my;
-    if (m >= (1u << 27u)) { m = (m >> 1u) | (m & 1u); e = e + 1; }
-  } else {
-    m = mx - my;
-    if (m == 0u) { return 0u; }
-    let s = countLeadingZeros(m) - 5u;
-    m = m << s;
-    e = e - i32(s);
-  }
-  return round_pack(sign, e, m, 3u);
+  let swap = (b & ABS) > (a & ABS);
+  let x = select(a, b, swap);
+  let y = select(b, a, swap);
+  let ex = max((x >> 23u) & 0xffu, 1u);
+  let ey = max((y >> 23u) & 0xffu, 1u);
+  let mx = ((x & 0x7fffffu) | select(0u, 0x800000u, (x & F_INF) != 0u)) << 3u;
+  let my0 = ((y & 0x7fffffu) | select(0u, 0x800000u, (y & F_INF) != 0u)) << 3u;
+  // align y, its shifted-out bits as sticky (a shift of 27 or more leaves only the sticky bit)
+  let d = min(ex - ey, 31u);
+  let my = (my0 >> d) | select(0u, 1u, (my0 & ((1u << d) - 1u)) != 0u);
+  let m0 = select(mx - my, mx + my, ((x ^ y) & SIGN) == 0u);
+  // leading bit to position 26 (it is at most at 27)
+  let lz = countLeadingZeros(m0);
+  let carry = lz < 5u;
+  let m = select(m0 << min(lz - 5u, 31u), (m0 >> 1u) | (m0 & 1u), carry);
+  var r = round_pack(x & SIGN, i32(ex) + select(5 - i32(lz), 1, carry), m, 3u);
+  r = select(r, 0u, m0 == 0u);                        // x - x = +0
+  r = select(r, a & b, ((a | b) & ABS) == 0u);        // zero + zero: -0 only for -0 + -0
+  let ai = is_inf(a);
+  let bi = is_inf(b);
+  r = select(r, select(b, a, ai), ai | bi);
+  r = select(r, F_QNAN | SIGN, ai & bi & (a != b));   // inf - inf
+  return nan_first(r, a, b);
 }
 fn f_sub(a: u32, b: u32) -> u32 { return f_add(a, b ^ SIGN); }
+
+// Correctly rounded square root: 26 result bits by the digit-by-digit method, then sticky and
+// round to nearest even. sqrt(-0) = -0, sqrt(+inf) = +inf, a negative operand gives x86's
+// default NaN, a NaN operand itself (quieted).
+fn f_sqrt(a: u32) -> u32 {
+  let u = unpack_m(a);
+  let odd = ((u.y - 127) & 1) != 0;
+  let m = select(u32(u.x), u32(u.x) << 1u, odd);
+  let e = u.y - 127 - select(0, 1, odd);
+  // q = floor(sqrt(m * 2^27)), m * 2^27 in [2^50, 2^52): its top 32 bits are m << 7, the rest 0.
+  let top = m << 7u;
+  var q = 0u;
+  var r = 0u;
+  for (var i = 0u; i < 26u; i = i + 1u) {
+    r = (r << 2u) | select(0u, (top >> (30u - 2u * min(i, 15u))) & 3u, i < 16u);
+    let t = (q << 2u) | 1u;
+    let ge = r >= t;
+    r = r - select(0u, t, ge);
+    q = (q << 1u) | select(0u, 1u, ge);
+  }
+  var res = round_pack(0u, (e >> 1u) + 127, (q << 1u) | select(0u, 1u, r != 0u), 3u);
+  res = select(res, F_QNAN | SIGN, (a & SIGN) != 0u);
+  res = select(res, a, f_is_zero(a) | (a == F_INF));
+  return select(res, quiet(a), is_nan(a));
+}
+
+// Exact 2*a (the exponent goes up by one; subnormals shift; overflow gives infinity).
+fn f_twice(a: u32) -> u32 {
+  let e = (a >> 23u) & 0xffu;
+  if (e == 255u) { return a; }
+  if (e == 0u) { return (a & SIGN) | ((a & ABS) << 1u); }
+  if (e == 254u) { return (a & SIGN) | F_INF; }
+  return a + 0x800000u;
+}
+
+// ggml's nearest_int: the 1.5*2^23 bit trick, on every input (inf -> -4194304, NaN by payload).
+fn nearest_int(a: u32) -> i32 { return i32(f_add(a, 0x4b400000u) & 0x7fffffu) - 0x400000; }
+
+// Spec §0 signed absmax step: the first element whose |x| is strictly largest.
+fn absmax_step(best: u32, v: u32) -> u32 {
+  if (f_gt(v & ABS, best & ABS)) { return v; }
+  return best;
+}
+
+// GROUP_MAX_EPS (1e-15 as f32): groups whose absmax is below it quantize to zero.
+const GROUP_EPS: u32 = 0x26901d7du;
 
 fn f_min(a: u32, b: u32) -> u32 { return select(a, b, f_lt(b, a)); }
 fn f_max(a: u32, b: u32) -> u32 { return select(a, b, f_gt(b, a)); }

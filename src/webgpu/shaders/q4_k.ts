@@ -34,3 +34,295 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
 }
 `;
+
+
+// Quantize (assembly/gguf/q4_k.ts, spec §4 and §14.5): one invocation per super-block runs the
+// scalar wasm build's steps in its order, every f32 operation in soft-float (common.ts), so the
+// bytes are the wasm bytes. Per sub-block of 32: weights (av + |x|, or the importances
+// qw*sqrt(sigma2 + x^2)), the QKX (scale, min) search of §13.3 (squared error); then 6-bit
+// sub-scales and sub-mins (scaled to the largest, or by the QP search of §13.4 with
+// importances), and the final codes from the stored fp16 super-scales.
+// Each soft-float call is inlined where it is written (SwiftShader, and GPU compilers generally),
+// so the code keeps one call site per step: the first codes of a search run as its trial -1, and
+// the three a*b - c*d of a QKX trial share one loop.
+export const Q4_K_QUANT = /* wgsl */ `
+// Pipeline constant: importances at src word P.aux (one per column). The pipeline built without
+// them compiles without the QP search and the importance weights.
+override IMP: bool = false;
+
+var<private> XS: array<u32, 32>;  // the sub-block's values
+var<private> XM: array<u32, 32>;  // XS - vmin for the current min
+var<private> WS: array<u32, 32>;  // its weights
+var<private> LA: array<u32, 32>;  // codes of the current trial
+var<private> LB: array<u32, 32>;  // best codes so far
+var<private> KL: array<u32, 256>; // codes of the super-block
+var<private> SC: array<u32, 8>;   // sub-block scales
+var<private> MN: array<u32, 8>;   // sub-block mins, negated (the_min >= 0)
+var<private> SW: array<u32, 8>;   // sums of the importance weights per sub-block
+var<private> QL: array<u32, 16>;  // QP codes (bytes): scales 0..7, mins 8..15
+var<private> SB: array<u32, 12>;  // the 12 scale bytes
+
+// Codes clamp(nearest_int(iscale * (x - vmin)), 0, nmax) into LA and their weighted sums
+// (sum w*l, sum w*l*l, sum w*l*x), each left to right.
+fn qkx_trial(iscale: u32, nmax: i32) -> vec3<u32> {
+  var sl = 0u; var sl2 = 0u; var sxl = 0u;
+  for (var i = 0u; i < 32u; i = i + 1u) {
+    let l = clamp(nearest_int(f_mul(iscale, XM[i])), 0, nmax);
+    LA[i] = u32(l);
+    let fl = f_from_i(l);
+    let wl = f_mul(WS[i], fl);
+    sl = f_add(sl, wl);
+    sl2 = f_add(sl2, f_mul(wl, fl));
+    sxl = f_add(sxl, f_mul(wl, XS[i]));
+  }
+  return vec3<u32>(sl, sl2, sxl);
+}
+
+// sum w * (ts*l + tm - x)^2 over the codes in LA.
+fn qkx_err(ts: u32, tm: u32) -> u32 {
+  var e = 0u;
+  for (var i = 0u; i < 32u; i = i + 1u) {
+    let diff = f_sub(f_add(f_mul(ts, f_from_i(i32(LA[i]))), tm), XS[i]);
+    e = f_add(e, f_mul(WS[i], f_mul(diff, diff)));
+  }
+  return e;
+}
+
+// §13.3 make_qkx2/qkx3_quants (squared error) on XS, WS: codes into LB; (scale, the_min).
+fn qkx(nmax: i32, rmin: u32, rdelta: u32, nstep: i32) -> vec2<u32> {
+  let fnmax = f_from_i(nmax);
+  var vmin = XS[0];
+  var vmax = vmin;
+  var sum_w = 0u;
+  var sum_x = 0u;
+  for (var i = 0u; i < 32u; i = i + 1u) {
+    let xi = XS[i];
+    let wi = WS[i];
+    if (f_lt(xi, vmin)) { vmin = xi; }
+    if (f_gt(xi, vmax)) { vmax = xi; }
+    let wx = f_mul(wi, xi);
+    // The sums start from their first term (not 0 + it, which would turn -0 into +0).
+    if (i == 0u) { sum_w = wi; sum_x = wx; } else { sum_w = f_add(sum_w, wi); sum_x = f_add(sum_x, wx); }
+  }
+  if (f_gt(vmin, 0u)) { vmin = 0u; }
+  if (f_le(vmax, vmin)) {
+    for (var i = 0u; i < 32u; i = i + 1u) { LB[i] = 0u; }
+    return vec2<u32>(0u, vmin ^ SIGN);
+  }
+  var scale = 0u;
+  var best = 0u;
+  var xm_min = vmin ^ 1u; // XM is filled for this min
+  // t = -1: the first codes, iscale = nmax/(vmax - vmin) with scale 1/iscale and min vmin, kept;
+  // t = 0..nstep: iscale = (rmin + rdelta*t + nmax)/(vmax - vmin), whose least-squares
+  // (scale, min) is kept when its error is smaller.
+  for (var t = -1; t <= nstep; t = t + 1) {
+    if (xm_min != vmin) {
+      for (var i = 0u; i < 32u; i = i + 1u) { XM[i] = f_sub(XS[i], vmin); }
+      xm_min = vmin;
+    }
+    var num = fnmax;
+    if (t >= 0) { num = f_add(f_add(rmin, f_mul(rdelta, f_from_i(t))), fnmax); }
+    let iscale = f_div(num, f_sub(vmax, vmin));
+    let s = qkx_trial(iscale, nmax); // (sl, sl2, sxl)
+    var ts: u32;
+    var tm: u32;
+    if (t < 0) {
+      ts = f_div(F_ONE, iscale);
+      tm = vmin;
+    } else {
+      // D = sum_w*sl2 - sl*sl, sum_w*sxl - sum_x*sl, sl2*sum_x - sl*sxl
+      var a = array<u32, 6>(sum_w, s.y, sum_w, s.z, s.y, sum_x);
+      var c = array<u32, 6>(s.x, s.x, sum_x, s.x, s.x, s.z);
+      var r: array<u32, 3>;
+      for (var k = 0u; k < 3u; k = k + 1u) { r[k] = f_sub(f_mul(a[2u * k], a[2u * k + 1u]), f_mul(c[2u * k], c[2u * k + 1u])); }
+      if (!f_gt(r[0], 0u)) { continue; }
+      ts = f_div(r[1], r[0]);
+      tm = f_div(r[2], r[0]);
+      if (f_gt(tm, 0u)) { tm = 0u; ts = f_div(s.z, s.y); }
+    }
+    let err = qkx_err(ts, tm);
+    if (t < 0 || f_lt(err, best)) {
+      for (var i = 0u; i < 32u; i = i + 1u) { LB[i] = LA[i]; }
+      best = err;
+      scale = ts;
+      vmin = tm;
+    }
+  }
+  return vec2<u32>(scale, vmin ^ SIGN);
+}
+
+// §13.4 make_qp_quants (nmax 63) over the 8 sub-scales (which 0) or sub-mins (1) with weights
+// SW: codes (bytes, as the reference's stores wrap) into QL[8*which..]; returns sumlx/suml2
+// (any NaN as x86's default NaN).
+fn qp(which: u32) -> u32 {
+  let o = 8u * which;
+  var x: array<u32, 8>;
+  for (var i = 0u; i < 8u; i = i + 1u) { x[i] = select(SC[i], MN[i], which == 1u); }
+  let fnmax = 0x427c0000u; // 63
+  var vmax = 0u;
+  for (var i = 0u; i < 8u; i = i + 1u) { if (!f_gt(vmax, x[i])) { vmax = x[i]; } }
+  if (f_eq(vmax, 0u)) {
+    for (var i = 0u; i < 8u; i = i + 1u) { QL[o + i] = 0u; }
+    return 0u;
+  }
+  // k = 0: iscale = 63/vmax, codes unclamped as bytes; k = 1..8: (0.1*t + 63)/vmax for
+  // t = -4..-1, 1..4 (t = 0 gives the same 63/vmax), codes min(63, .), kept on a smaller error.
+  var iscale = 0u;
+  var best = 0u;
+  for (var k = 0; k < 9; k = k + 1) {
+    var t = 0;
+    if (k > 0) { t = select(k - 5, k - 4, k > 4); }
+    let is_t = f_div(f_add(f_mul(0x3dcccccdu, f_from_i(t)), fnmax), vmax);
+    let sc = f_div(F_ONE, is_t);
+    var err = 0u;
+    for (var i = 0u; i < 8u; i = i + 1u) {
+      var l = nearest_int(f_mul(is_t, x[i]));
+      if (k == 0) { l = l & 0xff; } else { l = min(63, l); }
+      let diff = f_sub(x[i], f_mul(sc, f_from_i(l)));
+      err = f_add(err, f_mul(f_mul(SW[i], diff), diff));
+    }
+    if (k == 0 || f_lt(err, best)) { best = err; iscale = is_t; }
+  }
+  var sumlx = 0u;
+  var suml2 = 0u;
+  for (var i = 0u; i < 8u; i = i + 1u) {
+    let l = min(63, nearest_int(f_mul(iscale, x[i])));
+    QL[o + i] = u32(l) & 0xffu;
+    let fl = f_from_i(l);
+    sumlx = f_add(sumlx, f_mul(f_mul(SW[i], x[i]), fl));
+    suml2 = f_add(suml2, f_mul(f_mul(SW[i], fl), fl));
+  }
+  for (var itry = 0; itry < 5; itry = itry + 1) {
+    var changed = false;
+    for (var i = 0u; i < 8u; i = i + 1u) {
+      let li = i32(QL[o + i]);
+      let wx = f_mul(SW[i], x[i]);
+      let fli = f_from_i(li);
+      var slx = f_sub(sumlx, f_mul(wx, fli));
+      var sl2 = f_sub(suml2, f_mul(f_mul(SW[i], fli), fli));
+      if (!(f_gt(slx, 0u) && f_gt(sl2, 0u))) { continue; }
+      let nl = min(63, nearest_int(f_div(f_mul(x[i], sl2), slx)));
+      if (nl == li) { continue; }
+      let fl = f_from_i(nl);
+      slx = f_add(slx, f_mul(wx, fl));
+      sl2 = f_add(sl2, f_mul(f_mul(SW[i], fl), fl));
+      if (f_gt(f_mul(f_mul(slx, slx), suml2), f_mul(f_mul(sumlx, sumlx), sl2))) {
+        QL[o + i] = u32(nl) & 0xffu;
+        sumlx = slx;
+        suml2 = sl2;
+        changed = true;
+      }
+    }
+    if (!changed) { break; }
+  }
+  let r = f_div(sumlx, suml2);
+  if (is_nan(r)) { return F_QNAN | SIGN; }
+  return r;
+}
+
+// k4 packing of (ls, lm) for sub-block j, byte-wise as the reference (stores keep 8 bits).
+fn pack_k4(j: u32, ls: u32, lm: u32) {
+  if (j < 4u) {
+    SB[j] = ls & 0xffu;
+    SB[j + 4u] = lm & 0xffu;
+  } else {
+    SB[j + 4u] = ((ls & 15u) | ((lm & 15u) << 4u)) & 0xffu;
+    SB[j - 4u] = (SB[j - 4u] | ((ls >> 4u) << 6u)) & 0xffu;
+    SB[j] = (SB[j] | ((lm >> 4u) << 6u)) & 0xffu;
+  }
+}
+fn sb_scale(j: u32) -> u32 {
+  if (j < 4u) { return SB[j] & 63u; }
+  return (SB[j + 4u] & 15u) | ((SB[j - 4u] >> 6u) << 4u);
+}
+fn sb_min(j: u32) -> u32 {
+  if (j < 4u) { return SB[j + 4u] & 63u; }
+  return (SB[j + 4u] >> 4u) | ((SB[j] >> 6u) << 4u);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let b = item(gid);
+  if (b >= P.n) { return; }
+  let x0 = b * 256u;
+  let q0 = P.aux + (b % (P.row_len / 256u)) * 256u;
+  // With importances: sigma2 = (2 * sum x^2) / 256 over the super-block.
+  var sigma2 = 0u;
+  if (IMP) {
+    var s = 0u;
+    for (var l = 0u; l < 256u; l = l + 1u) { let v = src[x0 + l]; s = f_add(s, f_mul(v, v)); }
+    sigma2 = f_div(f_mul(0x40000000u, s), 0x43800000u);
+  }
+  for (var j = 0u; j < 8u; j = j + 1u) {
+    for (var l = 0u; l < 32u; l = l + 1u) { XS[l] = src[x0 + 32u * j + l]; }
+    var r: vec2<u32>;
+    if (IMP) {
+      var sw = 0u;
+      for (var l = 0u; l < 32u; l = l + 1u) {
+        let v = XS[l];
+        WS[l] = f_mul(src[q0 + 32u * j + l], f_sqrt(f_add(sigma2, f_mul(v, v))));
+        sw = f_add(sw, WS[l]);
+      }
+      SW[j] = sw;
+    } else {
+      // av + |x|, av = sqrt(sum x^2 / 32) over the sub-block
+      var s = 0u;
+      for (var l = 0u; l < 32u; l = l + 1u) { let v = XS[l]; s = f_add(s, f_mul(v, v)); }
+      let av = f_sqrt(f_div(s, 0x42000000u));
+      for (var l = 0u; l < 32u; l = l + 1u) { WS[l] = f_add(av, XS[l] & ABS); }
+    }
+    // rmin -0.9, rdelta 0.05, 36 steps with importances; -1, 0.1, 20 without.
+    r = qkx(15, select(0xbf800000u, 0xbf666666u, IMP), select(0x3dcccccdu, 0x3d4ccccdu, IMP), select(20, 36, IMP));
+    SC[j] = r.x;
+    MN[j] = r.y;
+    for (var l = 0u; l < 32u; l = l + 1u) { KL[32u * j + l] = LB[l]; }
+  }
+  // The super-scales d, dmin (as fp16) and the 6-bit sub-scales and sub-mins.
+  var dm: array<u32, 2>;
+  if (IMP) {
+    for (var k = 0u; k < 2u; k = k + 1u) { dm[k] = qp(k); }
+    for (var j = 0u; j < 8u; j = j + 1u) { pack_k4(j, QL[j], QL[8u + j]); }
+  } else {
+    var mx = array<u32, 2>(0u, 0u);
+    for (var j = 0u; j < 8u; j = j + 1u) {
+      if (f_gt(SC[j], mx[0])) { mx[0] = SC[j]; }
+      if (f_gt(MN[j], mx[1])) { mx[1] = MN[j]; }
+    }
+    var inv = array<u32, 2>(0u, 0u);
+    for (var k = 0u; k < 2u; k = k + 1u) {
+      if (f_gt(mx[k], 0u)) { inv[k] = f_div(0x427c0000u, mx[k]); }
+      dm[k] = f_div(mx[k], 0x427c0000u);
+    }
+    for (var j = 0u; j < 8u; j = j + 1u) {
+      var lsm: array<u32, 2>;
+      for (var k = 0u; k < 2u; k = k + 1u) {
+        lsm[k] = min(63u, u32(nearest_int(f_mul(inv[k], select(SC[j], MN[j], k == 1u)))) & 0xffu);
+      }
+      pack_k4(j, lsm[0], lsm[1]);
+    }
+  }
+  let dh = f2h(dm[0]);
+  let mh = f2h(dm[1]);
+  // Final codes with the stored (fp16) super-scales; a sub-block whose scale is 0 keeps its
+  // search codes.
+  let d = h2f(dh);
+  let dmin = h2f(mh);
+  for (var j = 0u; j < 8u; j = j + 1u) {
+    let dj = f_mul(d, f_from_i(i32(sb_scale(j))));
+    if (f_eq(dj, 0u)) { continue; }
+    let mj = f_mul(dmin, f_from_i(i32(sb_min(j))));
+    for (var l = 0u; l < 32u; l = l + 1u) {
+      KL[32u * j + l] = u32(clamp(nearest_int(f_div(f_add(src[x0 + 32u * j + l], mj), dj)), 0, 15));
+    }
+  }
+  let y = b * 144u;
+  st16(y, dh);
+  st16(y + 2u, mh);
+  for (var i = 0u; i < 12u; i = i + 1u) { st8(y + 4u + i, SB[i]); }
+  for (var c = 0u; c < 4u; c = c + 1u) {
+    for (var l = 0u; l < 32u; l = l + 1u) {
+      st8(y + 16u + 32u * c + l, KL[64u * c + l] | (KL[64u * c + 32u + l] << 4u));
+    }
+  }
+}
+`;
