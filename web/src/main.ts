@@ -94,6 +94,8 @@ function cell(row: HTMLTableRowElement, text: string, num = false): void {
 }
 
 function onProgress(e: ProgressEvent): void {
+  // A warning (the GPU lane lost its device) changes nothing in the output: say it, keep going.
+  if (e.type === 'warning') { status(e.message, 'running'); return; }
   els.bar.value = e.bytesTotal ? e.bytesDone / e.bytesTotal : 1;
   const eta = e.etaMs !== undefined ? `, about ${Math.ceil(e.etaMs / 1000)} s left` : '';
   els.rate.textContent = `${fmtBytes(e.bytesDone)} of ${fmtBytes(e.bytesTotal)}, ${fmtBytes(e.throughput)}/s${eta}`;
