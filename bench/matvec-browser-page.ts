@@ -111,7 +111,12 @@ async function runCase(req: CaseRequest): Promise<CaseResult> {
       const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { logger: quiet });
       llamas.push(w);
       // n_threads 1 and no cross-origin isolation: wllama runs llama.cpp without pthreads, CPU only.
-      await w.loadModel([b], { n_threads: 1, n_gpu_layers: 0, n_ctx: Number(new URL(location.href).searchParams.get('ctx') ?? 128), n_batch: 16, n_ubatch: 16, n_parallel: 1 });
+      // Flash attention off (wllama's default is llama.cpp's 'auto', which enables it on the CPU): the
+      // plain path attends over the KV cells in use only, the least non-matvec work per layer.
+      await w.loadModel([b], {
+        n_threads: 1, n_gpu_layers: 0, n_ctx: Number(new URL(location.href).searchParams.get('ctx') ?? 128),
+        n_batch: 16, n_ubatch: 16, n_parallel: 1, flash_attn: false,
+      });
     }
     // webquant: the same GGUF bytes (the small model), read through the public serving API.
     const [f32Model, q8Model] = await Promise.all([

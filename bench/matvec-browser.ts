@@ -9,8 +9,9 @@
 // the 259 x hidden output matmul, sampling, the server loop, the worker's messaging. What remains
 // besides the layer's 7 matrix-vector products is O(hidden) work per layer (2 RMS norms, RoPE, a
 // SiLU, 2 residual adds, the f32 -> int8 activation quantization that is part of llama.cpp's
-// quantized matmul) and attention over at most 2 + tokens positions (K and V reads of
-// 2 * 4096 * positions f16 values, about 0.2 MB at 10 positions against 38-190 MB of weights):
+// quantized matmul) and attention (flash attention off, so over the 2 + tokens KV cells in use
+// only: K and V reads of 2 * 4096 * positions f16 values, about 0.2 MB at 10 positions against
+// 38-190 MB of weights):
 // all counted as llama.cpp's matvec time, so its GB/s here is a slight underestimate (the table's
 // "layer" columns compare with webquant computing the very same 7 matrices, the fairest figure).
 //
@@ -25,7 +26,7 @@
 // over rounds, ratios medians of per-round ratios. GB/s = bytes of quantized weights streamed per
 // second, GFLOP/s = 2 * weights per second.
 // Options: --formats q8_0,q4_0 --shapes 4096x4096,4096x11008 --layers 1,4 --tokens 8 --rounds 5,10
-//          --budget ms (per case, after the minimum rounds) --reps 3 --ctx 128 (llama.cpp n_ctx) --json path
+//          --budget ms (per case, after the minimum rounds) --reps 5 --ctx 128 (llama.cpp n_ctx) --json path
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
@@ -49,7 +50,7 @@ const layers = arg('layers', '1,4').split(',').map(Number) as [number, number];
 const tokens = Number(arg('tokens', '8'));
 const [minRounds, maxRounds] = arg('rounds', '5,10').split(',').map(Number);
 const budget = Number(arg('budget', '15000'));
-const reps = Number(arg('reps', '3'));
+const reps = Number(arg('reps', '5'));
 const jsonPath = arg('json', 'bench/results/matvec-browser.json');
 if (!(layers.length === 2 && layers[0] >= 1 && layers[1] > layers[0])) throw new Error(`--layers must be two counts, the second larger: ${layers}`);
 if (!existsSync(CHROMIUM)) {
@@ -155,7 +156,7 @@ const results = rows.map(({ format, shape, model, r }) => {
     llamaGBs, gflops(model.layerWeights, layer.llamaMs), `${fmtRatio(ratios.f32)} / ${fmtRatio(ratios.q8)}`, `${fmtRatio(ratios.apiF32)} / ${fmtRatio(ratios.apiQ8)}`]);
   layerRows.push([format, shape, (layerBytes / 2 ** 20).toFixed(1), `${((100 * model.targetWeights) / model.layerWeights).toFixed(0)} %`,
     layer.llamaMs, `${median(r.llamaTokenMs[0]).toFixed(1)} / ${median(r.llamaTokenMs[1]).toFixed(1)}`, layer.f32Ms, layer.q8Ms,
-    `${fmtRatio(layer.ratioF32)} / ${fmtRatio(layer.ratioQ8)}`, r.llamaTokenMs[0].length]);
+    `${fmtRatio(layer.ratioF32)} / ${fmtRatio(layer.ratioQ8)}`, String(r.llamaTokenMs[0].length)]);
   return {
     format, shape, rounds: r.llamaTokenMs[0].length, layers, tokens, weightBytesPerTensor: r.weightBytes, layerMatrices: model.layerMatrices,
     layerWeights: model.layerWeights, targetShareOfLayer: model.targetWeights / model.layerWeights,
@@ -172,7 +173,7 @@ console.log('What is compared: webquant = ONE matvec y = W x on the shape (weigh
 console.log('quantizes x itself for these types: Q8_0 per 32, Q8_K per 256); api = openQuantized\'s LoadedTensor.matvec (copies the weights in per call);');
 console.log(`llama.cpp = a FULL decode step of synthetic Llama models made of that shape: per-layer time = (t/token at ${layers[1]} layers - t/token at ${layers[0]}) / ${layers[1] - layers[0]},`);
 console.log('which cancels per-token fixed costs (embedding, output matmul, sampling, server loop) but keeps the O(hidden) per-layer ops');
-console.log('(norms, RoPE, SiLU, adds, attention over <= 2 + tokens positions) inside llama.cpp\'s figure; its GB/s = layer weight bytes / layer time.');
+console.log(`(norms, RoPE, SiLU, adds, attention without flash attention over <= ${2 + tokens} positions) inside llama.cpp's figure; its GB/s = layer weight bytes / layer time.`);
 console.log('Ratios (> 1: webquant faster) = median over alternating rounds of webquant GB/s / llama.cpp GB/s. GFLOP/s = 2 * weights / s.\n');
 console.log(table(['format', 'shape', 'webquant GB/s (f32 x)', 'webquant GB/s (q8 x)', 'GFLOP/s (q8 x)', 'api GB/s f32 / q8', 'llama.cpp-wasm GB/s', 'llama.cpp GFLOP/s', 'ratio f32 / q8', 'ratio api f32 / q8'], shapeRows));
 console.log('\nSame work on both sides: the 7 matrices of one layer (q, k, v, o, gate, up, down of bench/synthetic-llama.ts), llama.cpp\'s per-layer');
