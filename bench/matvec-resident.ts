@@ -12,10 +12,14 @@ export interface Resident {
   x: Float32Array;
   /** y in wasm memory (rows values), valid after call(). */
   y: Float32Array;
-  call(): void;
+  /** Runs the kernel; `q8` (default: residentKernel's) picks int8 or f32 activations. */
+  call(q8?: boolean): void;
 }
 
-/** Copies every section of qt into k's memory once; call() runs `<kernel>_matvec` on them. */
+/**
+ * Copies every section of qt into k's memory once; call() runs `<kernel>_matvec` on them. Two
+ * argument blocks (f32 and int8 activations) are written, so that call(q8) can switch per call.
+ */
 export function residentKernel(k: Kernels, qt: QuantizedTensor, q8 = false): Resident {
   const spec = getFormat(qt.format);
   const [rows, rowLen] = qt.shape;
@@ -23,6 +27,7 @@ export function residentKernel(k: Kernels, qt: QuantizedTensor, q8 = false): Res
   const align = (n: number) => (n + 15) & ~15;
   let at = 0;
   const pArgs = at; at += ARGS_BYTES;
+  const pArgsQ8 = at; at += ARGS_BYTES;
   const pScratch = at; at = align(at + 16 * rowLen + 65536);
   const pX = at; at = align(at + rowLen * 4);
   const pY = at; at = align(at + rows * 4);
@@ -34,20 +39,21 @@ export function residentKernel(k: Kernels, qt: QuantizedTensor, q8 = false): Res
   if (o.doubleQuant) flags |= FLAGS.doubleQuant;
   if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
   if (o.granularity === 'channel') flags |= FLAGS.perChannel;
-  if (q8) flags |= SERVE_Q8_ACT;
   const rowSecs = layout.sections.filter((s) => s.perRow > 0).length;
-  writeArgs(k.buffer, base + pArgs, {
+  const args = {
     group: o.groupSize, bits: o.bits, flags, scratch: base + pScratch,
     scales: rowSecs > 1 ? base + pSec[1] : 0, biases: rowSecs > 2 ? base + pSec[2] : 0,
     aux: pSec.length > rowSecs ? base + pSec[rowSecs] : 0,
-  });
+  };
+  writeArgs(k.buffer, base + pArgs, args);
+  writeArgs(k.buffer, base + pArgsQ8, { ...args, flags: flags | SERVE_Q8_ACT });
   const fn = k.fn(`${spec.kernel}_matvec`);
   // reserve() above is the last growth of this instance's memory, so these views stay valid
   // as long as nothing else reserves more in the same instance.
   return {
     x: k.f32(base + pX, rowLen),
     y: k.f32(base + pY, rows),
-    call: () => { fn(base + pSec[0], rows, rowLen, base + pX, base + pY, base + pArgs); },
+    call: (useQ8 = q8) => { fn(base + pSec[0], rows, rowLen, base + pX, base + pY, base + (useQ8 ? pArgsQ8 : pArgs)); },
   };
 }
 

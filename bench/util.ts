@@ -1,11 +1,8 @@
 // Timing helpers shared by the benchmarks: medians of repeated runs, printed tables, JSON files.
 import { writeFileSync, mkdirSync } from 'node:fs';
+import { median } from './stats.js';
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
+export { median, weightData } from './stats.js';
 
 /** Runs fn until `reps` runs or `budgetMs` elapsed (at least `minReps`), returns the median seconds. */
 export async function timeIt(fn: () => unknown | Promise<unknown>, reps: number, budgetMs: number, minReps = 3): Promise<number> {
@@ -34,17 +31,4 @@ export function writeJson(path: string, data: unknown): void {
 export function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : def;
-}
-
-/** Weight-like test data: the sum of two seeded uniforms (a bell around 0, std about 0.008). */
-export function weightData(n: number, seed = 12345): Float32Array {
-  const v = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const a = (s >>> 8) / 16777216;
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    v[i] = 0.02 * (a + (s >>> 8) / 16777216 - 1);
-  }
-  return v;
 }
