@@ -339,6 +339,7 @@ export function iq4Search(x: usize, w: usize, max: f32): f32 {
     for (let t = -7; t <= 7; t++) store<f32>(ids + (<usize>(t + 8) << 2), <f32>(t - 127) / max);
     searchScalar(x, w);
   }
+  if (ASC_FEATURE_SIMD) return pickScaleSimd();
   let sumqx = load<f32>(sqx);
   let sumq2 = load<f32>(sq2);
   let d: f32 = sumqx / sumq2;
@@ -349,6 +350,81 @@ export function iq4Search(x: usize, w: usize, max: f32): f32 {
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       d = sumqx / sumq2;
       best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+// The SIMD build's pick. Candidate scales d_p = sumqx/sumq2, scores best_p = d_p*sumqx and
+// sumqx*sumqx for the 16 passes, four at a time (the same IEEE operations as the loop, so the same
+// bits). Rather than walking the chain of winners (a division and a mispredicted branch per
+// winner), guess its end f = the first pass of highest score among those with sumq2 > 0, and
+// accept it when two vector tests prove the loop ends there:
+//  - f beats every pass before it that could hold `best` (pass 0, and the passes with sumq2 > 0),
+//    so f becomes the winner whatever the chain before it was;
+//  - no pass after f beats best_f, except passes with the same (d, best) bits as f (passes whose
+//    codes equal f's have equal sums; rounding can let them "win" without changing anything).
+// Otherwise (near-ties that rounding orders differently, NaN, pass 0 without sumq2 > 0) the loop
+// decides. A pass whose sumq2 is not > 0 gets sumqx*sumqx = NaN (all bits set), which fails every
+// comparison, as the loop's "sumq2 > 0" test does.
+const cD = memory.data(64, 16);
+const cBest = memory.data(64, 16);
+const cSq = memory.data(64, 16);
+const cTop = memory.data(64, 16);
+
+@inline function scoreFour(o: usize): v128 {
+  const sx = v128.load(sqx + o);
+  const s2 = v128.load(sq2 + o);
+  const d = f32x4.div(sx, s2);
+  const b = f32x4.mul(d, sx);
+  const valid = f32x4.gt(s2, f32x4.splat(0));
+  v128.store(cD + o, d);
+  v128.store(cBest + o, b);
+  v128.store(cSq + o, v128.or(f32x4.mul(sx, sx), v128.not(valid)));
+  const masked = v128.bitselect(b, f32x4.splat(-Infinity), valid);
+  v128.store(cTop + o, masked);
+  return masked;
+}
+
+// Lanes of passes o/4 .. o/4+3 that contradict "the loop ends at f" (see above).
+@inline function refuteFour(o: usize, fv: v128, df: v128, bf: v128, s2f: v128, sqf: v128): v128 {
+  const lane = i32x4.add(i32x4(0, 1, 2, 3), i32x4.splat(<i32>(o >> 2)));
+  const s2 = v128.load(sq2 + o);
+  const b = v128.load(cBest + o);
+  const same = v128.and(i32x4.eq(v128.load(cD + o), df), i32x4.eq(b, bf));
+  const after = v128.andnot(v128.and(i32x4.gt_s(lane, fv), f32x4.gt(v128.load(cSq + o), f32x4.mul(bf, s2))), same);
+  const holder = v128.and(i32x4.lt_s(lane, fv), v128.or(f32x4.gt(s2, f32x4.splat(0)), i32x4.eq(lane, i32x4.splat(0))));
+  const before = v128.andnot(holder, f32x4.gt(sqf, f32x4.mul(b, s2f)));
+  return v128.or(after, before);
+}
+
+function pickScaleSimd(): f32 {
+  let top = f32x4.max(f32x4.max(scoreFour(0), scoreFour(16)), f32x4.max(scoreFour(32), scoreFour(48)));
+  top = f32x4.max(top, v128.shuffle<f32>(top, top, 2, 3, 0, 1));
+  top = f32x4.max(top, v128.shuffle<f32>(top, top, 1, 0, 3, 2));
+  const at = i32x4.bitmask(f32x4.eq(v128.load(cTop), top))
+    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 16), top)) << 4)
+    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 32), top)) << 8)
+    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 48), top)) << 12);
+  if (at != 0 && load<f32>(sq2) > 0) {
+    const f = <usize>ctz(at) << 2;
+    const fv = i32x4.splat(<i32>(f >> 2));
+    const df = v128.load32_splat(cD + f);
+    const bf = v128.load32_splat(cBest + f);
+    const s2f = v128.load32_splat(sq2 + f);
+    const sqf = v128.load32_splat(cSq + f);
+    const bad = v128.or(
+      v128.or(refuteFour(0, fv, df, bf, s2f, sqf), refuteFour(16, fv, df, bf, s2f, sqf)),
+      v128.or(refuteFour(32, fv, df, bf, s2f, sqf), refuteFour(48, fv, df, bf, s2f, sqf)),
+    );
+    if (!v128.any_true(bad)) return load<f32>(cD + f);
+  }
+  let d = load<f32>(cD);
+  let best = load<f32>(cBest);
+  for (let q: usize = 4; q < 64; q += 4) {
+    if (load<f32>(cSq + q) > best * load<f32>(sq2 + q)) {
+      d = load<f32>(cD + q);
+      best = load<f32>(cBest + q);
     }
   }
   return d;
