@@ -190,9 +190,7 @@ const tAxLo = memory.data(128, 16);
 const tAxHi = memory.data(128, 16);
 const tA2Lo = memory.data(128, 16);
 const tA2Hi = memory.data(128, 16);
-const tAx0 = memory.data(128, 16);
-const tA20 = memory.data(128, 16);
-const idsNaN = memory.data(16, 16);
+const tP0 = memory.data(256, 16);
 
 // The 16 passes' sums, 4 passes in the 4 lanes. For element j the trial values id_t*x_j are
 // monotone in t (fp32 division and multiplication are monotone), so its trial codes lie between
@@ -239,45 +237,55 @@ function searchTwoCandidates(x: usize, w: usize): bool {
       f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16)), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16b)),
       f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16c)));
   }
-  // Lane 0 of the first group is pass 0: a NaN id makes its compare false, so it takes the "lo"
-  // operand, into which pass 0's products are blended. select(hi, lo, m) = lo ^ ((hi ^ lo) & m).
-  v128.store(idsNaN, v128.load(ids));
-  store<f32>(idsNaN, NaN);
-  const g1 = v128.load(ids, 16);
-  const g2 = v128.load(ids, 32);
-  const g3 = v128.load(ids, 48);
-  let sx0 = f32x4.splat(0), sx1 = f32x4.splat(0), sx2 = f32x4.splat(0), sx3 = f32x4.splat(0);
-  let s20 = f32x4.splat(0), s21 = f32x4.splat(0), s22 = f32x4.splat(0), s23 = f32x4.splat(0);
+  // Pass 0 runs in its own accumulator (sumqx, sumq2 in lanes 0 and 1); lane 0 of the first
+  // group computes a trial again and is overwritten. Two loops of two groups each keep every
+  // accumulator in a register.
+  let s0 = f32x4.splat(0);
+  let sxA = f32x4.splat(0), sxB = f32x4.splat(0), s2A = f32x4.splat(0), s2B = f32x4.splat(0);
+  let gA = v128.load(ids);
+  let gB = v128.load(ids, 16);
   for (let j: usize = 0; j < 128; j += 4) {
     const xj = v128.load32_splat(x + j);
-    const mj = v128.load32_splat(tM + j);
-    const axLo = v128.load32_splat(tAxLo + j);
-    const axD = v128.load32_splat(tAxHi + j);
-    const a2Lo = v128.load32_splat(tA2Lo + j);
-    const a2D = v128.load32_splat(tA2Hi + j);
-    const axLo0 = v128.shuffle<f32>(axLo, v128.load32_splat(tAx0 + j), 4, 1, 2, 3);
-    const a2Lo0 = v128.shuffle<f32>(a2Lo, v128.load32_splat(tA20 + j), 4, 1, 2, 3);
-    let m = f32x4.ge(f32x4.mul(v128.load(idsNaN), xj), mj);
-    sx0 = f32x4.add(sx0, v128.xor(axLo0, v128.and(axD, m)));
-    s20 = f32x4.add(s20, v128.xor(a2Lo0, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g1, xj), mj);
-    sx1 = f32x4.add(sx1, v128.xor(axLo, v128.and(axD, m)));
-    s21 = f32x4.add(s21, v128.xor(a2Lo, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g2, xj), mj);
-    sx2 = f32x4.add(sx2, v128.xor(axLo, v128.and(axD, m)));
-    s22 = f32x4.add(s22, v128.xor(a2Lo, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g3, xj), mj);
-    sx3 = f32x4.add(sx3, v128.xor(axLo, v128.and(axD, m)));
-    s23 = f32x4.add(s23, v128.xor(a2Lo, v128.and(a2D, m)));
+    const mj = v128.load32_splat(j, tM);
+    const axLo = v128.load32_splat(j, tAxLo);
+    const axD = v128.load32_splat(j, tAxHi);
+    const a2Lo = v128.load32_splat(j, tA2Lo);
+    const a2D = v128.load32_splat(j, tA2Hi);
+    s0 = f32x4.add(s0, v128.load64_zero(j << 1, tP0));
+    let m = f32x4.ge(f32x4.mul(gA, xj), mj);
+    sxA = f32x4.add(sxA, v128.xor(axLo, v128.and(axD, m)));
+    s2A = f32x4.add(s2A, v128.xor(a2Lo, v128.and(a2D, m)));
+    m = f32x4.ge(f32x4.mul(gB, xj), mj);
+    sxB = f32x4.add(sxB, v128.xor(axLo, v128.and(axD, m)));
+    s2B = f32x4.add(s2B, v128.xor(a2Lo, v128.and(a2D, m)));
   }
-  v128.store(sqx, sx0);
-  v128.store(sqx, sx1, 16);
-  v128.store(sqx, sx2, 32);
-  v128.store(sqx, sx3, 48);
-  v128.store(sq2, s20);
-  v128.store(sq2, s21, 16);
-  v128.store(sq2, s22, 32);
-  v128.store(sq2, s23, 48);
+  v128.store(sqx, sxA);
+  v128.store(sqx, sxB, 16);
+  v128.store(sq2, s2A);
+  v128.store(sq2, s2B, 16);
+  store<f32>(sqx, f32x4.extract_lane(s0, 0));
+  store<f32>(sq2, f32x4.extract_lane(s0, 1));
+  sxA = f32x4.splat(0); sxB = f32x4.splat(0); s2A = f32x4.splat(0); s2B = f32x4.splat(0);
+  gA = v128.load(ids, 32);
+  gB = v128.load(ids, 48);
+  for (let j: usize = 0; j < 128; j += 4) {
+    const xj = v128.load32_splat(x + j);
+    const mj = v128.load32_splat(j, tM);
+    const axLo = v128.load32_splat(j, tAxLo);
+    const axD = v128.load32_splat(j, tAxHi);
+    const a2Lo = v128.load32_splat(j, tA2Lo);
+    const a2D = v128.load32_splat(j, tA2Hi);
+    let m = f32x4.ge(f32x4.mul(gA, xj), mj);
+    sxA = f32x4.add(sxA, v128.xor(axLo, v128.and(axD, m)));
+    s2A = f32x4.add(s2A, v128.xor(a2Lo, v128.and(a2D, m)));
+    m = f32x4.ge(f32x4.mul(gB, xj), mj);
+    sxB = f32x4.add(sxB, v128.xor(axLo, v128.and(axD, m)));
+    s2B = f32x4.add(s2B, v128.xor(a2Lo, v128.and(a2D, m)));
+  }
+  v128.store(sqx, sxA, 32);
+  v128.store(sqx, sxB, 48);
+  v128.store(sq2, s2A, 32);
+  v128.store(sq2, s2B, 48);
   return true;
 }
 
@@ -296,8 +304,10 @@ function searchTwoCandidates(x: usize, w: usize): bool {
   v128.store(tAxHi + o, v128.xor(f32x4.mul(wq, xv), axLo));
   v128.store(tA2Hi + o, v128.xor(f32x4.mul(wq, hi), a2Lo));
   wq = f32x4.mul(wv, z);
-  v128.store(tAx0 + o, f32x4.mul(wq, xv));
-  v128.store(tA20 + o, f32x4.mul(wq, z));
+  const ax0 = f32x4.mul(wq, xv);
+  const a20 = f32x4.mul(wq, z);
+  v128.store(tP0 + (o << 1), v128.shuffle<f32>(ax0, a20, 0, 4, 1, 5));
+  v128.store(tP0 + (o << 1), v128.shuffle<f32>(ax0, a20, 2, 6, 3, 7), 16);
 }
 
 // The 16 passes literally: codes by best_index, sums left to right. The scalar build's search,
@@ -372,6 +382,8 @@ const cBest = memory.data(64, 16);
 const cSq = memory.data(64, 16);
 const cTop = memory.data(64, 16);
 
+// Stores d, best, sumqx^2 (NaN unless sumq2 > 0) and best (-inf unless sumq2 > 0) of passes
+// o/4 .. o/4+3; returns the last.
 @inline function scoreFour(o: usize): v128 {
   const sx = v128.load(sqx + o);
   const s2 = v128.load(sq2 + o);
@@ -381,43 +393,44 @@ const cTop = memory.data(64, 16);
   v128.store(cD + o, d);
   v128.store(cBest + o, b);
   v128.store(cSq + o, v128.or(f32x4.mul(sx, sx), v128.not(valid)));
-  const masked = v128.bitselect(b, f32x4.splat(-Infinity), valid);
-  v128.store(cTop + o, masked);
-  return masked;
+  const top = v128.bitselect(b, f32x4.splat(-Infinity), valid);
+  v128.store(cTop + o, top);
+  return top;
 }
 
-// Lanes of passes o/4 .. o/4+3 that contradict "the loop ends at f" (see above).
-@inline function refuteFour(o: usize, fv: v128, df: v128, bf: v128, s2f: v128, sqf: v128): v128 {
-  const lane = i32x4.add(i32x4(0, 1, 2, 3), i32x4.splat(<i32>(o >> 2)));
+// Bits of the passes after f that beat best_f with a different (d, best) (bits 0-3), and of the
+// passes before f that could hold best and do not lose to f (bits 4-7); a pass without
+// sumq2 > 0 has best -inf in cTop and loses to f.
+@inline function refuteFour(o: usize, df: v128, bf: v128, s2f: v128, sqf: v128): u32 {
   const s2 = v128.load(sq2 + o);
-  const b = v128.load(cBest + o);
-  const same = v128.and(i32x4.eq(v128.load(cD + o), df), i32x4.eq(b, bf));
-  const after = v128.andnot(v128.and(i32x4.gt_s(lane, fv), f32x4.gt(v128.load(cSq + o), f32x4.mul(bf, s2))), same);
-  const holder = v128.and(i32x4.lt_s(lane, fv), v128.or(f32x4.gt(s2, f32x4.splat(0)), i32x4.eq(lane, i32x4.splat(0))));
-  const before = v128.andnot(holder, f32x4.gt(sqf, f32x4.mul(b, s2f)));
-  return v128.or(after, before);
+  const same = v128.and(i32x4.eq(v128.load(cD + o), df), i32x4.eq(v128.load(cBest + o), bf));
+  const beats = v128.andnot(f32x4.gt(v128.load(cSq + o), f32x4.mul(bf, s2)), same);
+  const loses = f32x4.gt(sqf, f32x4.mul(v128.load(cTop + o), s2f));
+  return <u32>i32x4.bitmask(beats) | (<u32>i32x4.bitmask(v128.not(loses)) << 4);
 }
 
 function pickScaleSimd(): f32 {
-  let top = f32x4.max(f32x4.max(scoreFour(0), scoreFour(16)), f32x4.max(scoreFour(32), scoreFour(48)));
-  top = f32x4.max(top, v128.shuffle<f32>(top, top, 2, 3, 0, 1));
-  top = f32x4.max(top, v128.shuffle<f32>(top, top, 1, 0, 3, 2));
-  const at = i32x4.bitmask(f32x4.eq(v128.load(cTop), top))
-    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 16), top)) << 4)
-    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 32), top)) << 8)
-    | (i32x4.bitmask(f32x4.eq(v128.load(cTop, 48), top)) << 12);
+  let top = f32x4.pmax(f32x4.pmax(scoreFour(0), scoreFour(16)), f32x4.pmax(scoreFour(32), scoreFour(48)));
+  top = f32x4.pmax(top, v128.shuffle<f32>(top, top, 2, 3, 0, 1));
+  top = f32x4.pmax(top, v128.shuffle<f32>(top, top, 1, 0, 3, 2));
+  const at = <u32>i32x4.bitmask(f32x4.eq(v128.load(cTop), top))
+    | (<u32>i32x4.bitmask(f32x4.eq(v128.load(cTop, 16), top)) << 4)
+    | (<u32>i32x4.bitmask(f32x4.eq(v128.load(cTop, 32), top)) << 8)
+    | (<u32>i32x4.bitmask(f32x4.eq(v128.load(cTop, 48), top)) << 12);
   if (at != 0 && load<f32>(sq2) > 0) {
-    const f = <usize>ctz(at) << 2;
-    const fv = i32x4.splat(<i32>(f >> 2));
-    const df = v128.load32_splat(cD + f);
-    const bf = v128.load32_splat(cBest + f);
-    const s2f = v128.load32_splat(sq2 + f);
-    const sqf = v128.load32_splat(cSq + f);
-    const bad = v128.or(
-      v128.or(refuteFour(0, fv, df, bf, s2f, sqf), refuteFour(16, fv, df, bf, s2f, sqf)),
-      v128.or(refuteFour(32, fv, df, bf, s2f, sqf), refuteFour(48, fv, df, bf, s2f, sqf)),
-    );
-    if (!v128.any_true(bad)) return load<f32>(cD + f);
+    const f = ctz(at);
+    const fo = <usize>f << 2;
+    const df = v128.load32_splat(cD + fo);
+    const bf = v128.load32_splat(cBest + fo);
+    const s2f = v128.load32_splat(sq2 + fo);
+    const sqf = v128.load32_splat(cSq + fo);
+    const r0 = refuteFour(0, df, bf, s2f, sqf);
+    const r1 = refuteFour(16, df, bf, s2f, sqf);
+    const r2 = refuteFour(32, df, bf, s2f, sqf);
+    const r3 = refuteFour(48, df, bf, s2f, sqf);
+    const beats = (r0 & 15) | ((r1 & 15) << 4) | ((r2 & 15) << 8) | ((r3 & 15) << 12);
+    const stays = (r0 >> 4) | ((r1 >> 4) << 4) | ((r2 >> 4) << 8) | ((r3 >> 4) << 12);
+    if ((beats & (<u32>0xfffe << f)) == 0 && (stays & ((<u32>1 << f) - 1)) == 0) return load<f32>(cD + fo);
   }
   let d = load<f32>(cD);
   let best = load<f32>(cBest);
