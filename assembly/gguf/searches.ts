@@ -731,6 +731,160 @@ export function makeQxQuants4(n: i32, nmax: i32, x: usize, w: usize, L: usize, s
   transposeOutBytes(LB4, n, L);
 }
 
+// ---- §13.2 Q3 on sixteen units (SIMD build) -----------------------------------------------------
+
+// Phase 1, per group of 4 units (lane k = unit 4g + k): x, w = x*x, w*x, the codes (i32) of the
+// 16 elements, then the sums.
+const Q3X = memory.data(4 * 16 * 16, 16);
+const Q3W = memory.data(4 * 16 * 16, 16);
+const Q3WX = memory.data(4 * 16 * 16, 16);
+const Q3C = memory.data(4 * 16 * 16, 16);
+const Q3SX = memory.data(16 * 4, 16);
+const Q3S2 = memory.data(16 * 4, 16);
+// Phase 2, one unit (lanes = its elements): w, w*x, codes, and a round's candidate codes and sums.
+const Q3W1 = memory.data(64, 16);
+const Q3WX1 = memory.data(64, 16);
+const Q3L1 = memory.data(64, 16);
+const Q3NL = memory.data(64, 16);
+const Q3NX = memory.data(64, 16);
+const Q3N2 = memory.data(64, 16);
+
+// One coordinate-descent test, per lane: the candidate code of an element with code li, and its
+// sums if taken, against the running sums (sumlx, suml2); returns the lanes where the scalar loop
+// accepts the change (slx > 0, a different code, sl2 > 0 and a strictly better fit). With e >= 0
+// the candidate code and sums go to Q3NL/Q3NX/Q3N2 + e.
+@inline function q3Test(xi: v128, w: v128, wx: v128, li: v128, sumlx: v128, suml2: v128, e: isize): v128 {
+  const zero = f32x4.splat(0);
+  const lf = f32x4.convert_i32x4_s(li);
+  let slx = f32x4.sub(sumlx, f32x4.mul(wx, lf));
+  const pos = f32x4.gt(slx, zero);
+  let sl2 = f32x4.sub(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
+  const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(xi, sl2), slx))));
+  const nf = f32x4.convert_i32x4_s(nl);
+  slx = f32x4.add(slx, f32x4.mul(wx, nf));
+  sl2 = f32x4.add(sl2, f32x4.mul(f32x4.mul(w, nf), nf));
+  if (e >= 0) {
+    v128.store(Q3NL + <usize>e, nl);
+    v128.store(Q3NX + <usize>e, slx);
+    v128.store(Q3N2 + <usize>e, sl2);
+  }
+  const better = v128.and(f32x4.gt(sl2, zero),
+    f32x4.gt(f32x4.mul(f32x4.mul(slx, slx), suml2), f32x4.mul(f32x4.mul(sumlx, sumlx), sl2)));
+  return v128.and(pos, v128.andnot(better, i32x4.eq(nl, li)));
+}
+
+// Phase 2 round: tests elements e..e+3 of the unit at x, keeps the candidates for a commit.
+@inline function q3RoundFour(x: usize, e: usize, sumlx: v128, suml2: v128): u32 {
+  return <u32>i32x4.bitmask(q3Test(v128.load(x + e), v128.load(Q3W1 + e), v128.load(Q3WX1 + e), v128.load(Q3L1 + e), sumlx, suml2, <isize>e));
+}
+
+/**
+ * makeQ3Quants (nmax = 4) on 16 consecutive units of 16 values (x: 256 floats; L: 256 bytes;
+ * scales: 16 floats), each with exactly the scalar steps.
+ * The coordinate descent is serial within a unit (an accepted change feeds the next element's
+ * test), but until a change is accepted every test of a pass sees the same sums. So:
+ * Phase 1, lanes = 4 units: signed absmax, scale, initial codes and sums (sequential per unit),
+ *   then the first pass's tests, all against the initial sums. A unit where none is accepted is
+ *   finished (the scalar loop breaks after that pass): most units, here.
+ * Phase 2, per remaining unit, lanes = its elements: a round tests all remaining elements of the
+ *   pass against the current sums; the first one accepted is exactly where the scalar loop
+ *   accepts next. It is committed and the next round resumes after it.
+ */
+export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
+  const n = 16;
+  const nmax = 4;
+  if (!ASC_FEATURE_SIMD) {
+    for (let k = 0; k < 16; k++) {
+      store<f32>(scales + (<usize>k << 2), makeQ3Quants(n, nmax, x + (<usize>k << 6), L + (<usize>k << 4)));
+    }
+    return;
+  }
+  const zero = f32x4.splat(0);
+  const ilo = i32x4.splat(-nmax);
+  const ihi = i32x4.splat(nmax - 1);
+  let busy: u32 = 0;
+  for (let g: usize = 0; g < 4; g++) {
+    const o = g << 8;
+    transposeIn(x + o, n, Q3X + o);
+    let amax = zero;
+    let vmax = zero;
+    for (let i: usize = 0; i < 256; i += 16) {
+      const xi = v128.load(Q3X + o + i);
+      const av = f32x4.abs(xi);
+      const m = f32x4.gt(av, amax);
+      amax = v128.bitselect(av, amax, m);
+      vmax = v128.bitselect(xi, vmax, m);
+    }
+    const iscale = f32x4.div(f32x4.splat(<f32>(-nmax)), vmax);
+    let sumlx = zero;
+    let suml2 = zero;
+    for (let i: usize = 0; i < 256; i += 16) {
+      const xi = v128.load(Q3X + o + i);
+      const l = i32x4.min_s(ihi, i32x4.max_s(ilo, nearestIntV(f32x4.mul(iscale, xi))));
+      const lf = f32x4.convert_i32x4_s(l);
+      const w = f32x4.mul(xi, xi);
+      const wx = f32x4.mul(w, xi);
+      v128.store(Q3C + o + i, l);
+      v128.store(Q3W + o + i, w);
+      v128.store(Q3WX + o + i, wx);
+      sumlx = f32x4.add(sumlx, f32x4.mul(wx, lf));
+      suml2 = f32x4.add(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
+    }
+    const below = f32x4.lt(amax, f32x4.splat(GROUP_MAX_EPS));
+    v128.store(Q3SX + (g << 4), sumlx);
+    v128.store(Q3S2 + (g << 4), suml2);
+    let any = zero;
+    for (let i: usize = 0; i < 256; i += 16) {
+      any = v128.or(any, q3Test(v128.load(Q3X + o + i), v128.load(Q3W + o + i), v128.load(Q3WX + o + i),
+        v128.load(Q3C + o + i), sumlx, suml2, -1));
+    }
+    busy |= <u32>i32x4.bitmask(v128.andnot(any, below)) << <u32>(g << 2);
+    // Units below eps: scale 0, codes 0 (stored as -4 here, +4 below).
+    v128.store(scales + (g << 4), v128.bitselect(zero, f32x4.div(sumlx, suml2), below));
+    for (let i: usize = 0; i < 256; i += 16) v128.store(Q3C + o + i, v128.bitselect(ilo, v128.load(Q3C + o + i), below));
+  }
+  while (busy != 0) {
+    const u = <usize>ctz(busy);
+    busy &= busy - 1;
+    const xu = x + (u << 6);
+    // The unit's lane of phase 1, gathered to element order.
+    const col = ((u >> 2) << 8) + ((u & 3) << 2);
+    for (let i: usize = 0; i < 16; i++) {
+      store<f32>(Q3W1 + (i << 2), load<f32>(Q3W + col + (i << 4)));
+      store<f32>(Q3WX1 + (i << 2), load<f32>(Q3WX + col + (i << 4)));
+      store<i32>(Q3L1 + (i << 2), load<i32>(Q3C + col + (i << 4)));
+    }
+    let sumlx = load<f32>(Q3SX + (u << 2));
+    let suml2 = load<f32>(Q3S2 + (u << 2));
+    for (let itry = 0; itry < 5; itry++) {
+      let changed = false;
+      let start: u32 = 0;
+      while (start < 16) {
+        const vx = f32x4.splat(sumlx);
+        const v2 = f32x4.splat(suml2);
+        const bits = (q3RoundFour(xu, 0, vx, v2) | (q3RoundFour(xu, 16, vx, v2) << 4)
+          | (q3RoundFour(xu, 32, vx, v2) << 8) | (q3RoundFour(xu, 48, vx, v2) << 12)) & (<u32>0xffff << start);
+        if (bits == 0) break;
+        const i = <usize>ctz(bits);
+        store<i32>(Q3L1 + (i << 2), load<i32>(Q3NL + (i << 2)));
+        sumlx = load<f32>(Q3NX + (i << 2));
+        suml2 = load<f32>(Q3N2 + (i << 2));
+        changed = true;
+        start = <u32>i + 1;
+      }
+      if (!changed) break;
+    }
+    store<f32>(scales + (u << 2), sumlx / suml2);
+    for (let i: usize = 0; i < 16; i++) store<i32>(Q3C + col + (i << 4), load<i32>(Q3L1 + (i << 2)));
+  }
+  const off = i32x4.splat(nmax);
+  for (let g: usize = 0; g < 4; g++) {
+    const o = g << 8;
+    for (let i: usize = 0; i < 256; i += 16) v128.store(LB4 + i, i32x4.add(v128.load(Q3C + o + i), off));
+    transposeOutBytes(LB4, n, L + (g << 6));
+  }
+}
+
 // ---- §13.4 QP: non-negative sub-scales on an unsigned grid --------------------------------
 
 // x86's default NaN (sign set): what 0/0 yields in the reference build (spec §16.1, §16.2).
