@@ -32,10 +32,28 @@ export const BF16_BYTES: i32 = 2;
   return v128.bitselect(v128.or(hi, i32x4.splat(0x40)), rounded, nan);
 }
 
+// Round to nearest even on the bit pattern, for lanes that are not NaN.
+@inline function bf16x4Finite(v: v128): v128 {
+  return i32x4.shr_u(i32x4.add(i32x4.add(v, i32x4.splat(0x7fff)), v128.and(i32x4.shr_u(v, 16), i32x4.splat(1))), 16);
+}
+
 function convertRow(x: usize, n: i32, y: usize, bf: bool): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
     if (bf) {
+      // 16 values at a time; NaN (never in weights) is tested once per 16 and takes bf16x4.
+      for (; i + 16 <= n; i += 16) {
+        const p = x + (<usize>i << 2);
+        const a = v128.load(p), b = v128.load(p, 16), c = v128.load(p, 32), d = v128.load(p, 48);
+        const q = y + (<usize>i << 1);
+        if (v128.any_true(v128.or(v128.or(f32x4.ne(a, a), f32x4.ne(b, b)), v128.or(f32x4.ne(c, c), f32x4.ne(d, d))))) {
+          v128.store(q, i16x8.narrow_i32x4_u(bf16x4(a), bf16x4(b)));
+          v128.store(q, i16x8.narrow_i32x4_u(bf16x4(c), bf16x4(d)), 16);
+        } else {
+          v128.store(q, i16x8.narrow_i32x4_u(bf16x4Finite(a), bf16x4Finite(b)));
+          v128.store(q, i16x8.narrow_i32x4_u(bf16x4Finite(c), bf16x4Finite(d)), 16);
+        }
+      }
       for (; i + 8 <= n; i += 8) {
         const p = x + (<usize>i << 2);
         v128.store(y + (<usize>i << 1), i16x8.narrow_i32x4_u(bf16x4(v128.load(p)), bf16x4(v128.load(p, 16))));
