@@ -75,11 +75,17 @@ const FP4_RANK_CODE = memory.data<u8>([0, 1, 6, 7, 4, 5, 2, 3, 0, 0, 0, 0, 0, 0,
   return i8x16.add(c, f32x4.gt(v, i8x16.swizzle(s2, idx)));
 }
 
-// Byte 0 of every lane of four vectors, negated: 16 codes.
-@inline function gatherNeg16(a: v128, b: v128, c: v128, d: v128): v128 {
-  return i8x16.neg(i64x2.shuffle(
-    i8x16.shuffle(a, b, 0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0),
-    i8x16.shuffle(c, d, 0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), 0, 2));
+// Four vectors of negated codes (every byte of a lane holds -code) -> 16 codes as bytes.
+@inline function negCodes16(a: v128, b: v128, c: v128, d: v128): v128 {
+  const m = i32x4.splat(0xff);
+  return i8x16.neg(i8x16.narrow_i16x8_u(
+    i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)), i16x8.narrow_i32x4_u(v128.and(c, m), v128.and(d, m))));
+}
+
+// 16 codes (bytes) -> 8 bytes in the low half: element 2j in the high nibble, 2j+1 in the low one.
+@inline function pack16(c: v128): v128 {
+  const p = v128.or(i16x8.shl(v128.and(c, i16x8.splat(0xff)), 4), i16x8.shr_u(c, 8));
+  return i8x16.narrow_i16x8_u(p, p);
 }
 
 // FP4: magnitude rank = count of the 7 magnitude thresholds below |v|.
@@ -132,19 +138,15 @@ function quantizeRowSimd(x: usize, rowLen: i32, gs: i32, kind: i32, q: usize, sc
         continue;
       }
       const vinv = f32x4.splat(inv);
-      for (let i = 0; i < gs; i += 32) {
+      // 16 values at a time (8 output bytes), so that few vectors are live at once.
+      for (let i = 0; i < gs; i += 16) {
         const p = xb + (<usize>i << 2);
-        const c0 = gatherNeg16(
+        const c = negCodes16(
           nf4NegCodes4(scaled(p, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 16, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 32, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 48, vinv), t3, t7, t11, s0, s1, s2));
-        const c1 = gatherNeg16(
-          nf4NegCodes4(scaled(p + 64, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 80, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 96, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 112, vinv), t3, t7, t11, s0, s1, s2));
-        v128.store(q + (<usize>(b0 + i) >> 1), pack32(c0, c1));
+        v128.store64_lane(q + (<usize>(b0 + i) >> 1), pack16(c), 0);
       }
     }
   } else {
