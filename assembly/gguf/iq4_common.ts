@@ -115,37 +115,51 @@ for (let f = -256; f < 256; f++) {
 // 2m_i are at least 23 apart, so a bucket holds at most one: index = base[b] + (r >= rel[b])
 // (rel = 16: no midpoint in the bucket).
 // NaN gives 15, as best_index (see floorI16).
+// The SIMD constants of bestIndex16 and the search, loaded from memory: V8 rematerializes a
+// v128.const at every use inside a loop (two to four instructions), a load is one.
+export const BI16 = memory.data<u32>([
+  0x01010000, 0x03020201, 0x05040403, 0x07060605, // base, first half (b + 16 in 0..15)
+  0x0a090908, 0x0c0c0b0b, 0x0e0e0d0d, 0x0f0f0f0e, // base, second half (b in 0..15)
+  0x10100910, 0x100c1005, 0x100c100e, 0x07001007, // rel, first half
+  0x0f06100e, 0x0a100b10, 0x10100e10, 0x1010100a, // rel, second half
+  0xc3800000, 0xc3800000, 0xc3800000, 0xc3800000, // f32 -256
+  0x437f0000, 0x437f0000, 0x437f0000, 0x437f0000, // f32 255
+  0x4b400000, 0x4b400000, 0x4b400000, 0x4b400000, // f32 1.5*2^23
+  0x000f000f, 0x000f000f, 0x000f000f, 0x000f000f, // i16 15
+  0x10101010, 0x10101010, 0x10101010, 0x10101010, // i8 16
+  0xbfad9881, 0xf6eaddcf, 0x26190d01, 0x71594535, // KVALUES
+  0x3f000000, 0x3f000000, 0x3f000000, 0x3f000000, // f32 0.5
+  0x01010101, 0x01010101, 0x01010101, 0x01010101, // i8 1
+], 16);
+export const BI16_KV: usize = 144;
+export const BI16_HALF: usize = 160;
+export const BI16_ONE8: usize = 176;
+
 @inline export function bestIndex16(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
   // floor, clamp to [-256, 255], then the 1.5*2^23 trick puts the
   // integer in the low mantissa bits: the low 16 bits of each lane are floor(2v) as an i16.
   const h0 = i8x16.shuffle(floorI16(a0), floorI16(a1), 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
   const h1 = i8x16.shuffle(floorI16(a2), floorI16(a3), 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-  const m15 = i16x8.splat(15);
+  const m15 = v128.load(BI16, 112);
   const b = i8x16.narrow_i16x8_s(i16x8.shr_s(h0, 4), i16x8.shr_s(h1, 4));
   const r = i8x16.narrow_i16x8_s(v128.and(h0, m15), v128.and(h1, m15));
-  const bi = i8x16.add(b, i8x16.splat(16));
+  const bi = i8x16.add(b, v128.load(BI16, 128));
   // 32-entry tables as two halves: b + 16 in [0, 15] hits the first, b in [0, 15] the second; a
   // swizzle index >= 16 (or a negative byte) yields 0, so OR-ing the two lookups selects.
-  const base = v128.or(
-    i8x16.swizzle(i8x16(0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7), bi),
-    i8x16.swizzle(i8x16(8, 9, 9, 10, 11, 11, 12, 12, 13, 13, 14, 14, 14, 15, 15, 15), b),
-  );
-  const rel = v128.or(
-    i8x16.swizzle(i8x16(16, 9, 16, 16, 5, 16, 12, 16, 14, 16, 12, 16, 7, 16, 0, 7), bi),
-    i8x16.swizzle(i8x16(14, 16, 6, 15, 16, 11, 16, 10, 16, 14, 16, 16, 10, 16, 16, 16), b),
-  );
+  const base = v128.or(i8x16.swizzle(v128.load(BI16), bi), i8x16.swizzle(v128.load(BI16, 16), b));
+  const rel = v128.or(i8x16.swizzle(v128.load(BI16, 32), bi), i8x16.swizzle(v128.load(BI16, 48), b));
   return i8x16.sub(base, i8x16.ge_s(r, rel));
 }
 
 // pmin(255, NaN) is 255 (pmin(a, b) = b < a ? b : a), so NaN lands in the top bucket: index 15,
 // as best_index(NaN).
 @inline function floorI16(v: v128): v128 {
-  const f = f32x4.pmax(f32x4.splat(-256), f32x4.pmin(f32x4.splat(255), f32x4.floor(v)));
-  return f32x4.add(f, f32x4.splat(12582912.0));
+  const f = f32x4.pmax(v128.load(BI16, 64), f32x4.pmin(v128.load(BI16, 80), f32x4.floor(v)));
+  return f32x4.add(f, v128.load(BI16, 96));
 }
 
 @inline export function kvTable(): v128 {
-  return i8x16(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+  return v128.load(BI16, BI16_KV);
 }
 
 // Writes the 16 IQ4 nibble bytes for 32 values: code of x*id, element j low / j+16 high nibble.
@@ -215,7 +229,7 @@ function searchTwoCandidates(x: usize, w: usize): bool {
     const a3 = f32x4.mul(x3, iLo), b3 = f32x4.mul(x3, iHi);
     const cLo = bestIndex16(f32x4.pmin(a0, b0), f32x4.pmin(a1, b1), f32x4.pmin(a2, b2), f32x4.pmin(a3, b3));
     const cHi = bestIndex16(f32x4.pmax(a0, b0), f32x4.pmax(a1, b1), f32x4.pmax(a2, b2), f32x4.pmax(a3, b3));
-    if (v128.any_true(i8x16.gt_u(i8x16.sub(cHi, cLo), i8x16.splat(1)))) return false;
+    if (v128.any_true(i8x16.gt_u(i8x16.sub(cHi, cLo), v128.load(BI16, BI16_ONE8)))) return false;
     const c0 = bestIndex16(f32x4.mul(x0, i0), f32x4.mul(x1, i0), f32x4.mul(x2, i0), f32x4.mul(x3, i0));
     const qLo = i8x16.swizzle(kv, cLo);
     const qHi = i8x16.swizzle(kv, cHi);
@@ -294,7 +308,7 @@ function searchTwoCandidates(x: usize, w: usize): bool {
 @inline function precomputeFour(x: usize, w: usize, o: usize, lo: v128, hi: v128, z: v128): void {
   const xv = v128.load(x + o);
   const wv = v128.load(w + o);
-  v128.store(tM + o, f32x4.mul(f32x4.add(lo, hi), f32x4.splat(0.5)));
+  v128.store(tM + o, f32x4.mul(f32x4.add(lo, hi), v128.load(BI16, BI16_HALF)));
   let wq = f32x4.mul(wv, lo);
   const axLo = f32x4.mul(wq, xv);
   const a2Lo = f32x4.mul(wq, lo);
