@@ -831,6 +831,27 @@ function q3Store(u: usize, s: usize, sumlx: f32, suml2: f32, scales: usize): voi
   for (let i: usize = 0; i < 16; i++) store<i32>(Q3C + col + (i << 4), load<i32>(Q3L1 + s + (i << 2)));
 }
 
+// Signed absmax (spec §0) of the 4 units of group o (byte offset into Q3X) from their largest
+// (h, starting at +0) and smallest (l, starting at +0) values: h when h > -l, l when -l > h (the
+// extreme of that sign is the first strictly largest |x|). When h == -l != 0 both signs reach
+// the maximum and the order decides: the literal scan. (+0 when all are zero, as the scan.)
+function q3Absmax(o: usize, h: v128, l: v128): v128 {
+  const nl = f32x4.neg(l);
+  if (v128.any_true(v128.and(f32x4.eq(h, nl), f32x4.ne(h, f32x4.splat(0))))) {
+    let amax = f32x4.splat(0);
+    let vmax = amax;
+    for (let i: usize = 0; i < 256; i += 16) {
+      const v = v128.load(Q3X + o + i);
+      const av = f32x4.abs(v);
+      const m = f32x4.gt(av, amax);
+      amax = v128.bitselect(av, amax, m);
+      vmax = v128.bitselect(v, vmax, m);
+    }
+    return vmax;
+  }
+  return v128.bitselect(h, l, f32x4.gt(h, nl));
+}
+
 /**
  * makeQ3Quants (nmax = 4) on 16 consecutive units of 16 values (x: 256 floats; L: 256 bytes;
  * scales: 16 floats), each with exactly the scalar steps.
@@ -858,30 +879,27 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
   const ilo = i32x4.splat(-nmax);
   // The four groups' chains (absmax, sums) run side by side so that their latencies overlap.
   for (let g: usize = 0; g < 4; g++) transposeIn(x + (g << 8), n, Q3X + (g << 8));
-  let a0 = zero, a1 = zero, a2 = zero, a3 = zero;
-  let m0 = zero, m1 = zero, m2 = zero, m3 = zero;
+  // Signed absmax per unit: the largest and smallest x give |max| and its sign, unless both
+  // signs reach it (then the first such element decides: q3Absmax scans).
+  let h0 = zero, h1 = zero, h2 = zero, h3 = zero;
+  let l0 = zero, l1 = zero, l2 = zero, l3 = zero;
   for (let i: usize = 0; i < 256; i += 16) {
     let v = v128.load(Q3X + i);
-    let av = f32x4.abs(v);
-    let m = f32x4.gt(av, a0);
-    a0 = v128.bitselect(av, a0, m);
-    m0 = v128.bitselect(v, m0, m);
+    h0 = f32x4.pmax(h0, v);
+    l0 = f32x4.pmin(l0, v);
     v = v128.load(Q3X + i, 256);
-    av = f32x4.abs(v);
-    m = f32x4.gt(av, a1);
-    a1 = v128.bitselect(av, a1, m);
-    m1 = v128.bitselect(v, m1, m);
+    h1 = f32x4.pmax(h1, v);
+    l1 = f32x4.pmin(l1, v);
     v = v128.load(Q3X + i, 512);
-    av = f32x4.abs(v);
-    m = f32x4.gt(av, a2);
-    a2 = v128.bitselect(av, a2, m);
-    m2 = v128.bitselect(v, m2, m);
+    h2 = f32x4.pmax(h2, v);
+    l2 = f32x4.pmin(l2, v);
     v = v128.load(Q3X + i, 768);
-    av = f32x4.abs(v);
-    m = f32x4.gt(av, a3);
-    a3 = v128.bitselect(av, a3, m);
-    m3 = v128.bitselect(v, m3, m);
+    h3 = f32x4.pmax(h3, v);
+    l3 = f32x4.pmin(l3, v);
   }
+  const a0 = f32x4.pmax(h0, f32x4.neg(l0)), a1 = f32x4.pmax(h1, f32x4.neg(l1));
+  const a2 = f32x4.pmax(h2, f32x4.neg(l2)), a3 = f32x4.pmax(h3, f32x4.neg(l3));
+  const m0 = q3Absmax(0, h0, l0), m1 = q3Absmax(256, h1, l1), m2 = q3Absmax(512, h2, l2), m3 = q3Absmax(768, h3, l3);
   const eps = f32x4.splat(GROUP_MAX_EPS);
   v128.store(Q3LOW, f32x4.lt(a0, eps));
   v128.store(Q3LOW, f32x4.lt(a1, eps), 16);
