@@ -36,6 +36,15 @@ export const FP4_TABLE = memory.data<u32>([
 ]);
 // FP4 magnitude thresholds between magnitude ranks r and r+1 (0.00260417f ... 0.8333333f).
 const FP4_T = memory.data<u32>([0x3b2aaab9, 0x3db00000, 0x3e555555, 0x3e955555, 0x3ed55556, 0x3f155550, 0x3f555555, 0]);
+// The SIMD NF4 stage-2 tables s0, s1, s2 (T[k], T[4+k], T[8+k], T[12+k]) and the swizzle base, as
+// memory: V8 would rebuild vector constants inside the loop.
+const NF4_S = memory.data<u32>([
+  0xbf591cd9, 0xbe703cec, 0x3df64863, 0x3f006d03, // T[0], T[4], T[8], T[12]
+  0xbf1c5270, 0xbe0d38bc, 0x3e5067e0, 0x3f248daf, // T[1], T[5], T[9], T[13]
+  0xbeeb8480, 0xbd3a7871, 0x3e9582d4, 0x3f5c89d9, // T[2], T[6], T[10], T[14]
+  0x03020100, 0x03020100, 0x03020100, 0x03020100, // byte offsets 0..3 in every lane
+], 16);
+
 // Magnitude rank (0..7, ascending value) -> 3-bit FP4 code.
 const FP4_RANK_CODE = memory.data<u8>([0, 1, 6, 7, 4, 5, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0]);
 
@@ -69,17 +78,23 @@ const FP4_RANK_CODE = memory.data<u8>([0, 1, 6, 7, 4, 5, 2, 3, 0, 0, 0, 0, 0, 0,
   const nb = i8x16.add(i8x16.add(f32x4.gt(v, t3), f32x4.gt(v, t7)), f32x4.gt(v, t11)); // -b
   const nb2 = i8x16.add(nb, nb);
   const nb4 = i8x16.add(nb2, nb2); // -4b
-  const idx = i8x16.sub(i8x16(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3), nb4);
+  const idx = i8x16.sub(v128.load(NF4_S, 48), nb4);
   let c = i8x16.add(nb4, f32x4.gt(v, i8x16.swizzle(s0, idx)));
   c = i8x16.add(c, f32x4.gt(v, i8x16.swizzle(s1, idx)));
   return i8x16.add(c, f32x4.gt(v, i8x16.swizzle(s2, idx)));
 }
 
-// Byte 0 of every lane of four vectors, negated: 16 codes.
-@inline function gatherNeg16(a: v128, b: v128, c: v128, d: v128): v128 {
-  return i8x16.neg(i64x2.shuffle(
-    i8x16.shuffle(a, b, 0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0),
-    i8x16.shuffle(c, d, 0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), 0, 2));
+// Four vectors of negated codes (every byte of a lane holds -code) -> 16 codes as bytes.
+@inline function negCodes16(a: v128, b: v128, c: v128, d: v128): v128 {
+  const m = i32x4.splat(0xff);
+  return i8x16.neg(i8x16.narrow_i16x8_u(
+    i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)), i16x8.narrow_i32x4_u(v128.and(c, m), v128.and(d, m))));
+}
+
+// 16 codes (bytes) -> 8 bytes in the low half: element 2j in the high nibble, 2j+1 in the low one.
+@inline function pack16(c: v128): v128 {
+  const p = v128.or(i16x8.shl(v128.and(c, i16x8.splat(0xff)), 4), i16x8.shr_u(c, 8));
+  return i8x16.narrow_i16x8_u(p, p);
 }
 
 // FP4: magnitude rank = count of the 7 magnitude thresholds below |v|.
@@ -119,9 +134,7 @@ const FP4_RANK_CODE = memory.data<u8>([0, 1, 6, 7, 4, 5, 2, 3, 0, 0, 0, 0, 0, 0,
 function quantizeRowSimd(x: usize, rowLen: i32, gs: i32, kind: i32, q: usize, sc: usize): void {
   if (kind == KIND_NF4) {
     const t3 = tsplat(NF4_T, 3), t7 = tsplat(NF4_T, 7), t11 = tsplat(NF4_T, 11);
-    const s0 = f32x4(thr(NF4_T, 0), thr(NF4_T, 4), thr(NF4_T, 8), thr(NF4_T, 12));
-    const s1 = f32x4(thr(NF4_T, 1), thr(NF4_T, 5), thr(NF4_T, 9), thr(NF4_T, 13));
-    const s2 = f32x4(thr(NF4_T, 2), thr(NF4_T, 6), thr(NF4_T, 10), thr(NF4_T, 14));
+    const s0 = v128.load(NF4_S), s1 = v128.load(NF4_S, 16), s2 = v128.load(NF4_S, 32);
     for (let b0 = 0; b0 < rowLen; b0 += gs) {
       const xb = x + (<usize>b0 << 2);
       const s = absmax(xb, gs);
@@ -132,19 +145,15 @@ function quantizeRowSimd(x: usize, rowLen: i32, gs: i32, kind: i32, q: usize, sc
         continue;
       }
       const vinv = f32x4.splat(inv);
-      for (let i = 0; i < gs; i += 32) {
+      // 16 values at a time (8 output bytes), so that few vectors are live at once.
+      for (let i = 0; i < gs; i += 16) {
         const p = xb + (<usize>i << 2);
-        const c0 = gatherNeg16(
+        const c = negCodes16(
           nf4NegCodes4(scaled(p, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 16, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 32, vinv), t3, t7, t11, s0, s1, s2),
           nf4NegCodes4(scaled(p + 48, vinv), t3, t7, t11, s0, s1, s2));
-        const c1 = gatherNeg16(
-          nf4NegCodes4(scaled(p + 64, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 80, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 96, vinv), t3, t7, t11, s0, s1, s2),
-          nf4NegCodes4(scaled(p + 112, vinv), t3, t7, t11, s0, s1, s2));
-        v128.store(q + (<usize>(b0 + i) >> 1), pack32(c0, c1));
+        v128.store64_lane(q + (<usize>(b0 + i) >> 1), pack16(c), 0);
       }
     }
   } else {

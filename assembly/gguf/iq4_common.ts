@@ -1,5 +1,6 @@
 // Block helpers shared by the 32-value GGUF kernels (Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS) and the
-// IQ4 block search (spec §13.5). Not re-exported by gguf/index.ts: nothing here is a wasm export.
+// IQ4 block search (iq4_search.ts, spec §13.5). Not re-exported by gguf/index.ts: nothing here is
+// a wasm export.
 import { signedAbsmax } from '../common';
 import { storeAQ } from './pack';
 
@@ -115,37 +116,51 @@ for (let f = -256; f < 256; f++) {
 // 2m_i are at least 23 apart, so a bucket holds at most one: index = base[b] + (r >= rel[b])
 // (rel = 16: no midpoint in the bucket).
 // NaN gives 15, as best_index (see floorI16).
+// The SIMD constants of bestIndex16 and the search, loaded from memory: V8 rematerializes a
+// v128.const at every use inside a loop (two to four instructions), a load is one.
+export const BI16 = memory.data<u32>([
+  0x01010000, 0x03020201, 0x05040403, 0x07060605, // base, first half (b + 16 in 0..15)
+  0x0a090908, 0x0c0c0b0b, 0x0e0e0d0d, 0x0f0f0f0e, // base, second half (b in 0..15)
+  0x10100910, 0x100c1005, 0x100c100e, 0x07001007, // rel, first half
+  0x0f06100e, 0x0a100b10, 0x10100e10, 0x1010100a, // rel, second half
+  0xc3800000, 0xc3800000, 0xc3800000, 0xc3800000, // f32 -256
+  0x437f0000, 0x437f0000, 0x437f0000, 0x437f0000, // f32 255
+  0x4b400000, 0x4b400000, 0x4b400000, 0x4b400000, // f32 1.5*2^23
+  0x000f000f, 0x000f000f, 0x000f000f, 0x000f000f, // i16 15
+  0x10101010, 0x10101010, 0x10101010, 0x10101010, // i8 16
+  0xbfad9881, 0xf6eaddcf, 0x26190d01, 0x71594535, // KVALUES
+  0x3f000000, 0x3f000000, 0x3f000000, 0x3f000000, // f32 0.5
+  0x01010101, 0x01010101, 0x01010101, 0x01010101, // i8 1
+], 16);
+export const BI16_KV: usize = 144;
+export const BI16_HALF: usize = 160;
+export const BI16_ONE8: usize = 176;
+
 @inline export function bestIndex16(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
   // floor, clamp to [-256, 255], then the 1.5*2^23 trick puts the
   // integer in the low mantissa bits: the low 16 bits of each lane are floor(2v) as an i16.
   const h0 = i8x16.shuffle(floorI16(a0), floorI16(a1), 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
   const h1 = i8x16.shuffle(floorI16(a2), floorI16(a3), 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-  const m15 = i16x8.splat(15);
+  const m15 = v128.load(BI16, 112);
   const b = i8x16.narrow_i16x8_s(i16x8.shr_s(h0, 4), i16x8.shr_s(h1, 4));
   const r = i8x16.narrow_i16x8_s(v128.and(h0, m15), v128.and(h1, m15));
-  const bi = i8x16.add(b, i8x16.splat(16));
+  const bi = i8x16.add(b, v128.load(BI16, 128));
   // 32-entry tables as two halves: b + 16 in [0, 15] hits the first, b in [0, 15] the second; a
   // swizzle index >= 16 (or a negative byte) yields 0, so OR-ing the two lookups selects.
-  const base = v128.or(
-    i8x16.swizzle(i8x16(0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7), bi),
-    i8x16.swizzle(i8x16(8, 9, 9, 10, 11, 11, 12, 12, 13, 13, 14, 14, 14, 15, 15, 15), b),
-  );
-  const rel = v128.or(
-    i8x16.swizzle(i8x16(16, 9, 16, 16, 5, 16, 12, 16, 14, 16, 12, 16, 7, 16, 0, 7), bi),
-    i8x16.swizzle(i8x16(14, 16, 6, 15, 16, 11, 16, 10, 16, 14, 16, 16, 10, 16, 16, 16), b),
-  );
+  const base = v128.or(i8x16.swizzle(v128.load(BI16), bi), i8x16.swizzle(v128.load(BI16, 16), b));
+  const rel = v128.or(i8x16.swizzle(v128.load(BI16, 32), bi), i8x16.swizzle(v128.load(BI16, 48), b));
   return i8x16.sub(base, i8x16.ge_s(r, rel));
 }
 
 // pmin(255, NaN) is 255 (pmin(a, b) = b < a ? b : a), so NaN lands in the top bucket: index 15,
 // as best_index(NaN).
 @inline function floorI16(v: v128): v128 {
-  const f = f32x4.pmax(f32x4.splat(-256), f32x4.pmin(f32x4.splat(255), f32x4.floor(v)));
-  return f32x4.add(f, f32x4.splat(12582912.0));
+  const f = f32x4.pmax(v128.load(BI16, 64), f32x4.pmin(v128.load(BI16, 80), f32x4.floor(v)));
+  return f32x4.add(f, v128.load(BI16, 96));
 }
 
 @inline export function kvTable(): v128 {
-  return i8x16(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+  return v128.load(BI16, BI16_KV);
 }
 
 // Writes the 16 IQ4 nibble bytes for 32 values: code of x*id, element j low / j+16 high nibble.
@@ -173,185 +188,6 @@ export function iq4Codes32(x: usize, id: f32, y: usize): void {
       store<u8>(y + <usize>j, <u8>(a | (b << 4)));
     }
   }
-}
-
-// ---- IQ4 block search (spec §13.5, ntry = 7) ---------------------------------------------------
-
-// Sums of the 16 passes: pass 0 is the first scale (-max)/(-127), passes 1..15 the trials
-// t = -7..7 with id = (t - 127)/max. Each pass sums left to right over the 32 elements; the SIMD
-// build runs 4 passes in the 4 lanes, which does not reorder any pass's sum.
-const ids = memory.data(64, 16);
-const sqx = memory.data(64, 16);
-const sq2 = memory.data(64, 16);
-
-// Per-element tables of the two-candidate SIMD search (32 floats each).
-const tM = memory.data(128, 16);
-const tAxLo = memory.data(128, 16);
-const tAxHi = memory.data(128, 16);
-const tA2Lo = memory.data(128, 16);
-const tA2Hi = memory.data(128, 16);
-const tAx0 = memory.data(128, 16);
-const tA20 = memory.data(128, 16);
-const idsNaN = memory.data(16, 16);
-
-// The 16 passes' sums, 4 passes in the 4 lanes. For element j the trial values id_t*x_j are
-// monotone in t (fp32 division and multiplication are monotone), so its trial codes lie between
-// the codes of t = -7 and t = 7; when those differ by at most one (the grid is coarse: always,
-// in practice), code(id_t*x_j) = lo + (m_lo <= id_t*x_j) with m_lo = (k_lo + k_lo+1)/2, exactly
-// (best_index(v) = #{midpoints <= v}, see bestIndex16). The products (w*q)*x and (w*q)*q of both
-// candidates are then precomputed per element, and each pass only selects and adds them, in
-// element order. Returns false (nothing written) when some element spans two grid steps.
-function searchTwoCandidates(x: usize, w: usize): bool {
-  const kv = kvTable();
-  const i0 = f32x4.splat(load<f32>(ids) * 2);
-  const iLo = f32x4.splat(load<f32>(ids, 4) * 2);
-  const iHi = f32x4.splat(load<f32>(ids, 60) * 2);
-  for (let h: usize = 0; h < 128; h += 64) {
-    const x0 = v128.load(x + h);
-    const x1 = v128.load(x + h, 16);
-    const x2 = v128.load(x + h, 32);
-    const x3 = v128.load(x + h, 48);
-    const a0 = f32x4.mul(x0, iLo), b0 = f32x4.mul(x0, iHi);
-    const a1 = f32x4.mul(x1, iLo), b1 = f32x4.mul(x1, iHi);
-    const a2 = f32x4.mul(x2, iLo), b2 = f32x4.mul(x2, iHi);
-    const a3 = f32x4.mul(x3, iLo), b3 = f32x4.mul(x3, iHi);
-    const cLo = bestIndex16(f32x4.pmin(a0, b0), f32x4.pmin(a1, b1), f32x4.pmin(a2, b2), f32x4.pmin(a3, b3));
-    const cHi = bestIndex16(f32x4.pmax(a0, b0), f32x4.pmax(a1, b1), f32x4.pmax(a2, b2), f32x4.pmax(a3, b3));
-    if (v128.any_true(i8x16.gt_u(i8x16.sub(cHi, cLo), i8x16.splat(1)))) return false;
-    const c0 = bestIndex16(f32x4.mul(x0, i0), f32x4.mul(x1, i0), f32x4.mul(x2, i0), f32x4.mul(x3, i0));
-    const qLo = i8x16.swizzle(kv, cLo);
-    const qHi = i8x16.swizzle(kv, cHi);
-    const q0 = i8x16.swizzle(kv, c0);
-    // Widen the grid bytes to floats (elements h/4 .. h/4+15 in four vectors of four).
-    const l16 = i16x8.extend_low_i8x16_s(qLo), h16 = i16x8.extend_high_i8x16_s(qLo);
-    const l16b = i16x8.extend_low_i8x16_s(qHi), h16b = i16x8.extend_high_i8x16_s(qHi);
-    const l16c = i16x8.extend_low_i8x16_s(q0), h16c = i16x8.extend_high_i8x16_s(q0);
-    precomputeFour(x, w, h,
-      f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(l16)), f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(l16b)),
-      f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(l16c)));
-    precomputeFour(x, w, h + 16,
-      f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(l16)), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(l16b)),
-      f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(l16c)));
-    precomputeFour(x, w, h + 32,
-      f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(h16)), f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(h16b)),
-      f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(h16c)));
-    precomputeFour(x, w, h + 48,
-      f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16)), f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16b)),
-      f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(h16c)));
-  }
-  // Lane 0 of the first group is pass 0: a NaN id makes its compare false, so it takes the "lo"
-  // operand, into which pass 0's products are blended. select(hi, lo, m) = lo ^ ((hi ^ lo) & m).
-  v128.store(idsNaN, v128.load(ids));
-  store<f32>(idsNaN, NaN);
-  const g1 = v128.load(ids, 16);
-  const g2 = v128.load(ids, 32);
-  const g3 = v128.load(ids, 48);
-  let sx0 = f32x4.splat(0), sx1 = f32x4.splat(0), sx2 = f32x4.splat(0), sx3 = f32x4.splat(0);
-  let s20 = f32x4.splat(0), s21 = f32x4.splat(0), s22 = f32x4.splat(0), s23 = f32x4.splat(0);
-  for (let j: usize = 0; j < 128; j += 4) {
-    const xj = v128.load32_splat(x + j);
-    const mj = v128.load32_splat(tM + j);
-    const axLo = v128.load32_splat(tAxLo + j);
-    const axD = v128.load32_splat(tAxHi + j);
-    const a2Lo = v128.load32_splat(tA2Lo + j);
-    const a2D = v128.load32_splat(tA2Hi + j);
-    const axLo0 = v128.shuffle<f32>(axLo, v128.load32_splat(tAx0 + j), 4, 1, 2, 3);
-    const a2Lo0 = v128.shuffle<f32>(a2Lo, v128.load32_splat(tA20 + j), 4, 1, 2, 3);
-    let m = f32x4.ge(f32x4.mul(v128.load(idsNaN), xj), mj);
-    sx0 = f32x4.add(sx0, v128.xor(axLo0, v128.and(axD, m)));
-    s20 = f32x4.add(s20, v128.xor(a2Lo0, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g1, xj), mj);
-    sx1 = f32x4.add(sx1, v128.xor(axLo, v128.and(axD, m)));
-    s21 = f32x4.add(s21, v128.xor(a2Lo, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g2, xj), mj);
-    sx2 = f32x4.add(sx2, v128.xor(axLo, v128.and(axD, m)));
-    s22 = f32x4.add(s22, v128.xor(a2Lo, v128.and(a2D, m)));
-    m = f32x4.ge(f32x4.mul(g3, xj), mj);
-    sx3 = f32x4.add(sx3, v128.xor(axLo, v128.and(axD, m)));
-    s23 = f32x4.add(s23, v128.xor(a2Lo, v128.and(a2D, m)));
-  }
-  v128.store(sqx, sx0);
-  v128.store(sqx, sx1, 16);
-  v128.store(sqx, sx2, 32);
-  v128.store(sqx, sx3, 48);
-  v128.store(sq2, s20);
-  v128.store(sq2, s21, 16);
-  v128.store(sq2, s22, 32);
-  v128.store(sq2, s23, 48);
-  return true;
-}
-
-// Tables for four elements at byte offset o: midpoint, and the products (w*q)*x, (w*q)*q of the
-// "lo" candidate, of the "hi" candidate (stored XOR lo) and of pass 0.
-@inline function precomputeFour(x: usize, w: usize, o: usize, lo: v128, hi: v128, z: v128): void {
-  const xv = v128.load(x + o);
-  const wv = v128.load(w + o);
-  v128.store(tM + o, f32x4.mul(f32x4.add(lo, hi), f32x4.splat(0.5)));
-  let wq = f32x4.mul(wv, lo);
-  const axLo = f32x4.mul(wq, xv);
-  const a2Lo = f32x4.mul(wq, lo);
-  v128.store(tAxLo + o, axLo);
-  v128.store(tA2Lo + o, a2Lo);
-  wq = f32x4.mul(wv, hi);
-  v128.store(tAxHi + o, v128.xor(f32x4.mul(wq, xv), axLo));
-  v128.store(tA2Hi + o, v128.xor(f32x4.mul(wq, hi), a2Lo));
-  wq = f32x4.mul(wv, z);
-  v128.store(tAx0 + o, f32x4.mul(wq, xv));
-  v128.store(tA20 + o, f32x4.mul(wq, z));
-}
-
-// The 16 passes literally: codes by best_index, sums left to right. The scalar build's search,
-// and the SIMD build's fallback should an element ever span two grid steps (it cannot: over the
-// trials |id_t*x_j| moves within [120, 134]*|x_j/max|, and no two midpoints fit in such a range).
-function searchScalar(x: usize, w: usize): void {
-  for (let p: usize = 0; p < 16; p++) {
-    const id = load<f32>(ids + (p << 2));
-    let sx: f32 = 0;
-    let s2: f32 = 0;
-    for (let j: usize = 0; j < 32; j++) {
-      const xj = load<f32>(x + (j << 2));
-      const q = <f32>load<i8>(KVALUES + <usize>bestIndex(id * xj));
-      const wq = load<f32>(w + (j << 2)) * q;
-      sx += wq * xj;
-      s2 += wq * q;
-    }
-    store<f32>(sqx + (p << 2), sx);
-    store<f32>(sq2 + (p << 2), s2);
-  }
-}
-
-// Returns the fitted fp32 scale d of a 32-value block with weights w. `max` is the signed absmax
-// (the caller has already handled |max| < GROUP_MAX_EPS).
-export function iq4Search(x: usize, w: usize, max: f32): f32 {
-  const d0: f32 = -max / <f32>-127;
-  store<f32>(ids, 1 / d0);
-  if (ASC_FEATURE_SIMD) {
-    // (t - 127)/max for t = -7..7 in lanes 1..15 (IEEE division: the same bits as scalar).
-    const vm = f32x4.splat(max);
-    const first = load<f32>(ids);
-    v128.store(ids, f32x4.div(f32x4(-135, -134, -133, -132), vm));
-    v128.store(ids, f32x4.div(f32x4(-131, -130, -129, -128), vm), 16);
-    v128.store(ids, f32x4.div(f32x4(-127, -126, -125, -124), vm), 32);
-    v128.store(ids, f32x4.div(f32x4(-123, -122, -121, -120), vm), 48);
-    store<f32>(ids, first);
-    if (!searchTwoCandidates(x, w)) searchScalar(x, w);
-  } else {
-    for (let t = -7; t <= 7; t++) store<f32>(ids + (<usize>(t + 8) << 2), <f32>(t - 127) / max);
-    searchScalar(x, w);
-  }
-  let sumqx = load<f32>(sqx);
-  let sumq2 = load<f32>(sq2);
-  let d: f32 = sumqx / sumq2;
-  let best: f32 = d * sumqx;
-  for (let p: usize = 1; p < 16; p++) {
-    sumqx = load<f32>(sqx + (p << 2));
-    sumq2 = load<f32>(sq2 + (p << 2));
-    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-      d = sumqx / sumq2;
-      best = d * sumqx;
-    }
-  }
-  return d;
 }
 
 // ---- importance weights (spec §14.0) ---------------------------------------------------------

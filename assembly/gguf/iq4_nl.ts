@@ -6,7 +6,8 @@
 // sigma2 = sum(x^2)*(2/32) over the 32-value block (§14.7); codes best_index(x * (1/d)) with
 // the fp32 d. Blocks below 1e-15 store d = 0 and nibbles 8.
 import { A_IMATRIX, A_SCRATCH, GROUP_MAX_EPS, argU32, f16ToF32, f32ToF16, rowF32 } from '../common';
-import { absmax32, imatrixWeights32, iq4Codes32, iq4Dequant32, iq4Search, squareWeights32, sumSquares } from './iq4_common';
+import { absmax32, imatrixWeights32, iq4Codes32, iq4Dequant32, squareWeights32, sumSquares } from './iq4_common';
+import { iq4Search } from './iq4_search';
 
 export const IQ4_NL_BLOCK: i32 = 32;
 export const IQ4_NL_BYTES: i32 = 18;

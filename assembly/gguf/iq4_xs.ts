@@ -8,7 +8,8 @@
 // l = clamp(nearest_int(scale/d), -32, 31); codes best_index(x / (d*l)) with the fp32 d.
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16, nearestInt } from '../common';
 import { quantizeBlockRows } from './pack';
-import { absmax32, imatrixWeights32, iq4Codes32, iq4Dequant32, iq4Search, squareWeights32, sumSquares } from './iq4_common';
+import { absmax32, imatrixWeights32, iq4Codes32, iq4Dequant32, squareWeights32, sumSquares } from './iq4_common';
+import { iq4Search } from './iq4_search';
 
 export const IQ4_XS_BLOCK: i32 = 256;
 export const IQ4_XS_BYTES: i32 = 136;

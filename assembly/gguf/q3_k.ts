@@ -6,7 +6,7 @@
 // Quantizer: spec §10 (reference, §13.2 search) and §14.4 (importance matrix, §13.1 searches).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
-import { makeQ3Quants, makeQxQuants, makeQxQuants4, quantDiv } from './searches';
+import { makeQ3Quants16, makeQxQuants, makeQxQuants4, quantDiv } from './searches';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;
@@ -37,9 +37,9 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
   if (qw == 0) {
     let amax: f32 = 0;
     let maxScale: f32 = 0;
+    makeQ3Quants16(x, L, SC);
     for (let j = 0; j < 16; j++) {
-      const s = makeQ3Quants(16, 4, x + (<usize>j << 6), L + (<usize>j << 4));
-      store<f32>(SC + (<usize>j << 2), s);
+      const s = f32At(SC, j);
       const a = Mathf.abs(s);
       if (a > amax) {
         amax = a;

@@ -731,6 +731,320 @@ export function makeQxQuants4(n: i32, nmax: i32, x: usize, w: usize, L: usize, s
   transposeOutBytes(LB4, n, L);
 }
 
+// ---- §13.2 Q3 on sixteen units (SIMD build) -----------------------------------------------------
+
+// Phase 1, per group of 4 units (lane k = unit 4g + k): x, w = x*x, w*x, the codes (i32) of the
+// 16 elements; per unit the sums, the first scale and whether it is below eps.
+const Q3X = memory.data(4 * 16 * 16, 16);
+const Q3W = memory.data(4 * 16 * 16, 16);
+const Q3WX = memory.data(4 * 16 * 16, 16);
+const Q3C = memory.data(4 * 16 * 16, 16);
+const Q3SX = memory.data(16 * 4, 16);
+const Q3S2 = memory.data(16 * 4, 16);
+const Q3IS = memory.data(16 * 4, 16);
+const Q3LOW = memory.data(16 * 4, 16);
+// Phase 2, two slots of one unit each (lanes = its elements): w, w*x, codes, and a round's
+// candidate codes and sums; slot s at + 64*s.
+const Q3W1 = memory.data(128, 16);
+const Q3WX1 = memory.data(128, 16);
+const Q3L1 = memory.data(128, 16);
+const Q3NL = memory.data(128, 16);
+const Q3NX = memory.data(128, 16);
+const Q3N2 = memory.data(128, 16);
+
+// The new code and sums of one coordinate-descent step, per lane, against the running sums
+// (sumlx, suml2), as the scalar loop computes them (the code only where slx > 0).
+@inline function q3Candidate(xi: v128, wx: v128, w: v128, lf: v128, sumlx: v128, suml2: v128): v128 {
+  const sl2 = f32x4.sub(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
+  const slx = f32x4.sub(sumlx, f32x4.mul(wx, lf));
+  return i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(xi, sl2), slx))));
+}
+
+// Phase 2: elements e..e+3 of the unit at x in slot s. Stores each candidate code and its sums,
+// returns the lanes where the scalar loop accepts the change: slx > 0, a different code,
+// sl2 > 0 and a strictly better fit.
+@inline function q3RoundFour(x: usize, s: usize, e: usize, sumlx: v128, suml2: v128): u32 {
+  const zero = f32x4.splat(0);
+  const o = s + e;
+  const xi = v128.load(x + e);
+  const w = v128.load(Q3W1 + o);
+  const wx = v128.load(Q3WX1 + o);
+  const li = v128.load(Q3L1 + o);
+  const lf = f32x4.convert_i32x4_s(li);
+  let slx = f32x4.sub(sumlx, f32x4.mul(wx, lf));
+  const pos = f32x4.gt(slx, zero);
+  let sl2 = f32x4.sub(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
+  const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(xi, sl2), slx))));
+  const nf = f32x4.convert_i32x4_s(nl);
+  slx = f32x4.add(slx, f32x4.mul(wx, nf));
+  sl2 = f32x4.add(sl2, f32x4.mul(f32x4.mul(w, nf), nf));
+  v128.store(Q3NL + o, nl);
+  v128.store(Q3NX + o, slx);
+  v128.store(Q3N2 + o, sl2);
+  const better = v128.and(f32x4.gt(sl2, zero),
+    f32x4.gt(f32x4.mul(f32x4.mul(slx, slx), suml2), f32x4.mul(f32x4.mul(sumlx, sumlx), sl2)));
+  return <u32>i32x4.bitmask(v128.and(pos, v128.andnot(better, i32x4.eq(nl, li))));
+}
+
+// Phase 2 round: bits of the elements >= start whose change the scalar loop would accept.
+@inline function q3Round(x: usize, s: usize, sumlx: f32, suml2: f32, start: u32): u32 {
+  const vx = f32x4.splat(sumlx);
+  const v2 = f32x4.splat(suml2);
+  return (q3RoundFour(x, s, 0, vx, v2) | (q3RoundFour(x, s, 16, vx, v2) << 4)
+    | (q3RoundFour(x, s, 32, vx, v2) << 8) | (q3RoundFour(x, s, 48, vx, v2) << 12)) & (<u32>0xffff << start);
+}
+
+// Phase 1, element i (byte offset) of group g: stores its initial code, w and w*x and returns
+// sumlx with the element added; q3InitY then adds it to suml2.
+@inline function q3Init(i: usize, g: usize, sumlx: v128): v128 {
+  const o = (g << 8) + i;
+  const xi = v128.load(Q3X + o);
+  const l = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.mul(v128.load(Q3IS + (g << 4)), xi))));
+  const lf = f32x4.convert_i32x4_s(l);
+  const w = f32x4.mul(xi, xi);
+  const wx = f32x4.mul(w, xi);
+  v128.store(Q3C + o, l);
+  v128.store(Q3W + o, w);
+  v128.store(Q3WX + o, wx);
+  return f32x4.add(sumlx, f32x4.mul(wx, lf));
+}
+@inline function q3InitY(i: usize, g: usize, suml2: v128): v128 {
+  const o = (g << 8) + i;
+  const lf = f32x4.convert_i32x4_s(v128.load(Q3C + o));
+  return f32x4.add(suml2, f32x4.mul(f32x4.mul(v128.load(Q3W + o), lf), lf));
+}
+
+// Phase 2: copies unit u's column of the phase-1 arrays into slot s (element order).
+function q3Load(u: usize, s: usize): void {
+  const col = ((u >> 2) << 8) + ((u & 3) << 2);
+  for (let i: usize = 0; i < 16; i++) {
+    store<f32>(Q3W1 + s + (i << 2), load<f32>(Q3W + col + (i << 4)));
+    store<f32>(Q3WX1 + s + (i << 2), load<f32>(Q3WX + col + (i << 4)));
+    store<i32>(Q3L1 + s + (i << 2), load<i32>(Q3C + col + (i << 4)));
+  }
+}
+
+// Phase 2: unit u in slot s is done: its scale, and its codes back into its phase-1 column.
+function q3Store(u: usize, s: usize, sumlx: f32, suml2: f32, scales: usize): void {
+  store<f32>(scales + (u << 2), sumlx / suml2);
+  const col = ((u >> 2) << 8) + ((u & 3) << 2);
+  for (let i: usize = 0; i < 16; i++) store<i32>(Q3C + col + (i << 4), load<i32>(Q3L1 + s + (i << 2)));
+}
+
+// Signed absmax (spec §0) of the 4 units of group o (byte offset into Q3X) from their largest
+// (h, starting at +0) and smallest (l, starting at +0) values: h when h > -l, l when -l > h (the
+// extreme of that sign is the first strictly largest |x|). When h == -l != 0 both signs reach
+// the maximum and the order decides: the literal scan. (+0 when all are zero, as the scan.)
+function q3Absmax(o: usize, h: v128, l: v128): v128 {
+  const nl = f32x4.neg(l);
+  if (v128.any_true(v128.and(f32x4.eq(h, nl), f32x4.ne(h, f32x4.splat(0))))) {
+    let amax = f32x4.splat(0);
+    let vmax = amax;
+    for (let i: usize = 0; i < 256; i += 16) {
+      const v = v128.load(Q3X + o + i);
+      const av = f32x4.abs(v);
+      const m = f32x4.gt(av, amax);
+      amax = v128.bitselect(av, amax, m);
+      vmax = v128.bitselect(v, vmax, m);
+    }
+    return vmax;
+  }
+  return v128.bitselect(h, l, f32x4.gt(h, nl));
+}
+
+/**
+ * makeQ3Quants (nmax = 4) on 16 consecutive units of 16 values (x: 256 floats; L: 256 bytes;
+ * scales: 16 floats), each with exactly the scalar steps.
+ * The coordinate descent is serial within a unit (an accepted change feeds the next element's
+ * test), but until a change is accepted every test of a pass sees the same sums. So:
+ * Phase 1, lanes = 4 units: signed absmax, scale, initial codes and sums (sequential per unit),
+ *   then the first pass's candidate codes, all against the initial sums. A unit where none
+ *   differs from its code accepts no change and is finished (the scalar loop breaks after that
+ *   pass): three quarters of the units here.
+ * Phase 2, the others, lanes = a unit's elements: a round tests all remaining elements of the
+ *   pass against the current sums; the first one accepted is exactly where the scalar loop
+ *   accepts next. It is committed and the next round resumes after it. Rounds are serial
+ *   within a unit, so two units are in flight at a time to overlap their latencies.
+ */
+export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
+  const n = 16;
+  const nmax = 4;
+  if (!ASC_FEATURE_SIMD) {
+    for (let k = 0; k < 16; k++) {
+      store<f32>(scales + (<usize>k << 2), makeQ3Quants(n, nmax, x + (<usize>k << 6), L + (<usize>k << 4)));
+    }
+    return;
+  }
+  const zero = f32x4.splat(0);
+  const ilo = i32x4.splat(-nmax);
+  // The four groups' chains (absmax, sums) run side by side so that their latencies overlap.
+  for (let g: usize = 0; g < 4; g++) transposeIn(x + (g << 8), n, Q3X + (g << 8));
+  // Signed absmax per unit: the largest and smallest x give |max| and its sign, unless both
+  // signs reach it (then the first such element decides: q3Absmax scans).
+  let h0 = zero, h1 = zero, h2 = zero, h3 = zero;
+  let l0 = zero, l1 = zero, l2 = zero, l3 = zero;
+  for (let i: usize = 0; i < 256; i += 16) {
+    let v = v128.load(Q3X + i);
+    h0 = f32x4.pmax(h0, v);
+    l0 = f32x4.pmin(l0, v);
+    v = v128.load(Q3X + i, 256);
+    h1 = f32x4.pmax(h1, v);
+    l1 = f32x4.pmin(l1, v);
+    v = v128.load(Q3X + i, 512);
+    h2 = f32x4.pmax(h2, v);
+    l2 = f32x4.pmin(l2, v);
+    v = v128.load(Q3X + i, 768);
+    h3 = f32x4.pmax(h3, v);
+    l3 = f32x4.pmin(l3, v);
+  }
+  const a0 = f32x4.pmax(h0, f32x4.neg(l0)), a1 = f32x4.pmax(h1, f32x4.neg(l1));
+  const a2 = f32x4.pmax(h2, f32x4.neg(l2)), a3 = f32x4.pmax(h3, f32x4.neg(l3));
+  const m0 = q3Absmax(0, h0, l0), m1 = q3Absmax(256, h1, l1), m2 = q3Absmax(512, h2, l2), m3 = q3Absmax(768, h3, l3);
+  const eps = f32x4.splat(GROUP_MAX_EPS);
+  v128.store(Q3LOW, f32x4.lt(a0, eps));
+  v128.store(Q3LOW, f32x4.lt(a1, eps), 16);
+  v128.store(Q3LOW, f32x4.lt(a2, eps), 32);
+  v128.store(Q3LOW, f32x4.lt(a3, eps), 48);
+  const nm = f32x4.splat(<f32>(-nmax));
+  v128.store(Q3IS, f32x4.div(nm, m0));
+  v128.store(Q3IS, f32x4.div(nm, m1), 16);
+  v128.store(Q3IS, f32x4.div(nm, m2), 32);
+  v128.store(Q3IS, f32x4.div(nm, m3), 48);
+  let x0 = zero, x1 = zero, x2 = zero, x3 = zero;
+  let y0 = zero, y1 = zero, y2 = zero, y3 = zero;
+  for (let i: usize = 0; i < 256; i += 16) {
+    x0 = q3Init(i, 0, x0);
+    x1 = q3Init(i, 1, x1);
+    x2 = q3Init(i, 2, x2);
+    x3 = q3Init(i, 3, x3);
+    y0 = q3InitY(i, 0, y0);
+    y1 = q3InitY(i, 1, y1);
+    y2 = q3InitY(i, 2, y2);
+    y3 = q3InitY(i, 3, y3);
+  }
+  v128.store(Q3SX, x0);
+  v128.store(Q3SX, x1, 16);
+  v128.store(Q3SX, x2, 32);
+  v128.store(Q3SX, x3, 48);
+  v128.store(Q3S2, y0);
+  v128.store(Q3S2, y1, 16);
+  v128.store(Q3S2, y2, 32);
+  v128.store(Q3S2, y3, 48);
+  let busy: u32 = 0;
+  for (let g: usize = 0; g < 4; g++) {
+    const o = g << 8;
+    const sumlx = v128.load(Q3SX + (g << 4));
+    const suml2 = v128.load(Q3S2 + (g << 4));
+    const below = v128.load(Q3LOW + (g << 4));
+    // A unit where no candidate differs accepts nothing; the rare unit flagged here whose
+    // differing candidates all fail the fit test costs one empty round in phase 2.
+    let differs = zero;
+    for (let i: usize = 0; i < 256; i += 16) {
+      const xi = v128.load(Q3X + o + i);
+      const li = v128.load(Q3C + o + i);
+      const lf = f32x4.convert_i32x4_s(li);
+      const nl = q3Candidate(xi, v128.load(Q3WX + o + i), v128.load(Q3W + o + i), lf, sumlx, suml2);
+      const pos = f32x4.gt(f32x4.sub(sumlx, f32x4.mul(v128.load(Q3WX + o + i), lf)), zero);
+      differs = v128.or(differs, v128.andnot(pos, i32x4.eq(nl, li)));
+    }
+    busy |= <u32>i32x4.bitmask(v128.andnot(differs, below)) << <u32>(g << 2);
+    // Units below eps: scale 0, codes 0 (stored as -4 here, +4 below).
+    v128.store(scales + (g << 4), v128.bitselect(zero, f32x4.div(sumlx, suml2), below));
+    for (let i: usize = 0; i < 256; i += 16) v128.store(Q3C + o + i, v128.bitselect(ilo, v128.load(Q3C + o + i), below));
+  }
+  // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty.
+  let uA: i32 = -1, uB: i32 = -1;
+  let xA: f32 = 0, yA: f32 = 0, xB: f32 = 0, yB: f32 = 0;
+  let tA = 0, tB = 0;
+  let startA: u32 = 0, startB: u32 = 0;
+  let chA = false, chB = false;
+  if (busy != 0) {
+    uA = ctz(busy);
+    busy &= busy - 1;
+    q3Load(<usize>uA, 0);
+    xA = load<f32>(Q3SX + (<usize>uA << 2));
+    yA = load<f32>(Q3S2 + (<usize>uA << 2));
+  }
+  if (busy != 0) {
+    uB = ctz(busy);
+    busy &= busy - 1;
+    q3Load(<usize>uB, 64);
+    xB = load<f32>(Q3SX + (<usize>uB << 2));
+    yB = load<f32>(Q3S2 + (<usize>uB << 2));
+  }
+  while (uA >= 0 || uB >= 0) {
+    const bitsA = uA >= 0 ? q3Round(x + (<usize>uA << 6), 0, xA, yA, startA) : 0;
+    const bitsB = uB >= 0 ? q3Round(x + (<usize>uB << 6), 64, xB, yB, startB) : 0;
+    if (uA >= 0) {
+      if (bitsA != 0) {
+        const i = <usize>ctz(bitsA);
+        store<i32>(Q3L1 + (i << 2), load<i32>(Q3NL + (i << 2)));
+        xA = load<f32>(Q3NX + (i << 2));
+        yA = load<f32>(Q3N2 + (i << 2));
+        chA = true;
+        startA = <u32>i + 1;
+      }
+      if (bitsA == 0 || startA == 16) {
+        // End of a pass: another one after a change (at most 5), else the unit is done.
+        if (chA && tA < 4) {
+          tA++;
+          chA = false;
+          startA = 0;
+        } else {
+          q3Store(<usize>uA, 0, xA, yA, scales);
+          uA = -1;
+          if (busy != 0) {
+            uA = ctz(busy);
+            busy &= busy - 1;
+            q3Load(<usize>uA, 0);
+            xA = load<f32>(Q3SX + (<usize>uA << 2));
+            yA = load<f32>(Q3S2 + (<usize>uA << 2));
+            tA = 0;
+            chA = false;
+            startA = 0;
+          }
+        }
+      }
+    }
+    if (uB >= 0) {
+      if (bitsB != 0) {
+        const i = <usize>ctz(bitsB);
+        store<i32>(Q3L1 + 64 + (i << 2), load<i32>(Q3NL + 64 + (i << 2)));
+        xB = load<f32>(Q3NX + 64 + (i << 2));
+        yB = load<f32>(Q3N2 + 64 + (i << 2));
+        chB = true;
+        startB = <u32>i + 1;
+      }
+      if (bitsB == 0 || startB == 16) {
+        if (chB && tB < 4) {
+          tB++;
+          chB = false;
+          startB = 0;
+        } else {
+          q3Store(<usize>uB, 64, xB, yB, scales);
+          uB = -1;
+          if (busy != 0) {
+            uB = ctz(busy);
+            busy &= busy - 1;
+            q3Load(<usize>uB, 64);
+            xB = load<f32>(Q3SX + (<usize>uB << 2));
+            yB = load<f32>(Q3S2 + (<usize>uB << 2));
+            tB = 0;
+            chB = false;
+            startB = 0;
+          }
+        }
+      }
+    }
+  }
+  const off = i32x4.splat(nmax);
+  for (let g: usize = 0; g < 4; g++) {
+    const o = g << 8;
+    for (let i: usize = 0; i < 256; i += 16) v128.store(LB4 + i, i32x4.add(v128.load(Q3C + o + i), off));
+    transposeOutBytes(LB4, n, L + (g << 6));
+  }
+}
+
 // ---- §13.4 QP: non-negative sub-scales on an unsigned grid --------------------------------
 
 // x86's default NaN (sign set): what 0/0 yields in the reference build (spec §16.1, §16.2).

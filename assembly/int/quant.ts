@@ -1,7 +1,7 @@
 // Fused quantize-and-pack runs: codes of n values straight into their packed bytes, vectorised for
 // the 8- and 4-bit widths, through a code buffer and packCodes for the others. Purely elementwise,
 // so both builds write the same bytes. Code rules: calib.ts symCodes / affineCodes.
-import { affineCodes, symCodes } from './calib';
+import { absMax, affineCodes, symCodes } from './calib';
 import { packCodes } from './pack';
 
 const SLICE: i32 = 256;
@@ -54,17 +54,31 @@ const MAGIC_BITS: i32 = 0x4b400000;
   return v128.or(v128.and(w, i16x8.splat(0x0f)), v128.and(i16x8.shr_u(w, 4), i16x8.splat(0xf0)));
 }
 
+// Largest |x| of 16 floats at p folded into m (pmax: no NaN reaches a kernel, see calib.ts absMax).
+@inline function absMax16(p: usize, m: v128): v128 {
+  const a = f32x4.pmax(f32x4.abs(v128.load(p)), f32x4.abs(v128.load(p, 16)));
+  const b = f32x4.pmax(f32x4.abs(v128.load(p, 32)), f32x4.abs(v128.load(p, 48)));
+  return f32x4.pmax(m, f32x4.pmax(a, b));
+}
+
+// Max |x| of the `next` values the last simdRun visited alongside its own (see symQuantRunNext).
+let nextAbsMax: f32 = 0;
+
 // Codes of x[0..n) against (x - b) / s (b = 0 for symmetric) clamped to [lo, hi], packed to dst.
-// s must be nonzero. The vector loop covers whole runs of 16 (8-bit) / 32 (4-bit) values.
-@inline function simdRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, bits: i32, dst: usize, affine: bool): i32 {
+// s must be nonzero. The vector loop covers whole runs of 16 (8-bit) / 32 (4-bit) values. With
+// next != 0 the 8- and 4-bit loops also fold max |next[j]| over the same indices j into
+// nextAbsMax.
+@inline function simdRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, bits: i32, dst: usize, affine: bool, next: usize = 0): i32 {
   let i = 0;
   const vs = f32x4.splat(s);
   const vb = f32x4.splat(b);
   const vlo = f32x4.splat(lo);
   const vhi = f32x4.splat(hi);
+  let m = f32x4.splat(0);
   if (bits == 8) {
     for (; i + 16 <= n; i += 16) {
       v128.store(dst + <usize>i, codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 0));
+      if (next != 0) m = absMax16(next + (<usize>i << 2), m);
     }
   } else if (bits == 4) {
     for (; i + 32 <= n; i += 32) {
@@ -72,8 +86,15 @@ const MAGIC_BITS: i32 = 0x4b400000;
       const w0 = codes16(p, vb, affine, vs, vlo, vhi, 0x0f);
       const w1 = codes16(p + 64, vb, affine, vs, vlo, vhi, 0x0f);
       v128.store(dst + <usize>(i >> 1), i8x16.narrow_i16x8_u(nibblePairs(w0), nibblePairs(w1)));
+      if (next != 0) m = absMax16(next + (<usize>i << 2) + 64, absMax16(next + (<usize>i << 2), m));
     }
-  } else if (bits == 2) {
+  }
+  if (next != 0) {
+    m = f32x4.pmax(m, i32x4.shuffle(m, m, 2, 3, 0, 1));
+    nextAbsMax = f32x4.extract_lane(f32x4.pmax(m, i32x4.shuffle(m, m, 1, 0, 3, 2)), 0);
+    return i;
+  }
+  if (bits == 2) {
     for (; i + 16 <= n; i += 16) {
       const w = codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 3);
       // u32 lane c0 | c1 << 8 | c2 << 16 | c3 << 24 -> byte c0 | c1 << 2 | c2 << 4 | c3 << 6.
@@ -101,6 +122,23 @@ export function symQuantRun(x: usize, n: i32, s: f32, qmax: i32, bits: i32, dst:
     symCodes(x + (<usize>i << 2), m, s, qmax, codes);
     packCodes(codes, m, bits, dst + ((<usize>i * <usize>bits) >> 3));
   }
+}
+
+// symQuantRun of x, returning max |next[j]| over j < n (another row of n values, SIMD build).
+// Pipelining: the next row's loads overlap this row's divisions instead of following them.
+export function symQuantRunNext(x: usize, n: i32, s: f32, qmax: i32, bits: i32, dst: usize, next: usize): f32 {
+  if (!ASC_FEATURE_SIMD || s == 0 || (bits != 8 && bits != 4)) {
+    symQuantRun(x, n, s, qmax, bits, dst);
+    return absMax(next, n);
+  }
+  const i = simdRun(x, n, s, 0, -<f32>qmax, <f32>qmax, bits, dst, false, next);
+  const m = nextAbsMax;
+  if (i < n) {
+    symQuantRun(x + (<usize>i << 2), n - i, s, qmax, bits, dst + ((<usize>i * <usize>bits) >> 3));
+    const t = absMax(next + (<usize>i << 2), n - i);
+    return t > m ? t : m;
+  }
+  return m;
 }
 
 // Affine run: codes clamp(round((x - b) / s), 0, qmax) packed at dst.

@@ -17,12 +17,12 @@
 // f32 per row per channel). Per tensor: codes only, plus a 4-byte tensor section with the f32 scale.
 import {
   A_AUX, A_BITS, A_CALIB, A_FLAGS, A_GROUP, A_IMATRIX, A_ITERS, A_P0, A_P1, A_SCALES, A_SCRATCH, A_TSCALE,
-  CALIB_CLIP, CALIB_FIXED, CALIB_MSE, CALIB_PERCENTILE, FLAG_PER_CHANNEL, FLAG_PER_TENSOR,
+  CALIB_ABSMAX, CALIB_CLIP, CALIB_DEFAULT, CALIB_FIXED, CALIB_MSE, CALIB_PERCENTILE, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, SRC_F32,
   argF32, argI32, argU32, rowF32,
 } from '../common';
 import { absMax, kthAbsBits, mseScale, percentileRank, symErr4 } from './calib';
 import { unpackCodes } from './pack';
-import { symQuantRun } from './quant';
+import { symQuantRun, symQuantRunNext } from './quant';
 
 // Codes of one slice (rows and channels are processed 256 values at a time).
 const SLICE: i32 = 256;
@@ -65,6 +65,22 @@ export function intsym_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i3
     return;
   }
   if (flags & FLAG_PER_CHANNEL) {
+    const calib = argI32(args, A_CALIB);
+    if (ASC_FEATURE_SIMD && srcType == SRC_F32 && nrows > 0 && (calib == CALIB_DEFAULT || calib == CALIB_ABSMAX || calib == CALIB_CLIP)) {
+      // absmax / clip per row, pipelined: each row's max |x| is folded in while the previous row
+      // is quantized (max is order-free, and the scale is the same f32 expression as groupScale's).
+      const lim = <f32>qmax;
+      let amax = absMax(src, rowLen);
+      for (let r = 0; r < nrows; r++) {
+        const x = src + ((<usize>r * <usize>rowLen) << 2);
+        const s = calib == CALIB_CLIP ? (argF32(args, A_P0) * amax) / lim : amax / lim;
+        store<f32>(scales + (<usize>r << 2), s);
+        const y = dst + <usize>r * rowBytes;
+        if (r + 1 < nrows) amax = symQuantRunNext(x, rowLen, s, qmax, bits, y, x + (<usize>rowLen << 2));
+        else symQuantRun(x, rowLen, s, qmax, bits, y);
+      }
+      return;
+    }
     for (let r = 0; r < nrows; r++) {
       const x = rowF32(src, srcType, r, rowLen, scratch);
       const s = groupScale(x, rowLen, imatrix, args, qmax, hist);

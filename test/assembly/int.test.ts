@@ -103,6 +103,9 @@ function symCases(): SymCase[] {
   }
   for (const bits of [2, 5, 6, 7]) out.push({ format: 'intsym', bits, granularity: 'group', groupSize: 64, calibration: { method: 'absmax' } });
   out.push({ format: 'intsym', bits: 6, granularity: 'channel', groupSize: 128, calibration: { method: 'percentile', percentile: 99.9 } });
+  // Per-row absmax / clip of the SIMD build is computed one row ahead (sym.ts): 4-bit and other widths.
+  out.push({ format: 'int4', bits: 4, granularity: 'channel', groupSize: 128, calibration: { method: 'absmax' } });
+  out.push({ format: 'intsym', bits: 5, granularity: 'channel', groupSize: 128, calibration: { method: 'clip', ratio: 0.85 } });
   // Low percentiles take the radix-select path (4-bit digits for groups, 8-bit for rows > 512).
   out.push({ format: 'int4', bits: 4, granularity: 'group', groupSize: 64, calibration: { method: 'percentile', percentile: 60 } });
   out.push({ format: 'int8', bits: 8, granularity: 'channel', groupSize: 128, calibration: { method: 'percentile', percentile: 75 } });
