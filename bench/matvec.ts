@@ -64,19 +64,21 @@ async function startWorkers(n: number): Promise<void> {
 }
 
 /** Loads row slices of qt into workers first..first+n-1; returns a synchronous y = W x call and a release. */
-async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Promise<{ call: (x: Float32Array) => Float32Array; release: () => void }> {
+async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Promise<{ call: (x: Float32Array) => Float32Array; release: () => void; last: () => { busyMs: number[]; spanMs: number } }> {
   await startWorkers(first + n);
   const [rows, rowLen] = qt.shape;
   const xSab = new SharedArrayBuffer(rowLen * 4);
   const ySab = new SharedArrayBuffer(rows * 4);
   const ctrlSab = new SharedArrayBuffer(16);
   const ctrl = new Int32Array(ctrlSab);
+  const timesSab = new SharedArrayBuffer(16 * n);
+  const times = new Float64Array(timesSab);
   const xs = new Float32Array(xSab);
   const ys = new Float32Array(ySab);
   await Promise.all(Array.from({ length: n }, (_, i) => {
     const r0 = Math.floor((i * rows) / n), r1 = Math.floor(((i + 1) * rows) / n);
     const slice = rowSlice(qt, r0, r1);
-    const msg: LoadMessage = { qt: slice, r0, x: xSab, y: ySab, ctrl: ctrlSab, workers: n };
+    const msg: LoadMessage = { qt: slice, r0, x: xSab, y: ySab, ctrl: ctrlSab, workers: n, times: timesSab, index: i };
     const w = pool[first + i];
     return new Promise<void>((res, rej) => {
       w.once('error', rej);
@@ -98,6 +100,13 @@ async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Prom
       xs.set(x);
       kick();
       return ys;
+    },
+    /** The last call as the workers saw it: each one's busy time, and first start to last end. */
+    last() {
+      const busyMs = Array.from({ length: n }, (_, i) => times[2 * i + 1] - times[2 * i]);
+      let s = Infinity, e = -Infinity;
+      for (let i = 0; i < n; i++) { s = Math.min(s, times[2 * i]); e = Math.max(e, times[2 * i + 1]); }
+      return { busyMs, spanMs: e - s };
     },
     release() {
       Atomics.store(ctrl, 2, 1);
@@ -291,10 +300,25 @@ for (const [rows, rowLen] of shapes) {
         return { maxAbs, worst, equal, ok: worst <= 1 };
       });
       const times: number[][] = [[], ...wms.map(() => [])];
+      // per call, as the workers saw it: the slowest worker's busy time and first start to last end
+      const busy: number[][] = wms.map(() => []);
+      const span: number[][] = wms.map(() => []);
+      // process CPU time per call (the main thread sleeps in Atomics.wait meanwhile, so this is the
+      // workers' CPU time): about N x the call's time when the N workers really ran on N cores, about
+      // 1 x when they shared one core (their busy times then stretch to the whole call)
+      const cpu: number[][] = wms.map(() => []);
       const t0 = performance.now();
       while (times[0].length < 25 && (times[0].length < 5 || performance.now() - t0 < budget * (1 + wms.length))) {
         let a = performance.now(); runS(); times[0].push(performance.now() - a);
-        wms.forEach((wm, j) => { a = performance.now(); wm.call(x); times[j + 1].push(performance.now() - a); });
+        wms.forEach((wm, j) => {
+          const c0 = process.cpuUsage();
+          a = performance.now(); wm.call(x); times[j + 1].push(performance.now() - a);
+          const c = process.cpuUsage(c0);
+          cpu[j].push((c.user + c.system) / 1e3);
+          const l = wm.last();
+          busy[j].push(Math.max(...l.busyMs));
+          span[j].push(l.spanMs);
+        });
       }
       for (const wm of wms) wm.release();
       const i1 = workerCounts.indexOf(1);
@@ -303,8 +327,9 @@ for (const [rows, rowLen] of shapes) {
         const tW = median(times[j + 1]) / 1e3;
         const speedup = i1 >= 0 ? median(times[j + 1].map((t, i) => times[i1 + 1][i] / t)) : NaN;
         const { maxAbs, worst, equal, ok } = checks[j];
-        wr.push({ workers: n, s: tW, GBs: bytes / tW / 1e9, gflops: flop / tW / 1e9, speedupVs1: speedup, inThreadS: tIn, maxAbsDiffVsKernel: maxAbs, worstOverTol: worst, bitEqualRows: equal, withinTol: ok });
-        workerRows.push([`${rows}x${rowLen}`, c.label, String(n), tW * 1e3, bytes / tW / 1e9, flop / tW / 1e9, Number.isFinite(speedup) ? speedup : '-', tIn * 1e3, bytes / tIn / 1e9,
+        const busyMs = median(busy[j]), spanMs = median(span[j]), cores = median(cpu[j].map((c, i) => c / times[j + 1][i]));
+        wr.push({ workers: n, s: tW, busyMaxMs: busyMs, spanMs, coresUsed: cores, GBs: bytes / tW / 1e9, gflops: flop / tW / 1e9, speedupVs1: speedup, inThreadS: tIn, maxAbsDiffVsKernel: maxAbs, worstOverTol: worst, bitEqualRows: equal, withinTol: ok });
+        workerRows.push([`${rows}x${rowLen}`, c.label, String(n), tW * 1e3, bytes / tW / 1e9, flop / tW / 1e9, Number.isFinite(speedup) ? speedup : '-', busyMs, spanMs, cores, tIn * 1e3, bytes / tIn / 1e9,
           ok ? `ok (${equal}/${rows} bit-equal)` : `FAIL (worst ${worst.toExponential(1)} x tol)`]);
         if (!ok) process.exitCode = 1;
       });
@@ -327,9 +352,11 @@ console.log(table(['shape', 'format', 'MiB', 'kernel ms', 'kernel GB/s', 'GFLOP/
 console.log(`\nwebquant serving matvec with workers: rows split across N worker_threads (SIMD build), each with its row slice resident in its own wasm instance;`);
 console.log('x / y in SharedArrayBuffers, workers woken with Atomics; time = whole call on the main thread (write x, wake, wait for all), medians;');
 console.log('the in-thread kernel (no worker) and each worker count are timed in alternation, one call of each per round; speedup = median over rounds');
-console.log(`of 1-worker time / N-worker time; check = y vs the single-thread kernel's y within 2*MATVEC_REL_TOL*sum|w x|. ${availableParallelism()} CPUs,\n`
+console.log(`of 1-worker time / N-worker time; busy = the slowest worker's own time in the kernel call, span = first worker start
+to last worker end, cores used = process CPU time / call time (about N: the N workers ran in parallel; about 1: they
+shared one core, each one's busy time stretched); check = y vs the single-thread kernel's y within 2*MATVEC_REL_TOL*sum|w x|. ${availableParallelism()} CPUs,\n`
   + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end (N workers only scale with N idle cores; other processes' load lowers the N > 1 speedups).\n`);
-console.log(table(['shape', 'format', 'workers', 'ms', 'GB/s', 'GFLOP/s', 'speedup vs 1', 'in-thread ms', 'in-thread GB/s', 'check'], workerRows));
+console.log(table(['shape', 'format', 'workers', 'ms', 'GB/s', 'GFLOP/s', 'speedup vs 1', 'busy ms', 'span ms', 'cores used', 'in-thread ms', 'in-thread GB/s', 'check'], workerRows));
 for (const note of workerNotes) console.log(note);
 console.log(`\nonnxruntime-web: ${ort ? `ran (version ${ort.env.versions?.common ?? '?'}), wasm backend, numThreads 1` : ortWhy}`);
 console.log(`@wllama/wllama: ${wllamaWhy}`);
