@@ -29,10 +29,12 @@ import { barrier, evenOddX } from './simd';
 
 // SIMD rows of a 4-bit code-book format, group size a multiple of 32: value 2j is the high nibble
 // of byte j, so the high-nibble plane of 16 bytes pairs with the even values of x (evenOddX).
+// Group sizes: powers of two, multiples of 32 (the caller checks the latter).
 function matvec4Simd(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, table: usize): void {
   const gs = argI32(args, A_GROUP);
   const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
   const nb = rowLen / gs;
+  const gsh = ctz(gs);
   const am = argU32(args, A_SCRATCH);
   const xp = (am + (<usize>nb << 2) + 15) & ~(<usize>15);
   evenOddX(x, rowLen, xp, false);
@@ -45,19 +47,18 @@ function matvec4Simd(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args
     const sc = rowAbsmax(args, r, nb, dq, am);
     const q = w + <usize>r * <usize>(rowLen >> 1);
     let acc = f32x4.splat(0);
-    for (let b = 0; b < nb; b++) {
-      let g0 = f32x4.splat(0);
-      let g1 = f32x4.splat(0);
-      for (let i = b * gs; i < (b + 1) * gs; i += 32) {
-        const v = v128.load(q + (<usize>i >> 1));
-        const xi = xp + (<usize>i << 2);
-        const m = i8x16.splat(15);
-        g0 = f32x4.add(g0, lutDot16(v128.and(i16x8.shr_u(v, 4), m), p0, p1, p2, p3, xi));
-        g1 = f32x4.add(g1, lutDot16(v128.and(v, m), p0, p1, p2, p3, xi + 64));
-      }
-      acc = f32x4.add(acc, f32x4.mul(f32x4.add(g0, g1), f32x4.splat(load<f32>(sc + (<usize>b << 2)))));
+    // one trip per 32 values, each scaled by its group's absmax (gs / 32 trips per group; the
+    // registry's group sizes are powers of two)
+    let acc1 = f32x4.splat(0);
+    for (let i = 0; i < rowLen; i += 32) {
+      const v = v128.load(q + (<usize>i >> 1));
+      const xi = xp + (<usize>i << 2);
+      const m = i8x16.splat(15);
+      const s = v128.load32_splat(sc + (<usize>(i >> gsh) << 2));
+      acc = f32x4.add(acc, f32x4.mul(lutDot16(v128.and(i16x8.shr_u(v, 4), m), p0, p1, p2, p3, xi), s));
+      acc1 = f32x4.add(acc1, f32x4.mul(lutDot16(v128.and(v, m), p0, p1, p2, p3, xi + 64), s));
     }
-    store<f32>(y + (<usize>r << 2), hsum(acc));
+    store<f32>(y + (<usize>r << 2), hsum(f32x4.add(acc, acc1)));
   }
 }
 
@@ -67,7 +68,7 @@ function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: us
   const nb = rowLen / gs;
   const am = argU32(args, A_SCRATCH);
   if (ASC_FEATURE_SIMD) {
-    if ((gs & 31) == 0) {
+    if ((gs & 31) == 0 && popcnt(gs) == 1) {
       matvec4Simd(w, nrows, rowLen, x, y, args, table);
       return;
     }
