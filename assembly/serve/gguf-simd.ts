@@ -118,8 +118,8 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 
 // Scales of every sub-block of a row into sc (one per 32 values for Q4_K / Q5_K / IQ4_XS, one per
 // 16 for the others); returns the sum of dmin * m * (x sum of the sub-block) over the row.
-// xs = x sums per 16, xs32 = per 32.
-@inline function rowScales(kind: i32, row: usize, nb: i32, bytes: i32, sc: usize, xs: usize, xs32: usize): f32 {
+// xs = x sums per 16, xs32 = per 32 (the int8-activation path passes the sums of x^).
+@inline export function rowScales(kind: i32, row: usize, nb: i32, bytes: i32, sc: usize, xs: usize, xs32: usize): f32 {
   let mn = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
     const blk = row + <usize>b * <usize>bytes;

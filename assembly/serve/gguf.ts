@@ -11,6 +11,7 @@ import { q6Code, q6Quarter } from '../gguf/q6_k';
 import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, xSums16 } from './common';
 import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, ggufRowsSimd, hi5 } from './gguf-simd';
 import { transposeX16 } from './simd';
+import { ggufRowsQ8 } from './gguf-q8';
 
 @inline function set2(s: f32, m: f32): void {
   setSc(0, s, m);
@@ -237,6 +238,14 @@ import { transposeX16 } from './simd';
   const n16 = block >> 4;
   if (argI32(args, A_FLAGS) & SERVE_Q8_ACT) {
     const xs = quantizeX(x, rowLen, args);
+    if (ASC_FEATURE_SIMD) {
+      // scratch after quantizeX's [x^ sums][dx][xq]: [x^ sums per 32][sub-block scales][scale * dx]
+      const xs32 = (xs + (<usize>(rowLen >> 4) << 3) + (<usize>rowLen << 1) + 15) & ~(<usize>15);
+      for (let j = 0; j < rowLen >> 5; j++) store<f32>(xs32 + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
+      const sc = xs32 + (<usize>(rowLen >> 5) << 2);
+      ggufRowsQ8(kind, block, bytes, hasMin, w, nrows, rowLen, y, xs, xs32, sc, sc + (<usize>(rowLen >> 4) << 2));
+      return;
+    }
     for (let r = 0; r < nrows; r++) {
       const row = w + <usize>r * <usize>nb * <usize>bytes;
       rowBegin();

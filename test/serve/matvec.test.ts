@@ -35,7 +35,7 @@ for (const f of formats.values()) {
   }
 }
 
-function reference(deq: Float32Array, x: Float32Array, rows: number, n: number) {
+function reference(deq: Float32Array, x: Float32Array | Float64Array, rows: number, n: number) {
   const ref = new Float64Array(rows);
   const mag = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
@@ -118,6 +118,18 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
           ys.push(y);
         }
         for (let r = 0; r < rows; r++) expect(Math.abs(ys[0][r] - ys[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * mag[r] + 1e-30);
+        if (!Q8_ACTIVATION_FORMATS.includes(qt.format)) continue;
+        // int8 activations: against the f64 dot with x^
+        const q = reference(deq, quantizedX(x), rows, n);
+        const qs: Float32Array[] = [];
+        for (const backend of ['wasm-simd', 'wasm'] as const) {
+          const y = (await servedFromQuantized(qt, { backend, activations: 'q8' })).matvec(x);
+          for (let r = 0; r < rows; r++) {
+            expect(Math.abs(y[r] - q.ref[r]), `q8 ${backend} length ${n} row ${r}`).toBeLessThanOrEqual(MATVEC_REL_TOL * q.mag[r] + 1e-30);
+          }
+          qs.push(y);
+        }
+        for (let r = 0; r < rows; r++) expect(Math.abs(qs[0][r] - qs[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * q.mag[r] + 1e-30);
       }
     });
   }
