@@ -6,7 +6,6 @@
 //
 // Signed codes stored with an offset (q - 8, q - 16, q - 32) are the two's complement of q with the
 // top bit flipped, so one xor per 16 bytes makes them sign-extendable by the shifts.
-import { q3Scale } from '../gguf/q3_k';
 import { hsum } from './common';
 import { dot4x4, dotS4, dotS8, dotU4, halfToF32 } from './simd';
 
@@ -165,18 +164,41 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
         break;
       }
       case Q3_K: {
-        const d = halfToF32(<u32>load<u16>(blk, 108));
-        for (let g = 0; g < 16; g++) store<f32>(sc + (<usize>((b << 4) + g) << 2), d * <f32>q3Scale(blk + 96, g));
+        // 16 6-bit scales (minus 32) from 12 bytes: low 4 bits of scale j in byte j (j < 8) or the
+        // high nibble of byte j - 8, top 2 bits = bits 2 (j >> 2) of byte 8 + (j & 3); as u32 words
+        const d = f32x4.splat(halfToF32(<u32>load<u16>(blk, 108)));
+        const a = load<u32>(blk, 96);
+        const c4 = load<u32>(blk, 100);
+        const c = load<u32>(blk, 104);
+        const m4 = 0x0f0f0f0f;
+        const m2 = 0x03030303;
+        const w0 = (a & m4) | ((c & m2) << 4);
+        const w1 = (c4 & m4) | (((c >> 2) & m2) << 4);
+        const w2 = ((a >> 4) & m4) | (((c >> 4) & m2) << 4);
+        const w3 = ((c4 >> 4) & m4) | (((c >> 6) & m2) << 4);
+        const v = i8x16.sub(i32x4.replace_lane(i32x4.replace_lane(i32x4.replace_lane(i32x4.splat(w0), 1, w1), 2, w2), 3, w3), i8x16.splat(32));
+        const o = <usize>b << 6;
+        v128.store(sc + o, f32x4.mul(sbytesF32(v, 0), d));
+        v128.store(sc + o, f32x4.mul(sbytesF32(v, 1), d), 16);
+        v128.store(sc + o, f32x4.mul(sbytesF32(v, 2), d), 32);
+        v128.store(sc + o, f32x4.mul(sbytesF32(v, 3), d), 48);
         break;
       }
       default: {
-        // IQ4_XS: d * (6-bit ls - 32) per 32
-        const d = halfToF32(<u32>load<u16>(blk));
+        // IQ4_XS: d * (6-bit ls - 32) per 32; ls_j = nibble j of scales_l (low nibble first) |
+        // bits 2j, 2j + 1 of scales_h << 4. Even j and odd j as two u32 words of bytes, then interleaved.
+        const d = f32x4.splat(halfToF32(<u32>load<u16>(blk)));
         const sh = <u32>load<u16>(blk, 2);
-        for (let j = 0; j < 8; j++) {
-          const ls = ((<u32>load<u8>(blk + 4 + <usize>(j >> 1)) >> (<u32>(j & 1) << 2)) & 15) | (((sh >> (<u32>j << 1)) & 3) << 4);
-          store<f32>(sc + (<usize>((b << 3) + j) << 2), d * <f32>(<i32>ls - 32));
-        }
+        const sl = load<u32>(blk, 4);
+        const ev = (sh & 3) | (((sh >> 4) & 3) << 8) | (((sh >> 8) & 3) << 16) | (((sh >> 12) & 3) << 24);
+        const od = ((sh >> 2) & 3) | (((sh >> 6) & 3) << 8) | (((sh >> 10) & 3) << 16) | (((sh >> 14) & 3) << 24);
+        const we = (sl & 0x0f0f0f0f) | (ev << 4);
+        const wo = ((sl >> 4) & 0x0f0f0f0f) | (od << 4);
+        const v = i32x4.replace_lane(i32x4.splat(we), 1, wo);
+        const ls = i8x16.sub(i8x16.shuffle(v, v, 0, 4, 1, 5, 2, 6, 3, 7, 8, 8, 8, 8, 8, 8, 8, 8), i8x16.splat(32));
+        const o = <usize>b << 5;
+        v128.store(sc + o, f32x4.mul(sbytesF32(ls, 0), d));
+        v128.store(sc + o, f32x4.mul(sbytesF32(ls, 1), d), 16);
         break;
       }
     }
