@@ -17,6 +17,10 @@ export interface LoadMessage {
   y: SharedArrayBuffer;
   ctrl: SharedArrayBuffer;
   workers: number;
+  /** Float64Array [2 * workers]: each worker's start and end time (performance.timeOrigin + now) of its last call. */
+  times: SharedArrayBuffer;
+  /** This worker's index among the case's workers. */
+  index: number;
 }
 
 const k = await serveKernels('wasm-simd');
@@ -26,6 +30,7 @@ parentPort!.on('message', (m: LoadMessage) => {
   const xs = new Float32Array(m.x);
   const ys = new Float32Array(m.y, m.r0 * 4, m.qt.shape[0]);
   const ctrl = new Int32Array(m.ctrl);
+  const times = new Float64Array(m.times);
   let gen = Atomics.load(ctrl, 0);
   parentPort!.postMessage('ready');
   for (;;) {
@@ -33,9 +38,11 @@ parentPort!.on('message', (m: LoadMessage) => {
     gen = Atomics.load(ctrl, 0);
     const stop = Atomics.load(ctrl, 2) === 1;
     if (!stop) {
+      times[2 * m.index] = performance.timeOrigin + performance.now();
       R.x.set(xs);
       R.call();
       ys.set(R.y);
+      times[2 * m.index + 1] = performance.timeOrigin + performance.now();
     }
     if (Atomics.add(ctrl, 1, 1) + 1 === m.workers) Atomics.notify(ctrl, 1);
     if (stop) break;

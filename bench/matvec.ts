@@ -14,9 +14,12 @@
 // x, waking the workers, waiting for all), median of repeated calls, alternating one call of the in-thread
 // kernel and of each worker count per round (speedup = median of per-round ratios). Each (case, N) result is checked
 // once against the single-thread kernel's y. Formats whose layout has tensor-level sections are skipped.
-// Options: --formats a,b --shapes 4096x4096,4096x11008 --budget ms --json path --workers 1,2
+// With --baseline path/to/webquant-simd.wasm (another build of the kernels, e.g. copied from an
+// earlier commit), a third table times that build's <fmt>_matvec against this one's, alternating.
+// Options: --formats a,b --shapes 4096x4096,4096x11008 --budget ms --json path --workers 1,2 --baseline wasm
 import { quantize, type QuantizeOptions, type QuantizedTensor } from '../src/quantize.js';
-import type { Kernels } from '../src/kernels/loader.js';
+import { Kernels } from '../src/kernels/loader.js';
+import { readFileSync } from 'node:fs';
 import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, servedFromQuantized } from '../src/serve/index.js';
 import { serveKernels } from '../src/serve/kernels.js';
 import { matMulF32Model, matMulNBitsModel } from './onnx.js';
@@ -31,6 +34,7 @@ const budget = Number(arg('budget', '2500'));
 const jsonPath = arg('json', 'bench/results/matvec.json');
 const only = arg('formats', '').split(',').filter(Boolean);
 const workerCounts = arg('workers', '1,2').split(',').filter(Boolean).map(Number);
+const baselinePath = arg('baseline', '');
 const shapes = arg('shapes', '4096x4096,4096x11008').split(',').map((s) => s.split('x').map(Number) as [number, number]);
 
 const CASES: { label: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
@@ -43,7 +47,11 @@ const CASES: { label: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] = [
   { label: 'int4 g128', opts: { format: 'int4', groupSize: 128 } },
 ].filter((c) => !only.length || only.includes(c.opts.format));
 
-/** The fused kernel on weights resident in the serving instance's memory. */
+/**
+ * The fused kernel on weights resident in the serving instance's memory. Every resident() and
+ * every LoadedTensor call of the same instance writes from its heap base, so a resident kernel is
+ * valid only until the next one (or an api call) in that instance: make it again before reuse.
+ */
 function resident(k: Kernels, qt: QuantizedTensor, x: Float32Array, q8 = false): () => Float32Array {
   const R = residentKernel(k, qt, q8);
   R.x.set(x);
@@ -64,19 +72,21 @@ async function startWorkers(n: number): Promise<void> {
 }
 
 /** Loads row slices of qt into workers first..first+n-1; returns a synchronous y = W x call and a release. */
-async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Promise<{ call: (x: Float32Array) => Float32Array; release: () => void }> {
+async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Promise<{ call: (x: Float32Array) => Float32Array; release: () => void; last: () => { busyMs: number[]; spanMs: number } }> {
   await startWorkers(first + n);
   const [rows, rowLen] = qt.shape;
   const xSab = new SharedArrayBuffer(rowLen * 4);
   const ySab = new SharedArrayBuffer(rows * 4);
   const ctrlSab = new SharedArrayBuffer(16);
   const ctrl = new Int32Array(ctrlSab);
+  const timesSab = new SharedArrayBuffer(16 * n);
+  const times = new Float64Array(timesSab);
   const xs = new Float32Array(xSab);
   const ys = new Float32Array(ySab);
   await Promise.all(Array.from({ length: n }, (_, i) => {
     const r0 = Math.floor((i * rows) / n), r1 = Math.floor(((i + 1) * rows) / n);
     const slice = rowSlice(qt, r0, r1);
-    const msg: LoadMessage = { qt: slice, r0, x: xSab, y: ySab, ctrl: ctrlSab, workers: n };
+    const msg: LoadMessage = { qt: slice, r0, x: xSab, y: ySab, ctrl: ctrlSab, workers: n, times: timesSab, index: i };
     const w = pool[first + i];
     return new Promise<void>((res, rej) => {
       w.once('error', rej);
@@ -98,6 +108,13 @@ async function workerMatvec(qt: QuantizedTensor, n: number, first: number): Prom
       xs.set(x);
       kick();
       return ys;
+    },
+    /** The last call as the workers saw it: each one's busy time, and first start to last end. */
+    last() {
+      const busyMs = Array.from({ length: n }, (_, i) => times[2 * i + 1] - times[2 * i]);
+      let s = Infinity, e = -Infinity;
+      for (let i = 0; i < n; i++) { s = Math.min(s, times[2 * i]); e = Math.max(e, times[2 * i + 1]); }
+      return { busyMs, spanMs: e - s };
     },
     release() {
       Atomics.store(ctrl, 2, 1);
@@ -173,6 +190,14 @@ try {
 }
 
 const simd = await serveKernels('wasm-simd');
+let baseline: Kernels | undefined;
+if (baselinePath) {
+  const inst = await WebAssembly.instantiate(await WebAssembly.compile(readFileSync(baselinePath)), {
+    env: { abort: () => { throw new Error(`${baselinePath}: wasm abort`); } },
+  });
+  baseline = new Kernels('wasm-simd', inst.exports as Record<string, unknown>);
+}
+const baselineRows: (string | number)[][] = [];
 const scalar = await serveKernels('wasm');
 const rowsOut: (string | number)[][] = [];
 const workerRows: (string | number)[][] = [];
@@ -205,24 +230,48 @@ for (const [rows, rowLen] of shapes) {
     const tScalar = await timeIt(runC, 9, budget, 3);
     const api = await servedFromQuantized(qt, { backend: 'wasm-simd' });
     const tApi = await timeIt(() => api.matvec(x), 15, budget, 3);
+    // the q8 kernel and the api call above overwrote runS's buffers in the same instance: reload
+    // (the alternating rounds below time this one), and check that it still gives yS
+    const runK = resident(simd, qt, x);
+    if (!runK().every((v, i) => Object.is(v, yS[i]))) throw new Error(`${c.label}: the reloaded resident kernel does not reproduce its first result`);
+    let baselineResult: Record<string, number> | undefined;
+    if (baseline) {
+      // the other build in its own instance, alternating with this one; y compared relative to max|y|
+      const runB = resident(baseline, qt, x);
+      const yB = runB();
+      let num = 0, den = 0;
+      for (let i = 0; i < rows; i++) { num = Math.max(num, Math.abs(yB[i] - yS[i])); den = Math.max(den, Math.abs(yS[i])); }
+      const tb: number[] = [], tk: number[] = [];
+      const t0 = performance.now();
+      while (tb.length < 25 && (tb.length < 5 || performance.now() - t0 < 2 * budget)) {
+        let a = performance.now(); runB(); tb.push(performance.now() - a);
+        a = performance.now(); runK(); tk.push(performance.now() - a);
+      }
+      const sB = median(tb) / 1e3, sK = median(tk) / 1e3, ratio = median(tb.map((t, i) => t / tk[i]));
+      baselineResult = { s: sB, gflops: flop / sB / 1e9, thisS: sK, speedup: ratio, maxRelDiff: num / den };
+      baselineRows.push([`${rows}x${rowLen}`, c.label, sB * 1e3, bytes / sB / 1e9, flop / sB / 1e9, sK * 1e3, bytes / sK / 1e9, flop / sK / 1e9, ratio, (num / den).toExponential(1)]);
+    }
     const r: Record<string, unknown> = {
       shape: `${rows}x${rowLen}`, format: c.label, weightBytes: bytes,
       kernelS: tKernel, scalarS: tScalar, apiS: tApi, q8ActS: tQ8, q8ActMaxRelErr: q8Err,
       kernelGBs: bytes / tKernel / 1e9, kernelGflops: flop / tKernel / 1e9,
-      scalarGBs: bytes / tScalar / 1e9, apiGBs: bytes / tApi / 1e9,
+      scalarGBs: bytes / tScalar / 1e9, apiGBs: bytes / tApi / 1e9, baseline: baselineResult,
     };
     let ortCells: (string | number)[] = ['-', '-', '-', '-'];
     const nb = toNBits(qt);
-    if (ort && nb) {
-      // webquant and both ORT variants timed in alternation (one of each per round), so that the
+    if (ort) {
+      // webquant and the ORT variants timed in alternation (one of each per round), so that the
       // ratios compare runs taken under the same machine load; ratio = median of per-round ratios.
+      // The plain f32 MatMul of the dequantized matrix runs for every format, MatMulNBits only for
+      // the formats with a 4-bit MatMulNBits equivalent (q4_0, int4 groups).
       const feeds = { A: new ort.Tensor('float32', x, [1, rowLen]) };
       const sessions: (import('onnxruntime-web').InferenceSession | undefined)[] = [];
       let maxRel = NaN;
       for (const level of [0, 4, -1]) {
+        if (level >= 0 && !nb) { sessions.push(undefined); continue; }
         try {
           let model: Uint8Array;
-          if (level >= 0) model = matMulNBitsModel(1, rowLen, rows, nb.block, nb.packed, nb.scales, level);
+          if (level >= 0 && nb) model = matMulNBitsModel(1, rowLen, rows, nb.block, nb.packed, nb.scales, level);
           else {
             // the same weights dequantized, transposed to [K, N] for a plain f32 MatMul
             const deq = await dequantize(qt);
@@ -245,7 +294,7 @@ for (const [rows, rowLen] of shapes) {
       const times: number[][] = [[], [], [], []];
       const t0 = performance.now();
       while (times[0].length < 25 && (times[0].length < 5 || performance.now() - t0 < 3 * budget)) {
-        let a = performance.now(); runS(); times[0].push(performance.now() - a);
+        let a = performance.now(); runK(); times[0].push(performance.now() - a);
         for (let j = 0; j < 3; j++) {
           const sess = sessions[j];
           if (!sess) { times[j + 1].push(NaN); continue; }
@@ -261,7 +310,8 @@ for (const [rows, rowLen] of shapes) {
       r.kernelInterleavedS = median(times[0]) / 1e3;
       r.ortOverWebquant = { acc0: ratio(1), acc4: ratio(2), f32MatMul: ratio(3) };
       r.ortMaxRelDiff = maxRel;
-      ortCells = [bytes / ortS[0] / 1e9, bytes / ortS[1] / 1e9, flop / ortS[2] / 1e9, `${ratio(1).toFixed(2)} / ${ratio(2).toFixed(2)} / ${ratio(3).toFixed(2)}`];
+      const fmt = (v: number) => (Number.isFinite(v) ? v.toFixed(2) : '-');
+      ortCells = [bytes / ortS[0] / 1e9, bytes / ortS[1] / 1e9, flop / ortS[2] / 1e9, `${fmt(ratio(1))} / ${fmt(ratio(2))} / ${fmt(ratio(3))}`];
     }
     // ---- with workers: rows split across N worker_threads, each slice resident in its own instance
     if (workerCounts.length && hasTensorSections(qt)) {
@@ -290,12 +340,42 @@ for (const [rows, rowLen] of shapes) {
         for (let j = 0; j < 5; j++) wm.call(x); // warm-up: the workers' wasm tiers up
         return { maxAbs, worst, equal, ok: worst <= 1 };
       });
-      const times: number[][] = [[], ...wms.map(() => [])];
-      const t0 = performance.now();
-      while (times[0].length < 25 && (times[0].length < 5 || performance.now() - t0 < budget * (1 + wms.length))) {
-        let a = performance.now(); runS(); times[0].push(performance.now() - a);
-        wms.forEach((wm, j) => { a = performance.now(); wm.call(x); times[j + 1].push(performance.now() - a); });
+      // One measurement: the in-thread kernel and each worker count in alternation, one call of each
+      // per round. Per call, as the workers saw it: the slowest worker's busy time and first start to
+      // last end; and the process CPU time of the call (the main thread sleeps in Atomics.wait
+      // meanwhile, so this is the workers' CPU time): about N x the call's time when the N workers
+      // really ran on N cores, about 1 x when they shared one core (their busy times then stretch).
+      const measure = () => {
+        const m = { times: [[], ...wms.map(() => [])] as number[][], busy: wms.map(() => [] as number[]), span: wms.map(() => [] as number[]), cpu: wms.map(() => [] as number[]) };
+        const t0 = performance.now();
+        while (m.times[0].length < 25 && (m.times[0].length < 5 || performance.now() - t0 < budget * (1 + wms.length))) {
+          let a = performance.now(); runK(); m.times[0].push(performance.now() - a);
+          wms.forEach((wm, j) => {
+            const c0 = process.cpuUsage();
+            a = performance.now(); wm.call(x); m.times[j + 1].push(performance.now() - a);
+            const c = process.cpuUsage(c0);
+            m.cpu[j].push((c.user + c.system) / 1e3);
+            const l = wm.last();
+            m.busy[j].push(Math.max(...l.busyMs));
+            m.span[j].push(l.spanMs);
+          });
+        }
+        // cores used per count, relative to the count: 1 = every worker had a core of its own
+        const share = Math.min(...workerCounts.map((n, j) => median(m.cpu[j].map((c, i) => c / m.times[j + 1][i])) / n));
+        return { ...m, share };
+      };
+      // Other processes' load can leave the N workers fewer than N cores (they then take turns and
+      // N workers run no faster than one): measure again, up to 3 times, 2 s apart, while some count
+      // got under 75% of its cores; keep the attempt with the largest share, and say so.
+      let best = measure();
+      let attempts = 1;
+      while (best.share < 0.75 && attempts < 3) {
+        await new Promise((res) => setTimeout(res, 2000));
+        const m = measure();
+        attempts++;
+        if (m.share > best.share) best = m;
       }
+      const { times, busy, span, cpu } = best;
       for (const wm of wms) wm.release();
       const i1 = workerCounts.indexOf(1);
       const tIn = median(times[0]) / 1e3;
@@ -303,9 +383,11 @@ for (const [rows, rowLen] of shapes) {
         const tW = median(times[j + 1]) / 1e3;
         const speedup = i1 >= 0 ? median(times[j + 1].map((t, i) => times[i1 + 1][i] / t)) : NaN;
         const { maxAbs, worst, equal, ok } = checks[j];
-        wr.push({ workers: n, s: tW, GBs: bytes / tW / 1e9, gflops: flop / tW / 1e9, speedupVs1: speedup, inThreadS: tIn, maxAbsDiffVsKernel: maxAbs, worstOverTol: worst, bitEqualRows: equal, withinTol: ok });
-        workerRows.push([`${rows}x${rowLen}`, c.label, String(n), tW * 1e3, bytes / tW / 1e9, flop / tW / 1e9, Number.isFinite(speedup) ? speedup : '-', tIn * 1e3, bytes / tIn / 1e9,
-          ok ? `ok (${equal}/${rows} bit-equal)` : `FAIL (worst ${worst.toExponential(1)} x tol)`]);
+        const busyMs = median(busy[j]), spanMs = median(span[j]), cores = median(cpu[j].map((c, i) => c / times[j + 1][i]));
+        wr.push({ workers: n, s: tW, busyMaxMs: busyMs, spanMs, coresUsed: cores, attempts, GBs: bytes / tW / 1e9, gflops: flop / tW / 1e9, speedupVs1: speedup, inThreadS: tIn, maxAbsDiffVsKernel: maxAbs, worstOverTol: worst, bitEqualRows: equal, withinTol: ok });
+        workerRows.push([`${rows}x${rowLen}`, c.label, String(n), tW * 1e3, bytes / tW / 1e9, flop / tW / 1e9, Number.isFinite(speedup) ? speedup : '-', busyMs, spanMs, cores, tIn * 1e3, bytes / tIn / 1e9,
+          (ok ? `ok (${equal}/${rows} bit-equal)` : `FAIL (worst ${worst.toExponential(1)} x tol)`)
+          + (attempts > 1 ? `, ${attempts} attempts` : '') + (cores < 0.75 * n ? ', load-limited' : '')]);
         if (!ok) process.exitCode = 1;
       });
       r.workers = wr;
@@ -327,10 +409,17 @@ console.log(table(['shape', 'format', 'MiB', 'kernel ms', 'kernel GB/s', 'GFLOP/
 console.log(`\nwebquant serving matvec with workers: rows split across N worker_threads (SIMD build), each with its row slice resident in its own wasm instance;`);
 console.log('x / y in SharedArrayBuffers, workers woken with Atomics; time = whole call on the main thread (write x, wake, wait for all), medians;');
 console.log('the in-thread kernel (no worker) and each worker count are timed in alternation, one call of each per round; speedup = median over rounds');
-console.log(`of 1-worker time / N-worker time; check = y vs the single-thread kernel's y within 2*MATVEC_REL_TOL*sum|w x|. ${availableParallelism()} CPUs,\n`
+console.log(`of 1-worker time / N-worker time; busy = the slowest worker's own time in the kernel call, span = first worker start
+to last worker end, cores used = process CPU time / call time (about N: the N workers ran in parallel; about 1: they
+shared one core, each one's busy time stretched; re-measured up to 3 times while under 0.75 N, 'load-limited' if still); check = y vs the single-thread kernel's y within 2*MATVEC_REL_TOL*sum|w x|. ${availableParallelism()} CPUs,\n`
   + `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end (N workers only scale with N idle cores; other processes' load lowers the N > 1 speedups).\n`);
-console.log(table(['shape', 'format', 'workers', 'ms', 'GB/s', 'GFLOP/s', 'speedup vs 1', 'in-thread ms', 'in-thread GB/s', 'check'], workerRows));
+console.log(table(['shape', 'format', 'workers', 'ms', 'GB/s', 'GFLOP/s', 'speedup vs 1', 'busy ms', 'span ms', 'cores used', 'in-thread ms', 'in-thread GB/s', 'check'], workerRows));
 for (const note of workerNotes) console.log(note);
+if (baseline) {
+  console.log(`\nbaseline ${baselinePath} vs this build, f32 activations, single thread, alternating rounds; speedup = median of per-round`);
+  console.log('baseline time / this build time; diff = max|y_baseline - y| / max|y|.\n');
+  console.log(table(['shape', 'format', 'baseline ms', 'GB/s', 'GFLOP/s', 'this build ms', 'GB/s', 'GFLOP/s', 'speedup', 'diff'], baselineRows));
+}
 console.log(`\nonnxruntime-web: ${ort ? `ran (version ${ort.env.versions?.common ?? '?'}), wasm backend, numThreads 1` : ortWhy}`);
 console.log(`@wllama/wllama: ${wllamaWhy}`);
 for (const w of pool) await w.terminate();

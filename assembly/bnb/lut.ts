@@ -3,7 +3,7 @@
 // looks up 16 codes at a time and two rounds of byte shuffles reassemble the floats. The result
 // is the table entry itself, so both builds multiply the same two floats.
 
-const planes = memory.data(64);
+export const planes = memory.data(64);
 
 // Splits the f32 table at `table` (16 entries) into planes[0..63]: plane p holds byte p of every entry.
 export function splitPlanes(table: usize): void {

@@ -4,15 +4,76 @@
 // dotted with x in f32; the group absmax / row scale multiplies each partial sum once.
 import { A_AUX, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_DOUBLE_QUANT, FLAG_PER_TENSOR, argI32, argU32 } from '../common';
 import { FP4_TABLE, NF4_TABLE, rowAbsmax } from '../bnb/bnb4';
-import { lookupStore16, splitPlanes } from '../bnb/lut';
-import { F16BUF, LUT, rowAddF16, rowBegin, rowEnd } from './common';
+import { lookupStore16, planes, splitPlanes } from '../bnb/lut';
+import { F16BUF, LUT, hsum, rowAddF16, rowBegin, rowEnd } from './common';
+import { barrier, evenOddX } from './simd';
+
+// SIMD: the table values of 16 codes (bytes of c) dotted with the 16 floats at x, as 4 partial
+// sums: one swizzle per byte plane of the table (p0..p3, lut.ts), then two rounds of byte / 16-bit
+// interleaves (punpckl/h) assemble the f32 lanes in code order, all in registers.
+@inline function lutDot16(c: v128, p0: v128, p1: v128, p2: v128, p3: v128, x: usize): v128 {
+  const b0 = i8x16.swizzle(p0, c);
+  const b1 = i8x16.swizzle(p1, c);
+  const b2 = i8x16.swizzle(p2, c);
+  const b3 = i8x16.swizzle(p3, c);
+  const l01 = i8x16.shuffle(b0, b1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const h01 = i8x16.shuffle(b0, b1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const l23 = i8x16.shuffle(b2, b3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const h23 = i8x16.shuffle(b2, b3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const a = f32x4.mul(i16x8.shuffle(l01, l23, 0, 8, 1, 9, 2, 10, 3, 11), v128.load(x));
+  const b = f32x4.mul(i16x8.shuffle(l01, l23, 4, 12, 5, 13, 6, 14, 7, 15), v128.load(x, 16));
+  const d = f32x4.mul(i16x8.shuffle(h01, h23, 0, 8, 1, 9, 2, 10, 3, 11), v128.load(x, 32));
+  const e = f32x4.mul(i16x8.shuffle(h01, h23, 4, 12, 5, 13, 6, 14, 7, 15), v128.load(x, 48));
+  return barrier(f32x4.add(f32x4.add(a, b), f32x4.add(d, e)));
+}
+
+// SIMD rows of a 4-bit code-book format, group size a multiple of 32: value 2j is the high nibble
+// of byte j, so the high-nibble plane of 16 bytes pairs with the even values of x (evenOddX).
+// Group sizes: powers of two, multiples of 32 (the caller checks the latter).
+function matvec4Simd(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, table: usize): void {
+  const gs = argI32(args, A_GROUP);
+  const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
+  const nb = rowLen / gs;
+  const gsh = ctz(gs);
+  const am = argU32(args, A_SCRATCH);
+  const xp = (am + (<usize>nb << 2) + 15) & ~(<usize>15);
+  evenOddX(x, rowLen, xp, false);
+  splitPlanes(table);
+  const p0 = v128.load(planes);
+  const p1 = v128.load(planes, 16);
+  const p2 = v128.load(planes, 32);
+  const p3 = v128.load(planes, 48);
+  for (let r = 0; r < nrows; r++) {
+    const sc = rowAbsmax(args, r, nb, dq, am);
+    const q = w + <usize>r * <usize>(rowLen >> 1);
+    let acc = f32x4.splat(0);
+    // one trip per 32 values, each scaled by its group's absmax (gs / 32 trips per group; the
+    // registry's group sizes are powers of two)
+    let acc1 = f32x4.splat(0);
+    for (let i = 0; i < rowLen; i += 32) {
+      const v = v128.load(q + (<usize>i >> 1));
+      const xi = xp + (<usize>i << 2);
+      const m = i8x16.splat(15);
+      const s = v128.load32_splat(sc + (<usize>(i >> gsh) << 2));
+      acc = f32x4.add(acc, f32x4.mul(lutDot16(v128.and(i16x8.shr_u(v, 4), m), p0, p1, p2, p3, xi), s));
+      acc1 = f32x4.add(acc1, f32x4.mul(lutDot16(v128.and(v, m), p0, p1, p2, p3, xi + 64), s));
+    }
+    store<f32>(y + (<usize>r << 2), hsum(f32x4.add(acc, acc1)));
+  }
+}
 
 function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, table: usize): void {
   const gs = argI32(args, A_GROUP);
   const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
   const nb = rowLen / gs;
   const am = argU32(args, A_SCRATCH);
-  if (ASC_FEATURE_SIMD) splitPlanes(table);
+  if (ASC_FEATURE_SIMD) {
+    if ((gs & 31) == 0 && popcnt(gs) == 1) {
+      matvec4Simd(w, nrows, rowLen, x, y, args, table);
+      return;
+    }
+    splitPlanes(table);
+  }
   for (let r = 0; r < nrows; r++) {
     const sc = rowAbsmax(args, r, nb, dq, am);
     const q = w + <usize>r * <usize>(rowLen >> 1);

@@ -4,8 +4,9 @@
 //
 // `w` = the first row section (codes / blocks) of rows [0, nrows), `args` = the quantize/dequantize
 // struct (scales/biases section pointers, aux, group, bits, flags), x = rowLen f32, y = nrows f32.
-// Activations stay f32: every format decodes its integer codes (or code-book values) for one block
-// into a small static buffer, dots them with x in f32 and applies the block scale once per 16 (or
+// Activations stay f32 (unless SERVE_Q8_ACT): the scalar build decodes each block's integer codes
+// (or code-book values) into a small static buffer and dots them with x; the SIMD build turns codes
+// into f32 lanes in registers (simd.ts, gguf-simd.ts); both apply the block scale once per 16 (or
 // per group) values; minimum terms use per-16 sums of x computed once per call.
 //
 // Accuracy contract (checked by test/serve for every registry format on both builds): for every row,

@@ -1,32 +1,21 @@
-// Serving matvec for the GGUF block types. Each block is decoded into signed byte codes (CODES, or
-// the block's own bytes for Q8_0) plus a scale and a min per 16 values (value = sc*q - mn, the same
-// f32 products the dequantizers form), then dotted with f32 x (common.ts: rowAddBlock).
+// Serving matvec for the GGUF block types. The SIMD build's f32-activation path is gguf-simd.ts
+// (codes to f32 lanes in registers). Here: the scalar build, and both builds' int8-activation
+// path: each block is decoded into signed byte codes (CODES, or the block's own bytes for Q8_0)
+// plus a scale and a min per 16 values (value = sc*q - mn, the same f32 products the dequantizers
+// form), then dotted with x (common.ts: rowAddBlock / rowAddBlockQ8).
 // Layouts: see the comments at the top of each assembly/gguf/<type>.ts.
-import { A_FLAGS, argI32, f16ToF32 } from '../common';
+import { A_FLAGS, A_SCRATCH, argI32, argU32, f16ToF32 } from '../common';
 import { q3Scale } from '../gguf/q3_k';
 import { k4Min, k4Scale } from '../gguf/q4_k';
 import { q6Code, q6Quarter } from '../gguf/q6_k';
 import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, xSums16 } from './common';
-
-const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
-
-// Kinds (one driver, a switch per block: the branch is the same for every block of a call).
-const Q8_0: i32 = 0, Q4_0: i32 = 1, Q4_1: i32 = 2, Q5_0: i32 = 3, Q5_1: i32 = 4, IQ4_NL: i32 = 5;
-const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 10, Q6_K: i32 = 11;
+import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, ggufRowsSimd, hi5 } from './gguf-simd';
+import { transposeX16 } from './simd';
+import { ggufRowsQ8 } from './gguf-q8';
 
 @inline function set2(s: f32, m: f32): void {
   setSc(0, s, m);
   setSc(1, s, m);
-}
-
-// Bytes 0x10 where bit (16*half + i) of qh is set.
-@inline function hi5(qh: u32, half: i32): v128 {
-  const v = i32x4.splat(qh);
-  const sel = i8x16(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  const b = half == 0
-    ? i8x16.swizzle(v, i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
-    : i8x16.swizzle(v, i8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  return v128.and(i8x16.eq(v128.and(b, sel), sel), i8x16.splat(16));
 }
 
 // 16 nibbles (low half or high half of 16 bytes at q) into CODES + o, minus `off`, or through KV.
@@ -249,6 +238,14 @@ const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 
   const n16 = block >> 4;
   if (argI32(args, A_FLAGS) & SERVE_Q8_ACT) {
     const xs = quantizeX(x, rowLen, args);
+    if (ASC_FEATURE_SIMD) {
+      // scratch after quantizeX's [x^ sums][dx][xq]: [x^ sums per 32][sub-block scales][scale * dx]
+      const xs32 = (xs + (<usize>(rowLen >> 4) << 3) + (<usize>rowLen << 1) + 15) & ~(<usize>15);
+      for (let j = 0; j < rowLen >> 5; j++) store<f32>(xs32 + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
+      const sc = xs32 + (<usize>(rowLen >> 5) << 2);
+      ggufRowsQ8(kind, block, bytes, hasMin, w, nrows, rowLen, y, xs, xs32, sc, sc + (<usize>(rowLen >> 4) << 2));
+      return;
+    }
     for (let r = 0; r < nrows; r++) {
       const row = w + <usize>r * <usize>nb * <usize>bytes;
       rowBegin();
@@ -258,6 +255,17 @@ const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 
     return;
   }
   const xs = hasMin ? xSums16(x, rowLen, args) : 0;
+  if (ASC_FEATURE_SIMD) {
+    // scratch: [x sums per 16][per 32][x transposed per 16 (simd.ts)][a row's sub-block scales]
+    const xs32 = argU32(args, A_SCRATCH) + (<usize>(rowLen >> 4) << 2);
+    if (hasMin) {
+      for (let j = 0; j < rowLen >> 5; j++) store<f32>(xs32 + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
+    }
+    const xt = (xs32 + (<usize>(rowLen >> 5) << 2) + 15) & ~(<usize>15);
+    transposeX16(x, rowLen, xt);
+    ggufRowsSimd(kind, block, bytes, hasMin, w, nrows, rowLen, xt, y, xs, xs32, xt + (<usize>rowLen << 2));
+    return;
+  }
   for (let r = 0; r < nrows; r++) {
     const row = w + <usize>r * <usize>nb * <usize>bytes;
     rowBegin();

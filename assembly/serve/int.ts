@@ -3,9 +3,10 @@
 // affine.ts, pack.ts. Codes are unpacked 256 at a time (pack.ts, vectorised for 4 and 8 bits) into
 // i32s and dotted with x in f32; the scale multiplies each run's sum once, and affine adds
 // bias * (sum of x over the group).
-import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
+import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
 import { unpackCodes } from '../int/pack';
 import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, xSums16 } from './common';
+import { dotS4, dotS8, dotU4, dotU8, evenOddX, transposeX16 } from './simd';
 
 const SLICE: i32 = 256;
 const I32BUF = memory.data(SLICE * 4, 16);
@@ -55,6 +56,46 @@ function dotRun(q: usize, run: i32, bits: i32, signed: bool, x: usize): f32 {
   return t;
 }
 
+// ---- SIMD fast path: 4-bit runs of a multiple of 32 and 8-bit runs of a multiple of 16 --------
+// Codes go from bytes to f32 lanes by shifts (simd.ts), dotted with x reordered once per call:
+// transposed per 16 for 8 bits, split even / odd per 32 (value 2i is the low nibble of byte i) and
+// transposed for 4 bits.
+
+@inline function fastRun(bits: i32, run: i32): bool {
+  return bits == 4 ? (run & 31) == 0 : bits == 8 && (run & 15) == 0;
+}
+
+// Partial sums of one run's codes at q with the reordered x at xr.
+@inline function dotRunSimd(q: usize, run: i32, bits: i32, signed: bool, xr: usize): v128 {
+  let a = f32x4.splat(0);
+  let b = f32x4.splat(0);
+  if (bits == 4) {
+    for (let i = 0; i < run; i += 32) {
+      const v = v128.load(q + (<usize>i >> 1));
+      const xi = xr + (<usize>i << 2);
+      a = f32x4.add(a, signed ? dotS4(v, 0, xi) : dotU4(v, 0, xi));
+      b = f32x4.add(b, signed ? dotS4(v, 1, xi + 64) : dotU4(v, 1, xi + 64));
+    }
+  } else {
+    let i = 0;
+    for (; i + 32 <= run; i += 32) {
+      const xi = xr + (<usize>i << 2);
+      a = f32x4.add(a, signed ? dotS8(v128.load(q + <usize>i), xi) : dotU8(v128.load(q + <usize>i), xi));
+      b = f32x4.add(b, signed ? dotS8(v128.load(q + <usize>i, 16), xi + 64) : dotU8(v128.load(q + <usize>i, 16), xi + 64));
+    }
+    if (i < run) a = f32x4.add(a, signed ? dotS8(v128.load(q + <usize>i), xr + (<usize>i << 2)) : dotU8(v128.load(q + <usize>i), xr + (<usize>i << 2)));
+  }
+  return f32x4.add(a, b);
+}
+
+// x reordered for the fast path, into the scratch after the x sums.
+@inline function fastX(bits: i32, x: usize, rowLen: i32, args: usize): usize {
+  const xr = (argU32(args, A_SCRATCH) + (<usize>(rowLen >> 4) << 2) + 15) & ~(<usize>15);
+  if (bits == 4) evenOddX(x, rowLen, xr, true);
+  else transposeX16(x, rowLen, xr);
+  return xr;
+}
+
 export function intsym_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
   const bits = argI32(args, A_BITS);
   const flags = argI32(args, A_FLAGS);
@@ -63,6 +104,19 @@ export function intsym_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   const run = flags & (FLAG_PER_TENSOR | FLAG_PER_CHANNEL) ? rowLen : argI32(args, A_GROUP);
   const nrun = rowLen / run;
   const tscale = flags & FLAG_PER_TENSOR ? load<f32>(argU32(args, A_AUX)) : 0;
+  if (ASC_FEATURE_SIMD && fastRun(bits, run)) {
+    const xr = fastX(bits, x, rowLen, args);
+    for (let r = 0; r < nrows; r++) {
+      let a = f32x4.splat(0);
+      for (let j = 0; j < nrun; j++) {
+        const s = flags & FLAG_PER_TENSOR ? tscale : load<f32>(scales + ((<usize>r * <usize>nrun + <usize>j) << 2));
+        const q = w + <usize>r * rowBytes + ((<usize>j * <usize>run * <usize>bits) >> 3);
+        a = f32x4.add(a, f32x4.mul(dotRunSimd(q, run, bits, true, xr + ((<usize>j * <usize>run) << 2)), f32x4.splat(s)));
+      }
+      store<f32>(y + (<usize>r << 2), hsum(a));
+    }
+    return;
+  }
   for (let r = 0; r < nrows; r++) {
     rowBegin();
     for (let j = 0; j < nrun; j++) {
@@ -82,6 +136,24 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   const ng = rowLen / g;
   const groupBytes = (<usize>g * <usize>bits) >> 3;
   const xs = xSums16(x, rowLen, args);
+  if (ASC_FEATURE_SIMD && fastRun(bits, g)) {
+    const xr = fastX(bits, x, rowLen, args);
+    for (let r = 0; r < nrows; r++) {
+      let a = f32x4.splat(0);
+      let bx: f32 = 0;
+      for (let j = 0; j < ng; j++) {
+        const k = <usize>r * <usize>ng + <usize>j;
+        const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
+        const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
+        let xg: f32 = 0;
+        for (let t = 0; t < g >> 4; t++) xg += load<f32>(xs + ((<usize>(j * (g >> 4) + t)) << 2));
+        a = f32x4.add(a, f32x4.mul(dotRunSimd(w + k * groupBytes, g, bits, false, xr + ((<usize>j * <usize>g) << 2)), f32x4.splat(s)));
+        bx += b * xg;
+      }
+      store<f32>(y + (<usize>r << 2), hsum(a) + bx);
+    }
+    return;
+  }
   for (let r = 0; r < nrows; r++) {
     rowBegin();
     for (let j = 0; j < ng; j++) {

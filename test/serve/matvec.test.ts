@@ -5,6 +5,7 @@ import { formats } from '../../src/formats/registry.js';
 import { dequantize, quantize, type QuantizeOptions } from '../../src/quantize.js';
 import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, SERVE_Q8_ACT, SIMD_SCALAR_REL_TOL, hasFusedMatvec, servedFromQuantized } from '../../src/serve/index.js';
 import { serveKernels } from '../../src/serve/kernels.js';
+import { resolveOptions } from '../../src/options.js';
 
 const ROWS = 12;
 const ROW = 512;
@@ -34,7 +35,7 @@ for (const f of formats.values()) {
   }
 }
 
-function reference(deq: Float32Array, x: Float32Array, rows: number, n: number) {
+function reference(deq: Float32Array, x: Float32Array | Float64Array, rows: number, n: number) {
   const ref = new Float64Array(rows);
   const mag = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
@@ -86,6 +87,49 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
       }
       for (let r = 0; r < ROWS; r++) {
         expect(Math.abs(ys[0][r] - ys[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * mag[r] + 1e-30);
+      }
+    });
+  }
+
+  // The SIMD kernels walk a row in loop trips of 2 blocks / 64- or 128-value chunks and take fast
+  // paths only for some run lengths (int 4-bit runs of a multiple of 32, 8-bit of 16): row lengths
+  // with an odd block count, a half-filled last trip, or none of that (the fallback), and an odd
+  // row count, for every variant whose block size allows the length.
+  const LENGTHS = [32, 96, 100, 112, 208, 224, 256, 768, 1280];
+  for (const v of variants) {
+    it(`${v.name}: row lengths that do not fill a loop trip, 7 rows, both builds`, async () => {
+      const spec = formats.get(v.opts.format)!;
+      const block = spec.blockSize(resolveOptions(spec, v.opts));
+      const lengths = LENGTHS.filter((n) => n % block === 0);
+      expect(lengths.length).toBeGreaterThan(0);
+      for (const n of lengths) {
+        const rows = 7;
+        const w = rand(rows * n, 5 + n, 0.05);
+        const x = rand(n, 7 + n, 1);
+        const qt = await quantize(w, { ...v.opts, rowLength: n, backend: 'wasm' });
+        const deq = await dequantize(qt, { backend: 'wasm' });
+        const { ref, mag } = reference(deq, x, rows, n);
+        const ys: Float32Array[] = [];
+        for (const backend of ['wasm-simd', 'wasm'] as const) {
+          const y = (await servedFromQuantized(qt, { backend })).matvec(x);
+          for (let r = 0; r < rows; r++) {
+            expect(Math.abs(y[r] - ref[r]), `${backend} length ${n} row ${r}: ${y[r]} vs ${ref[r]}`).toBeLessThanOrEqual(MATVEC_REL_TOL * mag[r] + 1e-30);
+          }
+          ys.push(y);
+        }
+        for (let r = 0; r < rows; r++) expect(Math.abs(ys[0][r] - ys[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * mag[r] + 1e-30);
+        if (!Q8_ACTIVATION_FORMATS.includes(qt.format)) continue;
+        // int8 activations: against the f64 dot with x^
+        const q = reference(deq, quantizedX(x), rows, n);
+        const qs: Float32Array[] = [];
+        for (const backend of ['wasm-simd', 'wasm'] as const) {
+          const y = (await servedFromQuantized(qt, { backend, activations: 'q8' })).matvec(x);
+          for (let r = 0; r < rows; r++) {
+            expect(Math.abs(y[r] - q.ref[r]), `q8 ${backend} length ${n} row ${r}`).toBeLessThanOrEqual(MATVEC_REL_TOL * q.mag[r] + 1e-30);
+          }
+          qs.push(y);
+        }
+        for (let r = 0; r < rows; r++) expect(Math.abs(qs[0][r] - qs[1][r])).toBeLessThanOrEqual(SIMD_SCALAR_REL_TOL * q.mag[r] + 1e-30);
       }
     });
   }
