@@ -23,6 +23,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   strict?: boolean;
   workers?: number;
   imatrix?: string;
+  /** --gpu: run the pipeline's WebGPU lane beside the workers (backend 'webgpu'). */
+  gpu?: boolean;
   /** --tokenizer: a tokenizer file or folder, or 'none' (default: the files beside the input). */
   tokenizer?: string;
   /** --tokenizer-pre: tokenizer.ggml.pre for a byte-level BPE tokenizer. */
@@ -108,6 +110,11 @@ function progressPrinter(io: CliIO, json: boolean, roles: Map<string, PlannedTen
     event(e: ProgressEvent) {
       if (json) {
         io.stderr.write(JSON.stringify({ progress: e.type, ...e }) + '\n');
+        return;
+      }
+      if (e.type === 'warning') {
+        if (drawn) { out.write('\r\x1b[K'); drawn = false; }
+        io.stderr.write(`webquant: warning: ${e.message}\n`);
         return;
       }
       if (e.type !== 'tensor') return;
@@ -267,7 +274,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         input: ck, plan: resolved, sink, container, workers: a.workers, importance, signal: io.signal,
         poolOptions: io.workerUrl ? { workerUrl: io.workerUrl } : undefined,
         inputSize: input.size,
-        onProgress: (e) => progress.event(e),
+        ...(a.gpu ? { backend: 'webgpu' as const } : {}),
+        onProgress: (e) => { if (e.type === 'warning') warnings.push(e.message); progress.event(e); },
       });
     } finally {
       progress.end();

@@ -18,6 +18,9 @@ import { dequantize, quantize } from '../../src/quantize.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
+import { gpuHooks } from '../../src/webgpu/run.js';
+import { resetGpu } from '../../src/webgpu/device.js';
+import { resetBackendState } from '../../src/webgpu/backend.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const MODEL = join(DIR, 'model.safetensors');
@@ -246,6 +249,23 @@ describe.skipIf(!hasShared)('webquant quantize: options', () => {
     parts.push(i32(7), i32(4), Buffer.from('test'));
     return new Uint8Array(Buffer.concat(parts));
   }
+
+  it.skipIf(!existsSync('/usr/lib/chromium/vk_swiftshader_icd.json'))('--gpu: the WebGPU lane (SwiftShader here) takes units and the file has the wasm-only bytes', async () => {
+    const plain = join(tmp, 'lane-off.gguf'), lane = join(tmp, 'lane-on.gguf');
+    expect((await cli(['quantize', MODEL, '-o', plain, '--preset', 'q8_0', '-j', '1'], { cwd: tmp })).code).toBe(0);
+    let chunks = 0;
+    gpuHooks.afterChunk = () => { chunks++; };
+    try {
+      const r = await cli(['quantize', MODEL, '-o', lane, '--preset', 'q8_0', '-j', '1', '--gpu'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      gpuHooks.afterChunk = undefined;
+      resetGpu();
+      resetBackendState();
+    }
+    expect(chunks).toBeGreaterThan(0);
+    expect(same(readFileSync(lane), readFileSync(plain))).toBe(true);
+  }, 300_000);
 
   it('--imatrix: importance (sums / ncall) reaches the quantizers by GGUF tensor name', async () => {
     const view = await hfView();
