@@ -7,7 +7,7 @@
 // Signed codes stored with an offset (q - 8, q - 16, q - 32) are the two's complement of q with the
 // top bit flipped, so one xor per 16 bytes makes them sign-extendable by the shifts.
 import { hsum } from './common';
-import { dot4x4, dotS4, dotS8, dotU4, halfToF32 } from './simd';
+import { dot4x4, dotS4, dotS8, dotU4, dotU8, halfToF32 } from './simd';
 
 export const Q8_0: i32 = 0, Q4_0: i32 = 1, Q4_1: i32 = 2, Q5_0: i32 = 3, Q5_1: i32 = 4, IQ4_NL: i32 = 5;
 export const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 10, Q6_K: i32 = 11;
@@ -118,7 +118,9 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 // Scales of every sub-block of a row into sc (one per 32 values for Q4_K / Q5_K / IQ4_XS, one per
 // 16 for the others); returns the sum of dmin * m * (x sum of the sub-block) over the row.
 // xs = x sums per 16, xs32 = per 32 (the int8-activation path passes the sums of x^).
-@inline export function rowScales(kind: i32, row: usize, nb: i32, bytes: i32, sc: usize, xs: usize, xs32: usize): f32 {
+// q6Offset: Q6_K's codes are dotted unsigned (0..63, see halfQ6), so its -32 offset is a minimum
+// term, 32 d sc (x sum) per 16; the int8-activation path dots signed codes and passes false.
+@inline export function rowScales(kind: i32, row: usize, nb: i32, bytes: i32, sc: usize, xs: usize, xs32: usize, q6Offset: bool = false): f32 {
   let mn = f32x4.splat(0);
   for (let b = 0; b < nb; b++) {
     const blk = row + <usize>b * <usize>bytes;
@@ -139,10 +141,20 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
         const d = f32x4.splat(halfToF32(<u32>load<u16>(blk, 208)));
         const v = v128.load(blk, 192);
         const o = <usize>b << 6;
-        v128.store(sc + o, f32x4.mul(sbytesF32(v, 0), d));
-        v128.store(sc + o, f32x4.mul(sbytesF32(v, 1), d), 16);
-        v128.store(sc + o, f32x4.mul(sbytesF32(v, 2), d), 32);
-        v128.store(sc + o, f32x4.mul(sbytesF32(v, 3), d), 48);
+        const s0 = f32x4.mul(sbytesF32(v, 0), d);
+        const s1 = f32x4.mul(sbytesF32(v, 1), d);
+        const s2 = f32x4.mul(sbytesF32(v, 2), d);
+        const s3 = f32x4.mul(sbytesF32(v, 3), d);
+        v128.store(sc + o, s0);
+        v128.store(sc + o, s1, 16);
+        v128.store(sc + o, s2, 32);
+        v128.store(sc + o, s3, 48);
+        if (q6Offset) {
+          const m = f32x4.add(
+            f32x4.add(f32x4.mul(s0, v128.load(xs + o)), f32x4.mul(s1, v128.load(xs + o, 16))),
+            f32x4.add(f32x4.mul(s2, v128.load(xs + o, 32)), f32x4.mul(s3, v128.load(xs + o, 48))));
+          mn = f32x4.add(mn, f32x4.mul(m, f32x4.splat(32)));
+        }
         break;
       }
       case Q2_K: {
@@ -209,8 +221,9 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 // Two sub-blocks of 16 (codes c0 then c1, signed `bits` wide in the low bits of each byte) with
 // scales sc[0], sc[1].
 @inline function pair16(c0: v128, c1: v128, bits: i32, xt: usize, sc: usize): v128 {
-  const p = bits == 8 ? dotS8(c0, xt) : dotSBits(c0, bits, xt);
-  const q = bits == 8 ? dotS8(c1, xt + 64) : dotSBits(c1, bits, xt + 64);
+  // bits 0: unsigned bytes (Q6_K)
+  const p = bits == 8 ? dotS8(c0, xt) : bits == 0 ? dotU8(c0, xt) : dotSBits(c0, bits, xt);
+  const q = bits == 8 ? dotS8(c1, xt + 64) : bits == 0 ? dotU8(c1, xt + 64) : dotSBits(c1, bits, xt + 64);
   return f32x4.add(f32x4.mul(p, v128.load32_splat(sc)), f32x4.mul(q, v128.load32_splat(sc, 4)));
 }
 
@@ -240,12 +253,13 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 }
 
 // Q6_K half h of a super-block (128 values 32t + 16k + l): low 4 bits = nibble t >> 1 of
-// ql[64h + 32 (t & 1) + 16k + l], bits 4-5 = bits 2t, 2t + 1 of qh[32h + 16k + l]; minus 32 = bit 5
-// flipped, then a 6-bit two's complement. Sub-block 2t + k of the half.
+// ql[64h + 32 (t & 1) + 16k + l], bits 4-5 = bits 2t, 2t + 1 of qh[32h + 16k + l]. Sub-block 2t + k
+// of the half. The codes stay unsigned (no xor per 16, and byte 3 of a lane needs one shift, not
+// two); rowScales subtracts the 32 offset once per 16 values from the x sums.
 @inline function q6Codes(ql: v128, qh: v128, t: i32): v128 {
   const lo = t >> 1 ? i16x8.shr_u(ql, 4) : ql;
   const hb = t == 0 ? i16x8.shl(qh, 4) : t == 1 ? i16x8.shl(qh, 2) : t == 2 ? qh : i16x8.shr_u(qh, 2);
-  return v128.xor(v128.or(v128.and(lo, i8x16.splat(15)), v128.and(hb, i8x16.splat(0x30))), i8x16.splat(0x20));
+  return v128.or(v128.and(lo, i8x16.splat(15)), v128.and(hb, i8x16.splat(0x30)));
 }
 @inline function halfQ6(blk: usize, h: i32, xt: usize, sc: usize): v128 {
   const ql = blk + (<usize>h << 6);
@@ -256,10 +270,10 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
   const b1 = v128.load(ql, 48);
   const h0 = v128.load(qh);
   const h1 = v128.load(qh, 16);
-  const p0 = pair16(q6Codes(a0, h0, 0), q6Codes(a1, h1, 0), 6, xt, sc);
-  const p1 = pair16(q6Codes(b0, h0, 1), q6Codes(b1, h1, 1), 6, xt + 128, sc + 8);
-  const p2 = pair16(q6Codes(a0, h0, 2), q6Codes(a1, h1, 2), 6, xt + 256, sc + 16);
-  const p3 = pair16(q6Codes(b0, h0, 3), q6Codes(b1, h1, 3), 6, xt + 384, sc + 24);
+  const p0 = pair16(q6Codes(a0, h0, 0), q6Codes(a1, h1, 0), 0, xt, sc);
+  const p1 = pair16(q6Codes(b0, h0, 1), q6Codes(b1, h1, 1), 0, xt + 128, sc + 8);
+  const p2 = pair16(q6Codes(a0, h0, 2), q6Codes(a1, h1, 2), 0, xt + 256, sc + 16);
+  const p3 = pair16(q6Codes(b0, h0, 3), q6Codes(b1, h1, 3), 0, xt + 384, sc + 24);
   return f32x4.add(f32x4.add(p0, p1), f32x4.add(p2, p3));
 }
 
@@ -360,7 +374,7 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
       }
     } else {
       // the K-quants subtract their minimum terms (value = d sc q - dmin m)
-      mn = -rowScales(kind, row, nb, bytes, sc, xs, xs32);
+      mn = -rowScales(kind, row, nb, bytes, sc, xs, xs32, true);
       a0 = row256(kind, row, nb, bytes, xt, sc);
     }
     // Q4_1 / Q5_1 add their minimum terms (value = d q + m)

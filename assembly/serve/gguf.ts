@@ -254,7 +254,8 @@ import { ggufRowsQ8 } from './gguf-q8';
     }
     return;
   }
-  const xs = hasMin ? xSums16(x, rowLen, args) : 0;
+  // the SIMD Q6_K kernel dots unsigned codes and subtracts 32 (x sum) per 16 (gguf-simd.ts halfQ6)
+  const xs = hasMin || (ASC_FEATURE_SIMD && kind == Q6_K) ? xSums16(x, rowLen, args) : 0;
   if (ASC_FEATURE_SIMD) {
     // scratch: [x sums per 16][per 32][x transposed per 16 (simd.ts)][a row's sub-block scales]
     const xs32 = argU32(args, A_SCRATCH) + (<usize>(rowLen >> 4) << 2);
