@@ -7,7 +7,7 @@
 // Signed codes stored with an offset (q - 8, q - 16, q - 32) are the two's complement of q with the
 // top bit flipped, so one xor per 16 bytes makes them sign-extendable by the shifts.
 import { hsum } from './common';
-import { dot4x4, dotS4, dotS8, dotU4, dotU8, halfToF32 } from './simd';
+import { byteU, dot4x4, dotS4, dotS8, dotU4, halfToF32 } from './simd';
 
 export const Q8_0: i32 = 0, Q4_0: i32 = 1, Q4_1: i32 = 2, Q5_0: i32 = 3, Q5_1: i32 = 4, IQ4_NL: i32 = 5;
 export const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 10, Q6_K: i32 = 11;
@@ -32,6 +32,13 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 }
 @inline function dotSBits(v: v128, bits: i32, xt: usize): v128 {
   return dot4x4(sext(v, 0, bits), sext(v, 1, bits), sext(v, 2, bits), sext(v, 3, bits), xt);
+}
+
+// Unsigned bytes dotted like dotU8, byte 0 of each lane by one and with a mask loaded from memory
+// (a v128 constant would be rebuilt at its uses) instead of two shifts.
+const LOW_BYTE = memory.data<u32>([0xff, 0xff, 0xff, 0xff]);
+@inline function dotU8Low(v: v128, xt: usize): v128 {
+  return dot4x4(v128.and(v, v128.load(LOW_BYTE)), byteU(v, 1), byteU(v, 2), byteU(v, 3), xt);
 }
 
 // ---- 32-value blocks: the scaled partial sums of one block (xt at the block's first value) ----
@@ -222,8 +229,8 @@ export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 
 // scales sc[0], sc[1].
 @inline function pair16(c0: v128, c1: v128, bits: i32, xt: usize, sc: usize): v128 {
   // bits 0: unsigned bytes (Q6_K)
-  const p = bits == 8 ? dotS8(c0, xt) : bits == 0 ? dotU8(c0, xt) : dotSBits(c0, bits, xt);
-  const q = bits == 8 ? dotS8(c1, xt + 64) : bits == 0 ? dotU8(c1, xt + 64) : dotSBits(c1, bits, xt + 64);
+  const p = bits == 8 ? dotS8(c0, xt) : bits == 0 ? dotU8Low(c0, xt) : dotSBits(c0, bits, xt);
+  const q = bits == 8 ? dotS8(c1, xt + 64) : bits == 0 ? dotU8Low(c1, xt + 64) : dotSBits(c1, bits, xt + 64);
   return f32x4.add(f32x4.mul(p, v128.load32_splat(sc)), f32x4.mul(q, v128.load32_splat(sc, 4)));
 }
 
