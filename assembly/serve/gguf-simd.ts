@@ -268,20 +268,30 @@ const LOW_BYTE = memory.data<u32>([0xff, 0xff, 0xff, 0xff]);
   const hb = t == 0 ? i16x8.shl(qh, 4) : t == 1 ? i16x8.shl(qh, 2) : t == 2 ? qh : i16x8.shr_u(qh, 2);
   return v128.or(v128.and(lo, i8x16.splat(15)), v128.and(hb, i8x16.splat(0x30)));
 }
+// One sub-block of 16 (unsigned codes c, scale at sc) added to acc right away: fewer partial sums
+// live at once than pair16's (they spilled).
+@inline function addQ6(acc: v128, c: v128, xt: usize, sc: usize): v128 {
+  return f32x4.add(acc, f32x4.mul(dotU8Low(c, xt), v128.load32_splat(sc)));
+}
 @inline function halfQ6(blk: usize, h: i32, xt: usize, sc: usize): v128 {
   const ql = blk + (<usize>h << 6);
   const qh = blk + 128 + (<usize>h << 5);
-  const a0 = v128.load(ql);
-  const a1 = v128.load(ql, 16);
-  const b0 = v128.load(ql, 32);
-  const b1 = v128.load(ql, 48);
+  // sub-blocks in the order that ends each loaded vector's use early: those of ql[0..16) and
+  // qh[0..16) (2t + 0), then those of ql[16..32), qh[16..32) (2t + 1)
   const h0 = v128.load(qh);
+  const a0 = v128.load(ql);
+  let acc = addQ6(f32x4.splat(0), q6Codes(a0, h0, 0), xt, sc);
+  acc = addQ6(acc, q6Codes(a0, h0, 2), xt + 256, sc + 16);
+  const b0 = v128.load(ql, 32);
+  acc = addQ6(acc, q6Codes(b0, h0, 1), xt + 128, sc + 8);
+  acc = addQ6(acc, q6Codes(b0, h0, 3), xt + 384, sc + 24);
   const h1 = v128.load(qh, 16);
-  const p0 = pair16(q6Codes(a0, h0, 0), q6Codes(a1, h1, 0), 0, xt, sc);
-  const p1 = pair16(q6Codes(b0, h0, 1), q6Codes(b1, h1, 1), 0, xt + 128, sc + 8);
-  const p2 = pair16(q6Codes(a0, h0, 2), q6Codes(a1, h1, 2), 0, xt + 256, sc + 16);
-  const p3 = pair16(q6Codes(b0, h0, 3), q6Codes(b1, h1, 3), 0, xt + 384, sc + 24);
-  return f32x4.add(f32x4.add(p0, p1), f32x4.add(p2, p3));
+  const a1 = v128.load(ql, 16);
+  acc = addQ6(acc, q6Codes(a1, h1, 0), xt + 64, sc + 4);
+  acc = addQ6(acc, q6Codes(a1, h1, 2), xt + 320, sc + 20);
+  const b1 = v128.load(ql, 48);
+  acc = addQ6(acc, q6Codes(b1, h1, 1), xt + 192, sc + 12);
+  return addQ6(acc, q6Codes(b1, h1, 3), xt + 448, sc + 28);
 }
 
 // Q3_K half h (128 values 32i + 16k + l): bits 2i, 2i + 1 of qs[32h + 16k + l], minus 4 unless
