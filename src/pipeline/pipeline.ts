@@ -12,12 +12,23 @@
 // last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
 // and only the quantization is chunked.
 //
+// Worker I/O: where the checkpoint can say where a unit's stored values are (Checkpoint.locate)
+// and its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
+// the worker reads them itself; otherwise this thread reads them (one read after another) and
+// transfers them. Where the sink is a file that workers can write (Sink.positional, Node) and the
+// format's output is rows only, the worker also writes its result at its place in the file (every
+// offset follows from the container plan), and this thread writes the rest (header, kept tensors,
+// padding) at their offsets. Then no tensor bytes pass through this thread at all. Not with a
+// resume store, which needs the results' bytes.
+//
 // Metrics of a chunked tensor are combined from its chunks: rmse, maxAbsError, count and sqnrDb
 // exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor } from '../quantize.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
+import type { ByteSource, SourceRef } from '../io/source.js';
+import type { WorkerOutput, WorkerRange } from './worker.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -56,6 +67,11 @@ export interface QuantizeCheckpointOptions {
   inputSize?: number;
   /** Ranged reads for row chunks; defaults to the checkpoint's readRows when it has one. */
   readRows?: RowReader;
+  /**
+   * Let workers read their input and write their output themselves where the input and the sink
+   * allow (default true; see the top of pipeline.ts). An explicit `readRows` keeps reads here.
+   */
+  workerIo?: boolean;
 }
 
 export interface TensorReport {
@@ -83,6 +99,8 @@ export interface PipelineRun extends PromiseLike<PipelineResult>, AsyncIterable<
 }
 
 export const DEFAULT_MAX_IN_FLIGHT = 256 << 20;
+/** Buffer of the raw copies of kept tensors into a positional sink. */
+const COPY_CHUNK = 4 << 20;
 
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
@@ -200,6 +218,61 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return { values: v.subarray(u.r0 * job.rowLen, (u.r0 + u.rows) * job.rowLen) as typeof v, dtype: all.dtype };
     };
 
+    const layoutPlan = container.plan(outputs, input);
+    const workerIo = opts.workerIo ?? true;
+
+    // Units whose stored values a worker can read itself (see the top of this file).
+    const refs = new Map<ByteSource, Promise<SourceRef | undefined>>();
+    const workerReads = workerIo && !opts.readRows && input.locate ? input.locate.bind(input) : undefined;
+    const rangeOf = async (u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
+      if (!workerReads || u.job.readAs !== 'values') return undefined;
+      const at = workerReads(u.job.info.name, u.r0, u.rows);
+      if (!at) return undefined;
+      let ref = refs.get(at.source);
+      if (!ref) refs.set(at.source, (ref = at.source.ref ? at.source.ref() : Promise.resolve(undefined)));
+      const source = await ref;
+      return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
+    };
+
+    // Units whose output a worker can write into the file itself: the file offset of each
+    // container entry, from the header and the sizes and padding the container planned.
+    const target = workerIo && !key ? sink.positional : undefined;
+    const entryAt: number[][] = [];
+    for (let i = 0, pos = layoutPlan.header.byteLength; i < layoutPlan.entries.length; i++) {
+      entryAt.push(layoutPlan.entries[i].map((e) => { const at = pos; pos += e.byteLength + e.padAfter; return at; }));
+    }
+    const outputOf = (u: Unit): WorkerOutput | undefined => {
+      const { job } = u;
+      const secs = job.out.layout?.sections;
+      if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
+      return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * u.r0) };
+    };
+
+    // A kept tensor (or chunk) copied into a positional sink through one small reused buffer,
+    // one copy after another: no buffer of the tensor's size, as readRaw would allocate.
+    let copyBuffer: Uint8Array | undefined;
+    let copying: Promise<unknown> = Promise.resolve();
+    const copyKept = (u: Unit): Promise<UnitResult> | undefined => {
+      const { job } = u;
+      const whole = job.units.length === 1;
+      const at = target && input.locate?.(job.info.name, u.r0, whole ? job.nrows : u.rows);
+      if (!target || !at?.source.readInto || at.length !== (whole ? job.info.byteLength : u.cost)) return undefined;
+      const src = at.source;
+      const dst = entryAt[job.index][0] + u.r0 * job.rowLen * job.elemBytes;
+      const copy = copying.then(async (): Promise<UnitResult> => {
+        copyBuffer ??= new Uint8Array(COPY_CHUNK);
+        for (let done = 0; done < at.length; done += COPY_CHUNK) {
+          if (ctl.signal.aborted) throw ctl.signal.reason;
+          const part = copyBuffer.subarray(0, Math.min(COPY_CHUNK, at.length - done));
+          await src.readInto!(part, at.offset + done);
+          await target.writeAt(part, dst + done);
+        }
+        return { data: new Uint8Array(0), cached: false, written: true };
+      });
+      copying = copy.catch(() => undefined);
+      return copy;
+    };
+
     // Reads a unit (or takes it from the resume cache) and hands it to the pool; the returned
     // result is delivered by the pool later.
     const start = async (u: Unit): Promise<{ result: Promise<UnitResult> }> => {
@@ -207,6 +280,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       if (job.out.kind === 'keep') {
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
+        const copied = copyKept(u);
+        if (copied) return { result: copied };
         if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
         return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
@@ -216,24 +291,27 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         resumedUnits++;
         return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
       }
-      const first = await read(u);
+      const ranged = await rangeOf(u);
+      const first = ranged ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
+      const out = outputOf(u);
+      const task = ranged
+        ? { range: ranged.range, out, signal: ctl.signal }
+        : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
       // Wrapped: an async function returning a promise would wait for it.
-      const result = pool!.quantize(
-        { values: first.values, reload: async () => (await read(u)).values, signal: ctl.signal },
-        {
-          format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
-          rowLength: job.rowLen, dtype: first.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
-        },
-      ).then(async (q: QuantizedTensor) => {
+      const result = pool!.quantize(task, {
+        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
+        rowLength: job.rowLen, dtype: ranged ? ranged.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
+      }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
-        return { data: q.data, metrics: q.metrics, cached: false };
+        return { data: q.data, metrics: q.metrics, cached: false, written: !!out };
       });
       return { result };
     };
 
-    // One read after another (HTTP range reads and disks prefer that), quantization in parallel.
+    // One read after another on this thread (HTTP range reads and disks prefer that), quantization
+    // in parallel; units the workers read themselves are only scheduled here.
     const produce = async () => {
       for (let i = 0; i < units.length; i++) {
         await budget.acquire(units[i].cost, ctl.signal);
@@ -247,11 +325,17 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       }
     };
 
+    // The output in order: `written` is also the file offset of the next byte.
     let written = 0;
     const put = async (bytes: Uint8Array) => {
       if (ctl.signal.aborted) throw ctl.signal.reason;
-      if (bytes.byteLength) await sink.write(bytes);
+      if (bytes.byteLength) await (target ? target.writeAt(bytes, written) : sink.write(bytes));
       written += bytes.byteLength;
+    };
+    // Bytes already written at this place: by a worker (counted for the sink's flushing) or here.
+    const skip = (n: number, byWorker: boolean) => {
+      if (byWorker) target!.wrote(n);
+      written += n;
     };
     const reports: TensorReport[] = [];
     const bytesTotal = jobs.reduce((a, j) => a + j.info.byteLength, 0);
@@ -263,7 +347,6 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return { elapsedMs, throughput, etaMs };
     };
 
-    const layoutPlan = container.plan(outputs, input);
     const zeros = (n: number) => (n > 0 ? put(new Uint8Array(n)) : Promise.resolve());
 
     const consume = async () => {
@@ -274,7 +357,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         const entries = layoutPlan.entries[job.index];
         // What the container calls entries are the layout's sections (one for a kept tensor).
         const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: job.rowLen * job.elemBytes }];
-        const held: Uint8Array[][] = secs.map(() => []);
+        const held: (Uint8Array | number)[][] = secs.map(() => []);
         const parts: (ErrorMetrics | undefined)[] = [];
         let cachedAll = true;
         for (const unit of job.units) {
@@ -282,11 +365,13 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
             const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
-            const part = r.data.subarray(at, at + len);
-            at += len;
+            // A part the worker wrote itself is only skipped over (a number in `held`).
+            const part = r.written ? len : r.data.subarray(at, at + len);
+            if (!r.written) at += len;
             // The first section streams out as chunks arrive; later ones wait for the last chunk.
-            if (s === 0) await put(part);
-            else held[s].push(part);
+            if (s > 0) held[s].push(part);
+            else if (typeof part === 'number') skip(part, job.out.kind === 'quantized');
+            else await put(part);
           }
           if (at !== r.data.byteLength) {
             throw new WebquantError(ErrorCodes.BAD_INPUT, `[pipeline] tensor "${job.info.name}": got ${r.data.byteLength} bytes for rows ${unit.r0}..${unit.r0 + unit.rows} but the layout needs ${at}`, { tensor: job.info.name, value: r.data.byteLength, expected: at });
@@ -300,7 +385,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         }
         await zeros(entries[0].padAfter);
         for (let s = 1; s < secs.length; s++) {
-          for (const p of held[s]) await put(p);
+          for (const p of held[s]) if (typeof p === 'number') skip(p, true); else await put(p);
           await zeros(entries[s].padAfter);
         }
         bytesDone += job.info.byteLength;

@@ -165,6 +165,16 @@ describe('Node files', () => {
     expect(Array.from(readFileSync(p))).toEqual([1, 2, 3]);
     expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
   });
+  test('writeFileAtomic: flushing while writing (flushEvery) gives the same file', async () => {
+    const p = join(dir, 'flushed.bin');
+    const chunks = Array.from({ length: 20 }, (_, i) => new Uint8Array(1000).fill(i));
+    const r = await writeFileAtomic(p, chunks, { flushEvery: 1500 });
+    expect(r.bytes).toBe(20_000);
+    const got = readFileSync(p);
+    expect(got.byteLength).toBe(20_000);
+    for (let i = 0; i < 20; i++) expect(got[i * 1000 + 999]).toBe(i);
+    expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
+  });
   test('writeFileAtomic: an error mid-stream removes the partial and keeps the old file', async () => {
     const p = join(dir, 'keep.bin');
     writeFileSync(p, 'old');
