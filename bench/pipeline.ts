@@ -6,7 +6,9 @@
 // machine's load touches every configuration alike); the table shows medians, and the ratios are
 // of medians from the same invocation. Prints wall time, GB of input per second, the
 // single-thread kernel throughput for the same work (median of 3 calls on one FFN matrix, measured
-// in the same process after the run), and peak RSS (the highest of the repetitions).
+// in the same process after the run), the kernel throughput of as many threads as workers running
+// that call at once (what a shared machine gives that many threads at the time: a control for the
+// load), and peak RSS (the highest of the repetitions).
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
 // as by default, or everything through the main thread: workerIo false), --keep (keep the files).
@@ -90,12 +92,25 @@ async function child(): Promise<void> {
     times.push((performance.now() - t1) / 1000);
   }
   const kernelGBs = vals.values.byteLength / median(times) / 1e9;
+  // What the machine gives `workers` threads right now: the same call on every thread at once.
+  const pool = await lib.createPool({ size: Number(workers) });
+  const together = async () => {
+    const copies = Array.from({ length: Number(workers) }, () => vals.values.slice());
+    const t = performance.now();
+    await Promise.all(copies.map((values) => pool.quantize({ values }, { format, rowLength: HIDDEN, dtype: vals.dtype })));
+    return (performance.now() - t) / 1000;
+  };
+  await together();
+  const concurrent: number[] = [];
+  for (let i = 0; i < 3; i++) concurrent.push(await together());
+  await pool.terminate();
+  const kernelAllGBs = (vals.values.byteLength * Number(workers)) / median(concurrent) / 1e9;
   const inBytes = statSync(input).size;
-  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
+  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, kernelAllGBs, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
   process.exit(0);
 }
 
-interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; peakRssMB: number; peakInFlightMB: number }
+interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; peakRssMB: number; peakInFlightMB: number }
 
 async function main(): Promise<void> {
   const dir = arg('dir', '/tmp/webquant-bench');
@@ -127,18 +142,19 @@ async function main(): Promise<void> {
       }
       loads.push(load());
     }
-    for (const c of configs) {
+    for (const c of configs.filter((x) => x.runs.length)) {
       const m = (f: (r: Run) => number) => median(c.runs.map(f));
       const one = configs.find((x) => x.format === c.format && x.io === c.io && x.workers === 1);
       const gbps = m((r) => r.gbps), kernel = m((r) => r.kernelGBs);
       const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
-      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), speedup, Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
+      const all = m((r) => r.kernelAllGBs);
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in, file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'speedup vs 1', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
