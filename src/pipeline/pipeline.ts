@@ -12,14 +12,10 @@
 // last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
 // and only the quantization is chunked.
 //
-// Worker I/O: where the checkpoint can say where a unit's stored values are (Checkpoint.locate)
-// and its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
-// the worker reads them itself; otherwise this thread reads them (one read after another) and
-// transfers them. Where the sink is a file that workers can write (Sink.positional, Node) and the
-// format's output is rows only, the worker also writes its result at its place in the file (every
-// offset follows from the container plan), and this thread writes the rest (header, kept tensors,
-// padding) at their offsets. Then no tensor bytes pass through this thread at all. Not with a
-// resume store, which needs the results' bytes.
+// Worker I/O (worker-io.ts): where the input allows, workers read their units' values themselves;
+// otherwise this thread reads them (one read after another) and transfers them. Where the sink is
+// a file that workers can write, they also write their results at their offsets, and this thread
+// writes the rest (header, kept tensors, padding) at theirs instead of appending.
 //
 // Metrics of a chunked tensor are combined from its chunks: rmse, maxAbsError, count and sqnrDb
 // exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
@@ -27,8 +23,7 @@ import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor } from '../quantize.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
-import type { ByteSource, SourceRef } from '../io/source.js';
-import type { WorkerOutput, WorkerRange } from './worker.js';
+import { workerIo } from './worker-io.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -99,8 +94,6 @@ export interface PipelineRun extends PromiseLike<PipelineResult>, AsyncIterable<
 }
 
 export const DEFAULT_MAX_IN_FLIGHT = 256 << 20;
-/** Buffer of the raw copies of kept tensors into a positional sink. */
-const COPY_CHUNK = 4 << 20;
 
 function now(): number {
   return typeof performance !== 'undefined' ? performance.now() : Date.now();
@@ -219,59 +212,13 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     };
 
     const layoutPlan = container.plan(outputs, input);
-    const workerIo = opts.workerIo ?? true;
-
-    // Units whose stored values a worker can read itself (see the top of this file).
-    const refs = new Map<ByteSource, Promise<SourceRef | undefined>>();
-    const workerReads = workerIo && !opts.readRows && input.locate ? input.locate.bind(input) : undefined;
-    const rangeOf = async (u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
-      if (!workerReads || u.job.readAs !== 'values') return undefined;
-      const at = workerReads(u.job.info.name, u.r0, u.rows);
-      if (!at) return undefined;
-      let ref = refs.get(at.source);
-      if (!ref) refs.set(at.source, (ref = at.source.ref ? at.source.ref() : Promise.resolve(undefined)));
-      const source = await ref;
-      return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
-    };
-
-    // Units whose output a worker can write into the file itself: the file offset of each
-    // container entry, from the header and the sizes and padding the container planned.
-    const target = workerIo && !key ? sink.positional : undefined;
-    const entryAt: number[][] = [];
-    for (let i = 0, pos = layoutPlan.header.byteLength; i < layoutPlan.entries.length; i++) {
-      entryAt.push(layoutPlan.entries[i].map((e) => { const at = pos; pos += e.byteLength + e.padAfter; return at; }));
-    }
-    const outputOf = (u: Unit): WorkerOutput | undefined => {
-      const { job } = u;
-      const secs = job.out.layout?.sections;
-      if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
-      return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * u.r0) };
-    };
-
-    // A kept tensor (or chunk) copied into a positional sink through one small reused buffer,
-    // one copy after another: no buffer of the tensor's size, as readRaw would allocate.
-    let copyBuffer: Uint8Array | undefined;
-    let copying: Promise<unknown> = Promise.resolve();
-    const copyKept = (u: Unit): Promise<UnitResult> | undefined => {
-      const { job } = u;
-      const whole = job.units.length === 1;
-      const at = target && input.locate?.(job.info.name, u.r0, whole ? job.nrows : u.rows);
-      if (!target || !at?.source.readInto || at.length !== (whole ? job.info.byteLength : u.cost)) return undefined;
-      const src = at.source;
-      const dst = entryAt[job.index][0] + u.r0 * job.rowLen * job.elemBytes;
-      const copy = copying.then(async (): Promise<UnitResult> => {
-        copyBuffer ??= new Uint8Array(COPY_CHUNK);
-        for (let done = 0; done < at.length; done += COPY_CHUNK) {
-          if (ctl.signal.aborted) throw ctl.signal.reason;
-          const part = copyBuffer.subarray(0, Math.min(COPY_CHUNK, at.length - done));
-          await src.readInto!(part, at.offset + done);
-          await target.writeAt(part, dst + done);
-        }
-        return { data: new Uint8Array(0), cached: false, written: true };
-      });
-      copying = copy.catch(() => undefined);
-      return copy;
-    };
+    const io = workerIo({
+      input, layoutPlan, signal: ctl.signal,
+      reads: (opts.workerIo ?? true) && !opts.readRows,
+      // The resume store needs the results' bytes: then they come back here.
+      target: (opts.workerIo ?? true) && !key ? sink.positional : undefined,
+    });
+    const target = io.target;
 
     // Reads a unit (or takes it from the resume cache) and hands it to the pool; the returned
     // result is delivered by the pool later.
@@ -280,7 +227,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       if (job.out.kind === 'keep') {
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
-        const copied = copyKept(u);
+        const copied = io.copyKept(u);
         if (copied) return { result: copied };
         if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
@@ -291,11 +238,11 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         resumedUnits++;
         return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
       }
-      const ranged = await rangeOf(u);
+      const ranged = await io.rangeOf(u);
       const first = ranged ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
-      const out = outputOf(u);
+      const out = io.outputOf(u);
       const task = ranged
         ? { range: ranged.range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };

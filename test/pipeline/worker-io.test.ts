@@ -18,6 +18,7 @@ import type { Checkpoint } from '../../src/io/checkpoint.js';
 import { quantizeCheckpoint, type PlannedTensor, type QuantizeCheckpointOptions } from '../../src/pipeline/pipeline.js';
 import { fileSink } from '../../src/pipeline/sink-node.js';
 import { dirStore } from '../../src/pipeline/cache-node.js';
+import { ggufContainer } from '../../src/pipeline/container.js';
 import { liveWorkerThreads } from '../../src/pipeline/spawn-node.js';
 import type { Sink } from '../../src/pipeline/sink.js';
 import { buildSafetensors, compiledUrl, f32Bytes, randomValues, sameBytes, syntheticModel } from './helpers.js';
@@ -143,6 +144,25 @@ describe('workers read the input and write the output themselves', () => {
       if (budget) expect(r.result.tensors.find((t) => t.name === 'model.layers.1.mlp.up_proj.weight')!.chunks).toBeGreaterThan(2);
       expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
     }
+  });
+
+  it('GGUF output (aligned, padded tensors): the workers write at the padded offsets', async () => {
+    const gguf = (ck: Checkpoint): PlannedTensor[] => ck.tensors.map((t) => ({
+      name: t.name,
+      scheme: t.shape.length < 2 || t.dtype === 'I32' ? 'keep' as const : { format: t.name.includes('down_proj') ? 'q8_0' : 'q4_0' },
+    }));
+    const want = memorySink();
+    const ck0 = await openSafetensors(fromBuffer(model.bytes, 'in.safetensors'));
+    await quantizeCheckpoint({ input: ck0, plan: gguf(ck0), sink: want, container: ggufContainer(), workers: 1, workerIo: false, poolOptions: { workerUrl: workerUrl() } });
+    const src = spied(fromPath(inputPath));
+    const ck = await openSafetensors(src);
+    const out = join(dir, 'out.gguf');
+    const { sink, n } = await countingFileSink(out);
+    await quantizeCheckpoint({ input: ck, plan: gguf(ck), sink, container: ggufContainer(), workers: 2, maxInFlightBytes: 24 << 10, poolOptions: { workerUrl: workerUrl() } });
+    await src.close();
+    expect(sameBytes(new Uint8Array(readFileSync(out)), want.bytes())).toBe(true);
+    expect(n.workers).toBeGreaterThan(0);
+    expect(readsOfQuantized(ck, gguf(ck), src.reads)).toEqual([]);
   });
 
   it('workerIo: false reads and writes everything on the main thread, with the same bytes', async () => {
