@@ -8,7 +8,9 @@
 // single-thread kernel throughput for the same work (median of 3 calls on one FFN matrix, measured
 // in the same process after the run), the kernel throughput of as many threads as workers running
 // that call at once (what a shared machine gives that many threads at the time: a control for the
-// load), and peak RSS (the highest of the repetitions).
+// load), CPU seconds (all threads) per GB of input against the kernel's own (what the pipeline
+// costs beyond the kernel; other processes' load hardly changes it), and peak RSS (the highest of
+// the repetitions).
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
 // as by default, or everything through the main thread: workerIo false), --keep (keep the files).
@@ -74,9 +76,11 @@ async function child(): Promise<void> {
   const ck = await lib.openCheckpoint(src);
   const plan = lib.resolvePlan({ default: { format }, rules: [], skip: [] }, ck.tensors.map((t: { name: string; shape: number[]; dtype: string }) => ({ name: t.name, shape: t.shape, dtype: t.dtype })));
   const outPath = `${input}.${format}.out`;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const res = await lib.quantizeCheckpoint({ input: ck, plan, sink: await fileSink(outPath), workers: Number(workers), maxInFlightBytes: Number(budget) << 20, metrics: false, workerIo: io === 'workers' });
   const wall = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   rmSync(outPath, { force: true });
   // Kernel-only rate for the same work: one FFN matrix on this thread, same input dtype.
@@ -86,12 +90,16 @@ async function child(): Promise<void> {
   await src.close();
   await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
   const times: number[] = [];
+  const kcpu0 = process.cpuUsage();
   for (let i = 0; i < 3; i++) {
     const t1 = performance.now();
     await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
     times.push((performance.now() - t1) / 1000);
   }
+  const kcpu = process.cpuUsage(kcpu0);
   const kernelGBs = vals.values.byteLength / median(times) / 1e9;
+  // CPU seconds per GB of input: unlike wall time, hardly touched by other processes' load.
+  const kernelCpuPerGB = (kcpu.user + kcpu.system) / 1e6 / ((3 * vals.values.byteLength) / 1e9);
   // What the machine gives `workers` threads right now: the same call on every thread at once.
   const pool = await lib.createPool({ size: Number(workers) });
   const together = async () => {
@@ -106,11 +114,11 @@ async function child(): Promise<void> {
   await pool.terminate();
   const kernelAllGBs = (vals.values.byteLength * Number(workers)) / median(concurrent) / 1e9;
   const inBytes = statSync(input).size;
-  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, kernelAllGBs, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
+  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, kernelAllGBs, cpuPerGB: (cpu.user + cpu.system) / 1e6 / (inBytes / 1e9), kernelCpuPerGB, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
   process.exit(0);
 }
 
-interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; peakRssMB: number; peakInFlightMB: number }
+interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; peakRssMB: number; peakInFlightMB: number }
 
 async function main(): Promise<void> {
   const dir = arg('dir', '/tmp/webquant-bench');
@@ -148,13 +156,14 @@ async function main(): Promise<void> {
       const gbps = m((r) => r.gbps), kernel = m((r) => r.kernelGBs);
       const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
       const all = m((r) => r.kernelAllGBs);
-      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
+      const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu, Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in, file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
