@@ -9,13 +9,14 @@
 // in the same process after the run), the kernel throughput of as many threads as workers running
 // that call at once (what a shared machine gives that many threads at the time: a control for the
 // load), CPU seconds (all threads) per GB of input against the kernel's own (what the pipeline
-// costs beyond the kernel; other processes' load hardly changes it), and peak RSS (the highest of
-// the repetitions).
+// costs beyond the kernel; other processes' load hardly changes it), how the workers spent the
+// run (share of workers x wall running, runnable but waiting for a CPU, and without work; Linux
+// schedstat), and peak RSS (the highest of the repetitions). Each run is bench/pipeline-child.mjs.
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
 // as by default, or everything through the main thread: workerIo false), --keep (keep the files).
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
 import { arg, median, table, writeJson } from './util.js';
@@ -67,58 +68,7 @@ async function generate(path: string, layers: number): Promise<void> {
   renameSync(path + '.tmp', path);
 }
 
-async function child(): Promise<void> {
-  const [input, format, workers, budget, io] = process.argv.slice(process.argv.indexOf('--child') + 1);
-  const lib = await import(dist('index.js'));
-  const { fromPath } = await import(dist('io/node.js'));
-  const { fileSink } = await import(dist('pipeline/node.js'));
-  const src = fromPath(input);
-  const ck = await lib.openCheckpoint(src);
-  const plan = lib.resolvePlan({ default: { format }, rules: [], skip: [] }, ck.tensors.map((t: { name: string; shape: number[]; dtype: string }) => ({ name: t.name, shape: t.shape, dtype: t.dtype })));
-  const outPath = `${input}.${format}.out`;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const res = await lib.quantizeCheckpoint({ input: ck, plan, sink: await fileSink(outPath), workers: Number(workers), maxInFlightBytes: Number(budget) << 20, metrics: false, workerIo: io === 'workers' });
-  const wall = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-  rmSync(outPath, { force: true });
-  // Kernel-only rate for the same work: one FFN matrix on this thread, same input dtype.
-  const k = await lib.loadKernels('auto');
-  const { quantizeWith } = await import(dist('quantize.js'));
-  const vals = await ck.readValues('model.layers.0.mlp.gate_proj.weight');
-  await src.close();
-  await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
-  const times: number[] = [];
-  const kcpu0 = process.cpuUsage();
-  for (let i = 0; i < 3; i++) {
-    const t1 = performance.now();
-    await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
-    times.push((performance.now() - t1) / 1000);
-  }
-  const kcpu = process.cpuUsage(kcpu0);
-  const kernelGBs = vals.values.byteLength / median(times) / 1e9;
-  // CPU seconds per GB of input: unlike wall time, hardly touched by other processes' load.
-  const kernelCpuPerGB = (kcpu.user + kcpu.system) / 1e6 / ((3 * vals.values.byteLength) / 1e9);
-  // What the machine gives `workers` threads right now: the same call on every thread at once.
-  const pool = await lib.createPool({ size: Number(workers) });
-  const together = async () => {
-    const copies = Array.from({ length: Number(workers) }, () => vals.values.slice());
-    const t = performance.now();
-    await Promise.all(copies.map((values) => pool.quantize({ values }, { format, rowLength: HIDDEN, dtype: vals.dtype })));
-    return (performance.now() - t) / 1000;
-  };
-  await together();
-  const concurrent: number[] = [];
-  for (let i = 0; i < 3; i++) concurrent.push(await together());
-  await pool.terminate();
-  const kernelAllGBs = (vals.values.byteLength * Number(workers)) / median(concurrent) / 1e9;
-  const inBytes = statSync(input).size;
-  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, kernelAllGBs, cpuPerGB: (cpu.user + cpu.system) / 1e6 / (inBytes / 1e9), kernelCpuPerGB, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
-  process.exit(0);
-}
-
-interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; peakRssMB: number; peakInFlightMB: number }
+interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; workerCpu: number; workerWait: number; workerIdle: number; peakRssMB: number; peakInFlightMB: number }
 
 async function main(): Promise<void> {
   const dir = arg('dir', '/tmp/webquant-bench');
@@ -142,7 +92,8 @@ async function main(): Promise<void> {
     const configs = fmts.flatMap((format) => ios.flatMap((io) => workerCounts.map((workers) => ({ format, io, workers, runs: [] as Run[] }))));
     for (let rep = 0; rep < reps; rep++) {
       for (const c of configs) {
-        const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', path, c.format, String(c.workers), String(budget), c.io], { encoding: 'utf8', maxBuffer: 1 << 20 });
+        // Plain node, not tsx: under tsx's loader every worker thread takes ~0.3 s more to start.
+        const out = execFileSync(process.execPath, [fileURLToPath(new URL('./pipeline-child.mjs', import.meta.url)), path, c.format, String(c.workers), String(budget), c.io], { encoding: 'utf8', maxBuffer: 1 << 20 });
         const r: Run = JSON.parse(out.trim().split('\n').pop()!);
         c.runs.push(r);
         results.push({ layers, format: c.format, workers: c.workers, io: c.io, budgetMB: budget, rep, ...r });
@@ -157,15 +108,16 @@ async function main(): Promise<void> {
       const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
       const all = m((r) => r.kernelAllGBs);
       const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
-      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu, Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
+      const share = (f: (r: Run) => number) => m((r) => f(r) / (r.wall * c.workers));
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
+        share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle), Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in, file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
-if (process.argv.includes('--child')) await child();
-else await main();
+await main();
