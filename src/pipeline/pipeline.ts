@@ -1,9 +1,10 @@
 // The streaming pipeline: reads a checkpoint tensor by tensor in layer order, quantizes on a pool
 // of workers and writes the output container in order as results arrive.
 //
-// Memory: every unit of work reserves its input plus output bytes before it is read and releases
-// them once written; reading waits while the reservation would exceed maxInFlightBytes (a unit
-// larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
+// Memory: every unit of work reserves the bytes it holds on its way, its input plus its output
+// (less what a worker reads from a file into wasm memory or writes itself, see worker-io.ts),
+// before it is read and releases them once written; reading waits while the reservation would
+// exceed maxInFlightBytes (a unit larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
 // rows, each quantized by its own call: row sections are rows back to back, so the chunks' parts
 // concatenated per section give the bytes of one call over the whole tensor. Formats with
 // tensor-level sections, a `prepare` or a `finish` hook need the whole tensor at once, so their
@@ -23,7 +24,7 @@ import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor } from '../quantize.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
-import { workerIo } from './worker-io.js';
+import { workerIo, type Route } from './worker-io.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -222,13 +223,12 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
 
     // Reads a unit (or takes it from the resume cache) and hands it to the pool; the returned
     // result is delivered by the pool later.
-    const start = async (u: Unit): Promise<{ result: Promise<UnitResult> }> => {
+    const start = async (u: Unit, route: Route): Promise<{ result: Promise<UnitResult> }> => {
       const { job } = u;
       if (job.out.kind === 'keep') {
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
-        const copied = io.copyKept(u);
-        if (copied) return { result: copied };
+        if (route.copy) return { result: io.copyKept(u) };
         if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
         return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
@@ -238,18 +238,17 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         resumedUnits++;
         return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
       }
-      const ranged = await io.rangeOf(u);
-      const first = ranged ? undefined : await read(u);
+      const { range, out } = route;
+      const first = range ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
-      const out = io.outputOf(u);
-      const task = ranged
-        ? { range: ranged.range, out, signal: ctl.signal }
+      const task = range
+        ? { range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
       // Wrapped: an async function returning a promise would wait for it.
       const result = pool!.quantize(task, {
         format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
-        rowLength: job.rowLen, dtype: ranged ? ranged.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
+        rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
       }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data: q.data, metrics: q.metrics, cached: false, written: !!out };
@@ -259,12 +258,16 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
 
     // One read after another on this thread (HTTP range reads and disks prefer that), quantization
     // in parallel; units the workers read themselves are only scheduled here.
+    // The budget counts what each unit holds in memory on its way (see worker-io.ts).
+    const heldBytes: number[] = [];
     const produce = async () => {
       for (let i = 0; i < units.length; i++) {
-        await budget.acquire(units[i].cost, ctl.signal);
+        const route = await io.route(units[i]);
+        heldBytes[i] = route.held;
+        await budget.acquire(route.held, ctl.signal);
         const d = results[i]!;
         try {
-          (await start(units[i])).result.then(d.resolve, d.reject);
+          (await start(units[i], route)).result.then(d.resolve, d.reject);
         } catch (e) {
           d.reject(e);
           throw e;
@@ -325,7 +328,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           }
           parts.push(r.metrics);
           cachedAll &&= r.cached;
-          budget.release(unit.cost);
+          budget.release(heldBytes[u]);
           // Written: drop the result, or every output of the run would stay reachable to the end.
           results[u] = undefined;
           u++;

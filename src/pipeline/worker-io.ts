@@ -9,6 +9,9 @@
 // the format's output is rows only (no tensor-level section, no finishing pass), the worker is sent
 // the file offset of its part of each section: every offset follows from the container plan. Kept
 // tensors are then copied here through one small reused buffer, at their offsets too.
+// Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
+// it from a file chunk by chunk into wasm memory, and its output until it is written unless the
+// worker writes it; `held` is what remains, what the pipeline's budget counts.
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
 import type { ContainerPlan } from './container.js';
@@ -29,14 +32,24 @@ export interface WorkerIoOptions {
   signal: AbortSignal;
 }
 
+/** How one unit is read and written. */
+export interface Route {
+  /** Stored values a worker reads itself, of this dtype. */
+  range?: WorkerRange;
+  dtype?: TensorValues['dtype'];
+  /** Where a worker writes the output itself. */
+  out?: WorkerOutput;
+  /** A kept unit that copyKept() copies into the target. */
+  copy: boolean;
+  /** Bytes of input and output held in memory between reading and writing. */
+  held: number;
+}
+
 export interface WorkerIo {
   target?: PositionalTarget;
-  /** The stored range a worker reads for this unit, if it can. */
-  rangeOf(u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined>;
-  /** Where a worker writes this unit's output, if it can. */
-  outputOf(u: Unit): WorkerOutput | undefined;
-  /** Copies a kept unit into the target (result `written`), if it can. */
-  copyKept(u: Unit): Promise<UnitResult> | undefined;
+  route(u: Unit): Promise<Route>;
+  /** Copies a kept unit whose route says `copy` into the target (result `written`). */
+  copyKept(u: Unit): Promise<UnitResult>;
 }
 
 export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoOptions): WorkerIo {
@@ -58,35 +71,53 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
   // One copy after another, like this thread's reads.
   let copying: Promise<unknown> = Promise.resolve();
 
+  const rangeOf = async (u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
+    if (!reads || !locate || u.job.readAs !== 'values') return undefined;
+    const at = locate(u.job.info.name, u.r0, u.rows);
+    const source = at && (await refOf(at.source));
+    return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
+  };
+
+  const outputOf = ({ job, r0 }: Unit): WorkerOutput | undefined => {
+    const secs = job.out.layout?.sections;
+    if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
+    return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
+  };
+
+  /** The stored range of a kept unit, when it can be copied into the target here. */
+  const keptRange = (u: Unit) => {
+    const { job } = u;
+    const whole = job.units.length === 1;
+    const at = target && locate?.(job.info.name, u.r0, whole ? job.nrows : u.rows);
+    return at?.source.readInto && at.length === (whole ? job.info.byteLength : u.cost) ? at : undefined;
+  };
+
   return {
     target,
-    async rangeOf(u) {
-      if (!reads || !locate || u.job.readAs !== 'values') return undefined;
-      const at = locate(u.job.info.name, u.r0, u.rows);
-      const source = at && (await refOf(at.source));
-      return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
-    },
 
-    outputOf({ job, r0 }) {
-      const secs = job.out.layout?.sections;
-      if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
-      return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
+    async route(u) {
+      if (u.job.out.kind === 'keep') {
+        const copy = !!keptRange(u);
+        return { copy, held: copy ? 0 : u.cost };
+      }
+      const r = await rangeOf(u);
+      const out = outputOf(u);
+      const input = u.rows * u.job.rowLen * u.job.elemBytes;
+      const held = (r?.range.source.kind === 'file' ? 0 : input) + (out ? 0 : u.cost - input);
+      return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
     },
 
     copyKept(u) {
-      const { job } = u;
-      const whole = job.units.length === 1;
-      const at = target && locate?.(job.info.name, u.r0, whole ? job.nrows : u.rows);
-      if (!target || !at?.source.readInto || at.length !== (whole ? job.info.byteLength : u.cost)) return undefined;
+      const at = keptRange(u)!;
       const src = at.source;
-      const dst = entryAt[job.index][0] + u.r0 * job.rowLen * job.elemBytes;
+      const dst = entryAt[u.job.index][0] + u.r0 * u.job.rowLen * u.job.elemBytes;
       const copy = copying.then(async (): Promise<UnitResult> => {
         copyBuffer ??= new Uint8Array(COPY_CHUNK);
         for (let done = 0; done < at.length; done += COPY_CHUNK) {
           if (signal.aborted) throw signal.reason;
           const part = copyBuffer.subarray(0, Math.min(COPY_CHUNK, at.length - done));
           await src.readInto!(part, at.offset + done);
-          await target.writeAt(part, dst + done);
+          await target!.writeAt(part, dst + done);
         }
         return { data: new Uint8Array(0), cached: false, written: true };
       });

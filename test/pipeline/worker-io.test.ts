@@ -142,6 +142,9 @@ describe('workers read the input and write the output themselves', () => {
       expect(r.n.here).toBeGreaterThanOrEqual(nf4);
       expect(r.n.here + r.n.workers).toBe(r.bytes.byteLength);
       if (budget) expect(r.result.tensors.find((t) => t.name === 'model.layers.1.mlp.up_proj.weight')!.chunks).toBeGreaterThan(2);
+      // Held in memory on the way: only nf4's outputs (written here); the rest costs no buffer.
+      expect(r.result.peakInFlightBytes).toBeGreaterThan(0);
+      expect(r.result.peakInFlightBytes).toBeLessThanOrEqual(nf4);
       expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
     }
   });
@@ -171,6 +174,8 @@ describe('workers read the input and write the output themselves', () => {
     expect(readsOfQuantized(r.ck, r.plan, r.src.reads).length).toBeGreaterThan(0);
     expect(r.n.workers).toBe(0);
     expect(r.n.appended).toBe(r.bytes.byteLength);
+    // Everything passes through here: the biggest unit's input and output at least.
+    expect(r.result.peakInFlightBytes).toBeGreaterThan(Math.max(...r.result.tensors.map((t) => t.bytes)));
   });
 
   it('a Blob and a URL (Range requests) are read by the workers too', async () => {
