@@ -5,7 +5,7 @@ import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename } from 'node:path';
 import { ErrorCodes, fail, WebquantError } from '../errors.js';
-import { checkRange, openRef, type ByteSource, type SourceRef } from './source.js';
+import { checkRange, type ByteSource, type SourceRef } from './source.js';
 
 export interface FileSource extends ByteSource {
   close(): Promise<void>;
@@ -65,11 +65,6 @@ export function fromPath(path: string): FileSource {
       if (h) await (await h.catch(() => undefined))?.close();
     },
   };
-}
-
-/** A source for any SourceRef, file paths included (Node). */
-export function openAnyRef(ref: SourceRef): ByteSource {
-  return ref.kind === 'file' ? fromPath(ref.path) : openRef(ref);
 }
 
 /**

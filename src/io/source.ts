@@ -41,7 +41,7 @@ function absoluteUrl(url: string): string {
   return base ? new URL(url, base).href : url;
 }
 
-/** A source for a blob or URL reference (for a file path, see src/io/node.ts's openFileRef). */
+/** A source for a blob or URL reference (a file path is read with src/io/node.ts's openFileSync). */
 export function openRef(ref: SourceRef): ByteSource {
   switch (ref.kind) {
     case 'blob': return fromBlob(ref.blob, ref.name);
