@@ -1,14 +1,25 @@
 // npm run bench:pipeline — end-to-end streaming quantization of a large synthetic checkpoint.
-// Generates Llama-shaped BF16 safetensors (32 layers, ~4.4 GB; and an 8-layer ~1.3 GB one to show
+// Generates Llama-shaped BF16 safetensors (32 layers, ~3.9 GB; and an 8-layer ~1.2 GB one to show
 // that peak memory does not grow with the model), quantizes each to Q4_K and Q8_0 with 1 and 2
 // workers, each run in its own process so that peak RSS (VmHWM from /proc) belongs to that run.
-// Prints wall time, GB of input per second, the single-thread kernel throughput for the same work,
-// and peak RSS. Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
-// --workers 1,2, --budget MiB (default 256), --keep (keep the generated files).
+// Every configuration runs --reps times, the repetitions interleaved (so that a change in the
+// machine's load touches every configuration alike); the table shows medians, and the ratios are
+// of medians from the same invocation. Prints wall time, GB of input per second, the
+// single-thread kernel throughput for the same work (median of 3 calls on one FFN matrix, measured
+// in the same process after the run), the kernel throughput of as many threads as workers running
+// that call at once (what a shared machine gives that many threads at the time: a control for the
+// load), CPU seconds (all threads) per GB of input against the kernel's own (what the pipeline
+// costs beyond the kernel; other processes' load hardly changes it), how the workers spent the
+// run (share of workers x wall running, runnable but waiting for a CPU, and without work; Linux
+// schedstat), and peak RSS (the highest of the repetitions). Each run is bench/pipeline-child.mjs.
+// Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
+// --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
+// as by default, or everything through the main thread: workerIo false), --keep (keep the files).
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { arg, table, writeJson } from './util.js';
+import { loadavg } from 'node:os';
+import { arg, median, table, writeJson } from './util.js';
 
 const dist = (p: string) => new URL(`../dist/${p}`, import.meta.url).href;
 
@@ -57,39 +68,19 @@ async function generate(path: string, layers: number): Promise<void> {
   renameSync(path + '.tmp', path);
 }
 
-async function child(): Promise<void> {
-  const [input, format, workers, budget] = process.argv.slice(process.argv.indexOf('--child') + 1);
-  const lib = await import(dist('index.js'));
-  const { fromPath } = await import(dist('io/node.js'));
-  const { fileSink } = await import(dist('pipeline/node.js'));
-  const ck = await lib.openCheckpoint(fromPath(input));
-  const plan = lib.resolvePlan({ default: { format }, rules: [], skip: [] }, ck.tensors.map((t: { name: string; shape: number[]; dtype: string }) => ({ name: t.name, shape: t.shape, dtype: t.dtype })));
-  const outPath = `${input}.${format}.out`;
-  const t0 = performance.now();
-  const res = await lib.quantizeCheckpoint({ input: ck, plan, sink: await fileSink(outPath), workers: Number(workers), maxInFlightBytes: Number(budget) << 20, metrics: false });
-  const wall = (performance.now() - t0) / 1000;
-  rmSync(outPath, { force: true });
-  // Kernel-only rate for the same work: one FFN matrix on this thread, same input dtype.
-  const k = await lib.loadKernels('auto');
-  const { quantizeWith } = await import(dist('quantize.js'));
-  const vals = await ck.readValues('model.layers.0.mlp.gate_proj.weight');
-  await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
-  const t1 = performance.now();
-  await quantizeWith(k, vals.values, { format, rowLength: HIDDEN, dtype: vals.dtype });
-  const kernelGBs = vals.values.byteLength / ((performance.now() - t1) / 1000) / 1e9;
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-  const inBytes = statSync(input).size;
-  console.log(JSON.stringify({ wall, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten }));
-  process.exit(0);
-}
+interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; workerCpu: number; workerWait: number; workerIdle: number; peakRssMB: number; peakInFlightMB: number }
 
 async function main(): Promise<void> {
   const dir = arg('dir', '/tmp/webquant-bench');
   const layerSizes = arg('layers', '32,8').split(',').map(Number);
   const fmts = arg('formats', 'q4_k,q8_0').split(',');
   const workerCounts = arg('workers', '1,2').split(',').map(Number);
+  const ios = arg('io', 'workers').split(',');
   const budget = Number(arg('budget', '256'));
+  const reps = Number(arg('reps', '3'));
   mkdirSync(dir, { recursive: true });
+  const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+  const loads = [load()];
   const rows: (string | number)[][] = [];
   const results: unknown[] = [];
   for (const layers of layerSizes) {
@@ -98,24 +89,35 @@ async function main(): Promise<void> {
       console.error(`generating ${path} ...`);
       await generate(path, layers);
     }
-    for (const format of fmts) {
-      const byWorkers: Record<number, { gbps: number }> = {};
-      for (const workers of workerCounts) {
-        const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', path, format, String(workers), String(budget)], { encoding: 'utf8', maxBuffer: 1 << 20 });
-        const r = JSON.parse(out.trim().split('\n').pop()!);
-        byWorkers[workers] = r;
-        results.push({ layers, format, workers, budgetMB: budget, ...r });
-        const speedup = workers > 1 && byWorkers[1] ? r.gbps / byWorkers[1].gbps : NaN;
-        rows.push([`${(r.inBytes / 1e9).toFixed(2)} GB (${layers}L)`, format, workers, r.wall, r.gbps, r.kernelGBs, r.gbps / (r.kernelGBs * workers), speedup, r.peakRssMB, r.peakInFlightMB]);
-        console.error(`${layers}L ${format} x${workers}: ${r.wall.toFixed(1)} s`);
+    const configs = fmts.flatMap((format) => ios.flatMap((io) => workerCounts.map((workers) => ({ format, io, workers, runs: [] as Run[] }))));
+    for (let rep = 0; rep < reps; rep++) {
+      for (const c of configs) {
+        // Plain node, not tsx: under tsx's loader every worker thread takes ~0.3 s more to start.
+        const out = execFileSync(process.execPath, [fileURLToPath(new URL('./pipeline-child.mjs', import.meta.url)), path, c.format, String(c.workers), String(budget), c.io], { encoding: 'utf8', maxBuffer: 1 << 20 });
+        const r: Run = JSON.parse(out.trim().split('\n').pop()!);
+        c.runs.push(r);
+        results.push({ layers, format: c.format, workers: c.workers, io: c.io, budgetMB: budget, rep, ...r });
+        console.error(`${layers}L ${c.format} ${c.io} I/O x${c.workers} #${rep + 1}: ${r.wall.toFixed(2)} s`);
       }
+      loads.push(load());
+    }
+    for (const c of configs.filter((x) => x.runs.length)) {
+      const m = (f: (r: Run) => number) => median(c.runs.map(f));
+      const one = configs.find((x) => x.format === c.format && x.io === c.io && x.workers === 1);
+      const gbps = m((r) => r.gbps), kernel = m((r) => r.kernelGBs);
+      const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
+      const all = m((r) => r.kernelAllGBs);
+      const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
+      const share = (f: (r: Run) => number) => m((r) => f(r) / (r.wall * c.workers));
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
+        share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle), Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
-  console.log(`\nwebquant pipeline, BF16 safetensors in, budget ${budget} MiB in flight (medians not applicable: one run each; see README)\n`);
-  console.log(table(['input', 'format', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'speedup vs 1', 'peak RSS MB', 'peak in flight MB'], rows));
-  writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), results });
+  console.log(`\nwebquant pipeline, BF16 safetensors in, file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
+  console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
+  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'peak RSS MB', 'peak in flight MB'], rows));
+  writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
-if (process.argv.includes('--child')) await child();
-else await main();
+await main();

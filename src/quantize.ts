@@ -63,15 +63,22 @@ function srcTypeOf(values: TensorValues, dtype: DType | undefined, name: string)
 
 /** Validates shape and options; returns everything the kernels need. */
 export function planTensor(values: TensorValues, opts: QuantizeOptions) {
+  return planInput(values.length, srcTypeOf(values, opts.dtype, opts.name ?? 'tensor'), opts);
+}
+
+/** planTensor for `length` elements of `dtype` that are not in a JS array (see ChunkSource). */
+export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
   const name = opts.name ?? 'tensor';
   const spec = getFormat(opts.format);
-  const dtype = srcTypeOf(values, opts.dtype, name);
+  if (!Object.prototype.hasOwnProperty.call(SrcType, dtype)) {
+    fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: dtype must be "f32", "f16" or "bf16" but got "${String(dtype)}"`, { tensor: name, option: 'dtype', value: dtype, expected: Object.keys(SrcType) });
+  }
   const rowLen = opts.rowLength;
   if (!Number.isInteger(rowLen) || rowLen <= 0) {
     fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: rowLength must be a positive integer but got ${rowLen}`, { tensor: name, option: 'rowLength', value: rowLen });
   }
-  if (values.length % rowLen !== 0) {
-    fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: ${values.length} values are not a whole number of rows of ${rowLen}`, { tensor: name, option: 'rowLength', value: rowLen, expected: `a divisor of ${values.length}` });
+  if (length % rowLen !== 0) {
+    fail(ErrorCodes.ROW_LENGTH, `[quantize] ${name}: ${length} values are not a whole number of rows of ${rowLen}`, { tensor: name, option: 'rowLength', value: rowLen, expected: `a divisor of ${length}` });
   }
   const o = resolveOptions(spec, opts);
   const block = spec.blockSize(o);
@@ -91,7 +98,19 @@ export function planTensor(values: TensorValues, opts: QuantizeOptions) {
       }
     }
   }
-  return { name, spec, dtype, rowLen, nrows: values.length / rowLen, o, layout: layoutOf(spec, values.length / rowLen, rowLen, o) };
+  return { name, spec, dtype, rowLen, nrows: length / rowLen, o, layout: layoutOf(spec, length / rowLen, rowLen, o) };
+}
+
+/**
+ * The input of a kernel call when it is not a JS array: `copy` fills `dst` with the stored bytes
+ * that start `byteOffset` bytes into the input (little-endian f32/f16/bf16, as in a file). The
+ * pipeline's workers read file ranges this way straight into wasm memory, sparing a buffer.
+ */
+export interface ChunkSource {
+  /** Number of elements. */
+  readonly length: number;
+  readonly dtype: DType;
+  copy(dst: Uint8Array, byteOffset: number): void;
 }
 
 export function baseArgs(o: ResolvedOptions): KernelArgs {
@@ -163,8 +182,26 @@ export async function quantize(values: TensorValues, opts: QuantizeOptions): Pro
 
 /** Synchronous core once kernels are loaded (used by workers and the pipeline). */
 export async function quantizeWith(k: Kernels, values: TensorValues, opts: QuantizeOptions, p = planTensor(values, opts)): Promise<QuantizedTensor & { backend: WasmBuild }> {
-  const { spec, dtype, rowLen, nrows, o, layout, name } = p;
   const src = bytesOf(values);
+  return quantizeFrom(k, { length: values.length, dtype: p.dtype, copy: (dst, at) => dst.set(src.subarray(at, at + dst.byteLength)) }, opts, p);
+}
+
+/**
+ * Where row-section bytes go instead of the result's `data` (which is then empty): `at` is the
+ * byte offset within row section `section` (layout.sections[section], all of which are per-row).
+ * The bytes are a view of wasm memory, valid only during the call.
+ */
+export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void;
+
+/**
+ * quantizeWith for input that is copied into wasm memory chunk by chunk (see ChunkSource),
+ * optionally handing the output over chunk by chunk too (see RowOutput).
+ */
+export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
+  const { spec, dtype, rowLen, nrows, o, layout, name } = p;
+  if (out && (spec.finish || layout.sections.some((s) => s.perRow === 0))) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections or a finishing pass)`, { tensor: name, option: 'out', value: spec.name });
+  }
   const eb = dtype === 'f32' ? 4 : 2;
   const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
   const rowSecs = layout.sections.filter((s) => s.perRow > 0);
@@ -184,11 +221,14 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
   const forEachChunk = (cb: (r0: number, n: number) => void) => {
     for (let r0 = 0; r0 < nrows; r0 += rows) {
       const n = Math.min(rows, nrows - r0);
-      k.u8(arena.input, n * rowLen * eb).set(src.subarray(r0 * rowLen * eb, (r0 + n) * rowLen * eb));
+      input.copy(k.u8(arena.input, n * rowLen * eb), r0 * rowLen * eb);
       const bad = scanned ? -1 : (findNonFinite(arena.input, st, n * rowLen) as number);
       if (bad >= 0) {
         const index = r0 * rowLen + bad;
-        fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(values[index]) });
+        // The element as the caller's array holds it (the raw bits for f16/bf16).
+        const at = arena.input + bad * eb;
+        const value = eb === 4 ? new Float32Array(k.buffer.slice(at, at + 4))[0] : new Uint16Array(k.buffer.slice(at, at + 2))[0];
+        fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(value) });
       }
       cb(r0, n);
     }
@@ -214,7 +254,7 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
   Object.assign(args, arena.sectionArgs());
   writeArgs(k.buffer, arena.args, args);
 
-  const data = new Uint8Array(layout.bytes);
+  const data = new Uint8Array(out ? 0 : layout.bytes);
   const q = k.fn(`${spec.kernel}_quantize`);
   const dq = opts.metrics ? k.fn(`${spec.kernel}_dequantize`) : undefined;
   const acc = opts.metrics ? newMetricsAccumulator() : undefined;
@@ -223,7 +263,8 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
   if (acc) new Uint8Array(k.buffer, macc, 48).fill(0);
   forEachChunk((r0, n) => {
     q(arena.input, st, n, rowLen, arena.out[0], arena.args);
-    rowSecs.forEach((s, i) => data.set(k.u8(arena.out[i], s.perRow * n), s.offset + s.perRow * r0));
+    if (out) rowSecs.forEach((s, i) => out(i, s.perRow * r0, k.u8(arena.out[i], s.perRow * n)));
+    else rowSecs.forEach((s, i) => data.set(k.u8(arena.out[i], s.perRow * n), s.offset + s.perRow * r0));
     if (dq) {
       dq(arena.out[0], n, rowLen, arena.deq, arena.args);
       metricsFn(arena.input, st, arena.deq, n * rowLen, macc);

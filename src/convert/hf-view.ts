@@ -132,6 +132,14 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
       return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
     },
   };
+  const locate = input.locate;
+  if (locate) {
+    // Only tensors passed through unchanged are stored as the view reads them.
+    view.locate = (name, firstRow, rows) => {
+      const e = entry(name);
+      return e.widened || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
+    };
+  }
   if (readRows) {
     view.readRows = async (name, firstRow, rows) => {
       const e = entry(name);

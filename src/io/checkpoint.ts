@@ -45,6 +45,20 @@ export interface Checkpoint {
    * them, reading only those bytes (a row is the last dimension). Optional for other implementations.
    */
   readRows?(name: string, firstRow: number, rows: number): Promise<TensorValues>;
+  /**
+   * Where the bytes readRows would return for these rows are stored, untouched, so that another
+   * thread can read them itself (see ByteSource.ref); undefined when they are not stored that way
+   * (a converted or permuted tensor, a dtype other than F32 / F16 / BF16). Optional.
+   */
+  locate?(name: string, firstRow: number, rows: number): StoredRows | undefined;
+}
+
+/** A range of stored F32 / F16 / BF16 rows. */
+export interface StoredRows {
+  source: ByteSource;
+  offset: number;
+  length: number;
+  dtype: TensorValues['dtype'];
 }
 
 /** Where a tensor's bytes live: sharded checkpoints read each tensor from its own file. */
@@ -93,6 +107,13 @@ export abstract class BaseCheckpoint implements Checkpoint {
 
   async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
     const { info, src } = this.entry(name);
+    const at = this.locate(name, firstRow, rows);
+    if (!at) return storedValues(info, new Uint8Array(0), this.format, this.source);
+    return storedValues(info, await src.read(at.offset, at.length), this.format, this.source, src.freshReads);
+  }
+
+  locate(name: string, firstRow: number, rows: number): StoredRows | undefined {
+    const { info, src } = this.entry(name);
     const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
     const nrows = rowLen === 0 ? 0 : numel(info.shape) / rowLen;
     if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
@@ -100,12 +121,14 @@ export abstract class BaseCheckpoint implements Checkpoint {
         file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
       });
     }
-    if (info.dtype !== 'F32' && info.dtype !== 'F16' && info.dtype !== 'BF16') return storedValues(info, new Uint8Array(0), this.format, this.source);
-    const es = info.dtype === 'F32' ? 4 : 2;
-    const raw = await src.read(info.offset + firstRow * rowLen * es, rows * rowLen * es);
-    return storedValues(info, raw, this.format, this.source, src.freshReads);
+    const dtype = STORED[info.dtype];
+    if (!dtype) return undefined;
+    const es = dtype === 'f32' ? 4 : 2;
+    return { source: src, offset: info.offset + firstRow * rowLen * es, length: rows * rowLen * es, dtype };
   }
 }
+
+const STORED: Record<string, TensorValues['dtype'] | undefined> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
 
 /**
  * Stored F32 / F16 / BF16 bytes as a typed array the caller owns (copied unless the source's reads

@@ -21,6 +21,40 @@ export interface ByteSource {
    * (src/serve/persist.ts) key on it and store nothing for a source without one.
    */
   identity?(): Promise<string | undefined>;
+  /** Optional: read() into the caller's buffer (`dst.byteLength` bytes at `offset`), sparing an allocation. */
+  readInto?(dst: Uint8Array, offset: number): Promise<void>;
+  /**
+   * A structured-cloneable description from which another thread (a pool worker) can open the
+   * same bytes itself (see openRef); absent where that is impossible (an in-memory buffer, a URL
+   * read through a custom fetch function).
+   */
+  ref?(): Promise<SourceRef>;
+}
+
+/**
+ * Where a source's bytes are, in a form that survives postMessage: a Blob or File (cloned by
+ * reference, not copied), a URL read with Range requests (its size already known, so the other
+ * side sends no probe), or a local file path (Node; opened with src/io/node.ts).
+ */
+export type SourceRef =
+  | { kind: 'blob'; name: string; blob: Blob }
+  | { kind: 'url'; name: string; url: string; headers?: Record<string, string>; size: number }
+  | { kind: 'file'; name: string; path: string; size: number };
+
+/** A relative URL resolved against the page: a worker would resolve it against its own script. */
+function absoluteUrl(url: string): string {
+  const base = (globalThis as { location?: { href: string } }).location?.href;
+  return base ? new URL(url, base).href : url;
+}
+
+/** A source for a blob or URL reference (a file path is read with src/io/node.ts's openFileSync). */
+export function openRef(ref: SourceRef): ByteSource {
+  switch (ref.kind) {
+    case 'blob': return fromBlob(ref.blob, ref.name);
+    case 'url': return fromUrl(ref.url, { headers: ref.headers, size: ref.size });
+    default:
+      return fail(ErrorCodes.BAD_OPTION, `[io] a ${ref.kind} reference can only be opened where node:fs is available`, { file: ref.name, value: ref.kind, expected: ['blob', 'url'] });
+  }
 }
 
 /** Throws E_IO unless [offset, offset + length) is a valid range of a source of `size` bytes. */
@@ -54,6 +88,7 @@ export function fromBlob(blob: Blob, name?: string): ByteSource {
     // A File names itself; a bare Blob (made in memory) has nothing that outlives it.
     identity: async () => (typeof file.name === 'string' && typeof file.lastModified === 'number'
       ? `file ${file.name} size ${blob.size} modified ${file.lastModified}` : undefined),
+    ref: async () => ({ kind: 'blob', name: n, blob }),
     async read(offset, length) {
       checkRange(n, offset, length, blob.size);
       if (length === 0) return new Uint8Array(0);
@@ -81,6 +116,8 @@ export interface UrlSourceOptions {
    * Default 64 KiB; 0 fetches a single byte.
    */
   prefetch?: number;
+  /** The file size when already known (a reference opened in a worker): no probe request is sent. */
+  size?: number;
 }
 
 const CONTENT_RANGE = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i;
@@ -181,6 +218,15 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
     }
   }
 
+  if (opts.size !== undefined) {
+    if (!Number.isSafeInteger(opts.size) || opts.size < 0) {
+      fail(ErrorCodes.BAD_OPTION, `[io] ${name}: size must be a non-negative integer but got ${opts.size}`, { file: name, option: 'size', value: opts.size, expected: '>= 0' });
+    }
+    known = opts.size;
+    // No response seen yet: no validators (no identity, no change check) for such a source.
+    probe = Promise.resolve({ total: opts.size, prefix: new Uint8Array(0), validators: { etag: null, modified: null } });
+  }
+
   const first = () => {
     if (!probe) {
       probe = rangeRequest(0, prefetch - 1).then(async (r) => {
@@ -208,6 +254,8 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
       const v = validatorText(validators);
       return v ? `url ${name} size ${total} ${v}` : undefined;
     },
+    // A custom fetch (a function) cannot cross to a worker: then there is no reference.
+    ref: opts.fetch ? undefined : async () => ({ kind: 'url', name, url: absoluteUrl(name), headers: opts.headers && { ...opts.headers }, size: (await first()).total }),
     async read(offset, length) {
       const { total, prefix } = await first();
       checkRange(name, offset, length, total);

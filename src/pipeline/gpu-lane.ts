@@ -68,6 +68,9 @@ class GpuLane implements Lanes {
   }
 
   private runsOnGpu(task: PoolTask, opts: QuantizeOptions): boolean {
+    // A unit the workers read or write themselves never comes here (pipeline.ts keeps I/O on this
+    // thread while a lane runs); should one come, the workers take it.
+    if (!task.values || task.range || task.out) return false;
     try {
       const p = planTensor(task.values, opts);
       const f = GPU_FORMATS[p.spec.name];
@@ -111,7 +114,8 @@ class GpuLane implements Lanes {
     this.gpuBusy = true;
     const name = p.opts.name ?? 'tensor';
     try {
-      const qt = await gpuQuantize(this.gpu, p.task.values, p.opts, planTensor(p.task.values, p.opts), 'throw');
+      const values = p.task.values!;
+      const qt = await gpuQuantize(this.gpu, values, p.opts, planTensor(values, p.opts), 'throw');
       if (p.task.signal?.aborted) p.reject(abortedError(`quantizing ${name}`, p.task.signal.reason));
       else p.resolve(qt);
     } catch (e) {

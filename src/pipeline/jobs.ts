@@ -55,9 +55,11 @@ export interface Unit {
 }
 
 export interface UnitResult {
+  /** Empty when the worker wrote the output into the file itself (`written`). */
   data: Uint8Array;
   metrics?: ErrorMetrics;
   cached: boolean;
+  written?: boolean;
 }
 
 const GROUP_FIRST = -1;

@@ -1,9 +1,10 @@
 // The streaming pipeline: reads a checkpoint tensor by tensor in layer order, quantizes on a pool
 // of workers and writes the output container in order as results arrive.
 //
-// Memory: every unit of work reserves its input plus output bytes before it is read and releases
-// them once written; reading waits while the reservation would exceed maxInFlightBytes (a unit
-// larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
+// Memory: every unit of work reserves the bytes it holds on its way, its input plus its output
+// (less what a worker reads from a file into wasm memory or writes itself, see worker-io.ts),
+// before it is read and releases them once written; reading waits while the reservation would
+// exceed maxInFlightBytes (a unit larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
 // rows, each quantized by its own call: row sections are rows back to back, so the chunks' parts
 // concatenated per section give the bytes of one call over the whole tensor. Formats with
 // tensor-level sections, a `prepare` or a `finish` hook need the whole tensor at once, so their
@@ -12,12 +13,18 @@
 // last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
 // and only the quantization is chunked.
 //
+// Worker I/O (worker-io.ts): where the input allows, workers read their units' values themselves;
+// otherwise this thread reads them (one read after another) and transfers them. Where the sink is
+// a file that workers can write, they also write their results at their offsets, and this thread
+// writes the rest (header, kept tensors, padding) at theirs instead of appending.
+//
 // Metrics of a chunked tensor are combined from its chunks: rmse, maxAbsError, count and sqnrDb
 // exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor, TensorBackend } from '../quantize.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
+import { workerIo, type Route } from './worker-io.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -65,6 +72,12 @@ export interface QuantizeCheckpointOptions {
   backend?: TensorBackend;
   /** Let 'auto' use a real (not CPU-emulated) GPU (as quantize()'s preferGpu). */
   preferGpu?: boolean;
+  /**
+   * Let workers read their input and write their output themselves where the input and the sink
+   * allow (default true; see the top of pipeline.ts). An explicit `readRows` or a GPU lane (which
+   * quantizes on this thread) keeps reads and writes here.
+   */
+  workerIo?: boolean;
 }
 
 export interface TensorReport {
@@ -210,13 +223,25 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return { values: v.subarray(u.r0 * job.rowLen, (u.r0 + u.rows) * job.rowLen) as typeof v, dtype: all.dtype };
     };
 
+    const layoutPlan = container.plan(outputs, input);
+    // The GPU lane quantizes on this thread: it needs the values here and gives its bytes here.
+    const ownIo = (opts.workerIo ?? true) && lanes === pool;
+    const io = workerIo({
+      input, layoutPlan, signal: ctl.signal,
+      reads: ownIo && !opts.readRows,
+      // The resume store needs the results' bytes: then they come back here.
+      target: ownIo && !key ? sink.positional : undefined,
+    });
+    const target = io.target;
+
     // Reads a unit (or takes it from the resume cache) and hands it to the pool; the returned
     // result is delivered by the pool later.
-    const start = async (u: Unit): Promise<{ result: Promise<UnitResult> }> => {
+    const start = async (u: Unit, route: Route): Promise<{ result: Promise<UnitResult> }> => {
       const { job } = u;
       if (job.out.kind === 'keep') {
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
+        if (route.copy) return { result: io.copyKept(u) };
         if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
         return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
@@ -226,30 +251,36 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         resumedUnits++;
         return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
       }
-      const first = await read(u);
+      const { range, out } = route;
+      const first = range ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
+      const task = range
+        ? { range, out, signal: ctl.signal }
+        : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
       // Wrapped: an async function returning a promise would wait for it.
-      const result = lanes.quantize(
-        { values: first.values, reload: async () => (await read(u)).values, signal: ctl.signal },
-        {
-          format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
-          rowLength: job.rowLen, dtype: first.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
-        },
-      ).then(async (q: QuantizedTensor) => {
+      const result = lanes.quantize(task, {
+        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
+        rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
+      }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
-        return { data: q.data, metrics: q.metrics, cached: false };
+        return { data: q.data, metrics: q.metrics, cached: false, written: !!out };
       });
       return { result };
     };
 
-    // One read after another (HTTP range reads and disks prefer that), quantization in parallel.
+    // One read after another on this thread (HTTP range reads and disks prefer that), quantization
+    // in parallel; units the workers read themselves are only scheduled here.
+    // The budget counts what each unit holds in memory on its way (see worker-io.ts).
+    const heldBytes: number[] = [];
     const produce = async () => {
       for (let i = 0; i < units.length; i++) {
-        await budget.acquire(units[i].cost, ctl.signal);
+        const route = await io.route(units[i]);
+        heldBytes[i] = route.held;
+        await budget.acquire(route.held, ctl.signal);
         const d = results[i]!;
         try {
-          (await start(units[i])).result.then(d.resolve, d.reject);
+          (await start(units[i], route)).result.then(d.resolve, d.reject);
         } catch (e) {
           d.reject(e);
           throw e;
@@ -257,11 +288,17 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       }
     };
 
+    // The output in order: `written` is also the file offset of the next byte.
     let written = 0;
     const put = async (bytes: Uint8Array) => {
       if (ctl.signal.aborted) throw ctl.signal.reason;
-      if (bytes.byteLength) await sink.write(bytes);
+      if (bytes.byteLength) await (target ? target.writeAt(bytes, written) : sink.write(bytes));
       written += bytes.byteLength;
+    };
+    // Bytes already written at this place: by a worker (counted for the sink's flushing) or here.
+    const skip = (n: number, byWorker: boolean) => {
+      if (byWorker) target!.wrote(n);
+      written += n;
     };
     const reports: TensorReport[] = [];
     const bytesTotal = jobs.reduce((a, j) => a + j.info.byteLength, 0);
@@ -273,7 +310,6 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return { elapsedMs, throughput, etaMs };
     };
 
-    const layoutPlan = container.plan(outputs, input);
     const zeros = (n: number) => (n > 0 ? put(new Uint8Array(n)) : Promise.resolve());
 
     const consume = async () => {
@@ -284,7 +320,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         const entries = layoutPlan.entries[job.index];
         // What the container calls entries are the layout's sections (one for a kept tensor).
         const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: job.rowLen * job.elemBytes }];
-        const held: Uint8Array[][] = secs.map(() => []);
+        const held: (Uint8Array | number)[][] = secs.map(() => []);
         const parts: (ErrorMetrics | undefined)[] = [];
         let cachedAll = true;
         for (const unit of job.units) {
@@ -292,25 +328,27 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
             const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
-            const part = r.data.subarray(at, at + len);
-            at += len;
+            // A part the worker wrote itself is only skipped over (a number in `held`).
+            const part = r.written ? len : r.data.subarray(at, at + len);
+            if (!r.written) at += len;
             // The first section streams out as chunks arrive; later ones wait for the last chunk.
-            if (s === 0) await put(part);
-            else held[s].push(part);
+            if (s > 0) held[s].push(part);
+            else if (typeof part === 'number') skip(part, job.out.kind === 'quantized');
+            else await put(part);
           }
           if (at !== r.data.byteLength) {
             throw new WebquantError(ErrorCodes.BAD_INPUT, `[pipeline] tensor "${job.info.name}": got ${r.data.byteLength} bytes for rows ${unit.r0}..${unit.r0 + unit.rows} but the layout needs ${at}`, { tensor: job.info.name, value: r.data.byteLength, expected: at });
           }
           parts.push(r.metrics);
           cachedAll &&= r.cached;
-          budget.release(unit.cost);
+          budget.release(heldBytes[u]);
           // Written: drop the result, or every output of the run would stay reachable to the end.
           results[u] = undefined;
           u++;
         }
         await zeros(entries[0].padAfter);
         for (let s = 1; s < secs.length; s++) {
-          for (const p of held[s]) await put(p);
+          for (const p of held[s]) if (typeof p === 'number') skip(p, true); else await put(p);
           await zeros(entries[s].padAfter);
         }
         bytesDone += job.info.byteLength;

@@ -4,15 +4,16 @@
 // Buffers: a tensor's values are transferred to the worker (the caller's view is detached
 // afterwards) unless the view covers only part of its buffer, in which case only that span is
 // copied out, since transferring would detach memory the caller still uses (e.g. a whole file).
+// A task given as a `range` of a source instead of values is read by the worker itself.
 // Crashes: a worker that dies mid-task is replaced and the task retried once, with values from
-// `reload` (a transferred buffer is gone with the worker); a second death rejects with
-// E_WORKER_CRASHED naming the tensor.
+// `reload` (a transferred buffer is gone with the worker; a range is simply read again); a second
+// death rejects with E_WORKER_CRASHED naming the tensor.
 import { Comlink } from './transfer.js';
 import type { Endpoint } from 'comlink';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { QuantizedTensor, QuantizeOptions, Backend, TensorValues } from '../quantize.js';
 import type { WasmBuild, WasmSource } from '../kernels/loader.js';
-import type { WorkerApi, WorkerDType, WorkerResult } from './worker.js';
+import type { WorkerApi, WorkerDType, WorkerOutput, WorkerRange, WorkerResult } from './worker.js';
 
 export interface WorkerHandle {
   endpoint: Endpoint;
@@ -40,7 +41,12 @@ export interface PoolOptions {
 }
 
 export interface PoolTask {
-  values: TensorValues;
+  /** The values, or (instead) a `range` of stored values the worker reads itself. */
+  values?: TensorValues;
+  /** Stored values of dtype `opts.dtype` ('f32', 'f16' or 'bf16'). */
+  range?: WorkerRange;
+  /** The worker writes the output into this file itself; the result's data is then empty. */
+  out?: WorkerOutput;
   /** Reads the values again for the retry after a crash; without it a crash is final. */
   reload?: () => Promise<TensorValues> | TensorValues;
   signal?: AbortSignal;
@@ -228,10 +234,17 @@ export class WorkerPool {
     const name = job.opts.name ?? 'tensor';
     let outcome: { ok: WorkerResult } | { err: unknown } | { died: Error };
     try {
-      const values = job.attempt === 1 ? job.task.values : await job.task.reload!();
-      const { buffer, dtype } = movable(values, job.opts.dtype);
       const { backend: _b, dtype: _d, ...rest } = job.opts;
-      const call = slot.ready.then(() => slot.api.quantizeTensor(Comlink.transfer(buffer, [buffer]), { ...rest, dtype }));
+      let call: Promise<WorkerResult>;
+      const range = job.task.range;
+      if (range) {
+        const dtype = rangeDtype(job.opts);
+        call = slot.ready.then(() => slot.api.quantizeRange(range, { ...rest, dtype }, job.task.out));
+      } else {
+        const values = job.attempt === 1 ? job.task.values : await job.task.reload!();
+        const { buffer, dtype } = movable(values, job.opts.dtype);
+        call = slot.ready.then(() => slot.api.quantizeTensor(Comlink.transfer(buffer, [buffer]), { ...rest, dtype }, job.task.out));
+      }
       // Not Promise.race with slot.died: every race would leave a reaction on that promise, which
       // stays pending for the worker's life and would keep every result reachable through it.
       outcome = await new Promise<typeof outcome>((resolve) => {
@@ -249,7 +262,7 @@ export class WorkerPool {
     slot.handle.setBusy?.(false);
     if ('died' in outcome) {
       this.slots.delete(slot);
-      if (job.attempt === 1 && job.task.reload) {
+      if (job.attempt === 1 && (job.task.reload || job.task.range)) {
         job.attempt = 2;
         job.slot = undefined;
         this.queue.unshift(job);
@@ -271,11 +284,19 @@ export class WorkerPool {
   }
 }
 
-function movable(values: TensorValues, dtype: QuantizeOptions['dtype']): { buffer: ArrayBuffer; dtype: WorkerDType } {
-  const d: WorkerDType = values instanceof Float32Array ? 'f32' : (dtype === 'f16' || dtype === 'bf16' ? dtype : (dtype as WorkerDType));
-  if (!(values instanceof Float32Array) && !(values instanceof Uint16Array)) {
-    throw new WebquantError(ErrorCodes.BAD_INPUT, '[pipeline] values must be a Float32Array or a Uint16Array', { option: 'values', expected: ['Float32Array', 'Uint16Array'] });
+function rangeDtype(opts: QuantizeOptions): WorkerDType {
+  const d = opts.dtype;
+  if (d !== 'f32' && d !== 'f16' && d !== 'bf16') {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] a range task needs dtype "f32", "f16" or "bf16" but got "${String(d)}"`, { tensor: opts.name, option: 'dtype', value: d, expected: ['f32', 'f16', 'bf16'] });
   }
+  return d;
+}
+
+function movable(values: TensorValues | undefined, dtype: QuantizeOptions['dtype']): { buffer: ArrayBuffer; dtype: WorkerDType } {
+  if (!(values instanceof Float32Array) && !(values instanceof Uint16Array)) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, '[pipeline] values must be a Float32Array or a Uint16Array (or the task a range)', { option: 'values', expected: ['Float32Array', 'Uint16Array'] });
+  }
+  const d: WorkerDType = values instanceof Float32Array ? 'f32' : (dtype === 'f16' || dtype === 'bf16' ? dtype : (dtype as WorkerDType));
   const whole = values.byteOffset === 0 && values.byteLength === values.buffer.byteLength && values.buffer instanceof ArrayBuffer;
   const buffer = whole ? (values.buffer as ArrayBuffer) : (values.slice().buffer as ArrayBuffer);
   return { buffer, dtype: d };

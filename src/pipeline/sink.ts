@@ -7,6 +7,20 @@ export interface Sink {
   write(chunk: Uint8Array): Promise<void>;
   close(): Promise<void>;
   abort(reason?: unknown): Promise<void>;
+  /**
+   * Optional: the output is a file that workers may write their results into themselves, at
+   * offsets known in advance (Node's fileSink). A pipeline that uses it writes everything through
+   * writeAt and the workers, never through write().
+   */
+  readonly positional?: PositionalTarget;
+}
+
+export interface PositionalTarget {
+  /** The file a worker opens for its positional writes (cloneable). */
+  readonly path: string;
+  writeAt(bytes: Uint8Array, offset: number): Promise<void>;
+  /** Bytes the workers wrote (the sink flushes to disk as they accumulate). */
+  wrote(n: number): void;
 }
 
 /**

@@ -1,10 +1,13 @@
 // What every pool worker runs, whatever the runtime: the kernels are loaded once per worker, then
 // each call quantizes one tensor (or one chunk of rows) whose values arrive as a transferred
-// ArrayBuffer and whose output leaves the same way. The runtime entry points (worker-node.ts,
-// worker-browser.ts) only connect this object to their message port.
+// ArrayBuffer, or are read by the worker itself from a range of a source it is told about
+// (quantizeRange), and whose output leaves as a transferred ArrayBuffer, or is written by the
+// worker itself into the output file at offsets it is told (`out`, Node). The runtime entry points
+// (worker-node.ts, worker-browser.ts) only connect this object to their message port.
 import { Comlink } from './transfer.js';
 import { configureWasm, loadKernels, type Kernels, type WasmBuild, type WasmSource } from '../kernels/loader.js';
-import { quantizeWith, type Backend, type QuantizeOptions } from '../quantize.js';
+import { quantizeFrom, type Backend, type ChunkSource, type QuantizeOptions, type QuantizedTensor } from '../quantize.js';
+import { openRef, type SourceRef } from '../io/source.js';
 import type { Layout, ResolvedOptions } from '../formats/types.js';
 import type { ErrorMetrics } from '../metrics.js';
 
@@ -30,9 +33,57 @@ export interface WorkerResult {
   backend: WasmBuild;
 }
 
+/** Stored values the worker reads itself: `length` bytes at `offset` of `source`. */
+export interface WorkerRange {
+  source: SourceRef;
+  offset: number;
+  length: number;
+}
+
+/**
+ * The output written by the worker into a file (Node): `at[s]` is the file offset of this call's
+ * first byte of row section s. The result's `data` is then empty.
+ */
+export interface WorkerOutput {
+  path: string;
+  at: number[];
+}
+
 export interface WorkerApi {
   init(init: WorkerInit): Promise<WasmBuild>;
-  quantizeTensor(values: ArrayBuffer, options: WorkerQuantizeOptions): Promise<WorkerResult>;
+  quantizeTensor(values: ArrayBuffer, options: WorkerQuantizeOptions, out?: WorkerOutput): Promise<WorkerResult>;
+  quantizeRange(range: WorkerRange, options: WorkerQuantizeOptions, out?: WorkerOutput): Promise<WorkerResult>;
+}
+
+type NodeIo = typeof import('../io/node.js');
+let nodeIo: Promise<NodeIo> | undefined;
+/** src/io/node.js, loaded on the first file range (a computed specifier keeps bundlers out). */
+function loadNodeIo(): Promise<NodeIo> {
+  const m = '../io/node.js';
+  return (nodeIo ??= import(/* @vite-ignore */ m) as Promise<NodeIo>);
+}
+
+function result(qt: QuantizedTensor & { backend: WasmBuild }): WorkerResult {
+  // quantizeFrom allocates `data` on its own, so its buffer is exactly the output and can move.
+  const data = qt.data.byteOffset === 0 && qt.data.byteLength === qt.data.buffer.byteLength ? qt.data.buffer as ArrayBuffer : qt.data.slice().buffer;
+  const out: WorkerResult = { format: qt.format, shape: qt.shape, data, layout: qt.layout, options: qt.options, metrics: qt.metrics, backend: qt.backend };
+  return Comlink.transfer(out, [data]);
+}
+
+/** Quantizes `input`, handing the output to `out`'s file when given. */
+async function quantizeTo(k: Kernels, input: ChunkSource, options: WorkerQuantizeOptions, out: WorkerOutput | undefined): Promise<WorkerResult> {
+  if (!out) return result(await quantizeFrom(k, input, options));
+  const file = (await loadNodeIo()).openFileWriteSync(out.path);
+  try {
+    return result(await quantizeFrom(k, input, options, undefined, (s, at, bytes) => file.writeAt(bytes, out.at[s] + at)));
+  } finally {
+    file.close();
+  }
+}
+
+function arrayInput(values: ArrayBuffer, dtype: WorkerDType): ChunkSource {
+  const src = new Uint8Array(values);
+  return { length: values.byteLength / (dtype === 'f32' ? 4 : 2), dtype, copy: (dst, at) => dst.set(src.subarray(at, at + dst.byteLength)) };
 }
 
 export function createWorkerApi(): WorkerApi {
@@ -43,14 +94,26 @@ export function createWorkerApi(): WorkerApi {
       kernels = loadKernels(init.backend ?? 'auto');
       return (await kernels).build;
     },
-    async quantizeTensor(values, options) {
+    async quantizeTensor(values, options, out) {
       const k = await (kernels ??= loadKernels('auto'));
-      const view = options.dtype === 'f32' ? new Float32Array(values) : new Uint16Array(values);
-      const qt = await quantizeWith(k, view, options);
-      // quantizeWith allocates `data` on its own, so its buffer is exactly the output and can move.
-      const data = qt.data.byteOffset === 0 && qt.data.byteLength === qt.data.buffer.byteLength ? qt.data.buffer as ArrayBuffer : qt.data.slice().buffer;
-      const out: WorkerResult = { format: qt.format, shape: qt.shape, data, layout: qt.layout, options: qt.options, metrics: qt.metrics, backend: qt.backend };
-      return Comlink.transfer(out, [data]);
+      return quantizeTo(k, arrayInput(values, options.dtype), options, out);
+    },
+    async quantizeRange(range, options, out) {
+      const k = await (kernels ??= loadKernels('auto'));
+      if (range.source.kind === 'file') {
+        // Read chunk by chunk straight into wasm memory: no buffer of the whole range, and the
+        // read's copy replaces the copy from a buffer into wasm memory.
+        const file = (await loadNodeIo()).openFileSync(range.source);
+        try {
+          const input: ChunkSource = { length: range.length / (options.dtype === 'f32' ? 4 : 2), dtype: options.dtype, copy: (dst, at) => file.readInto(dst, range.offset + at) };
+          return await quantizeTo(k, input, options, out);
+        } finally {
+          file.close();
+        }
+      }
+      const bytes = await openRef(range.source).read(range.offset, range.length);
+      const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer as ArrayBuffer : bytes.slice().buffer;
+      return quantizeTo(k, arrayInput(own, options.dtype), options, out);
     },
   };
   return api;

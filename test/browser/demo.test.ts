@@ -11,7 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { SHARED } from '../helpers/shared.js';
 import { buildSafetensors, f32Bytes, randomValues } from '../pipeline/helpers.js';
 import { cliReference, firstDifference, STORIES_BF16 as MODEL, STORIES_CONFIG } from '../helpers/quantize-ref.js';
-import { bytesRoute, dirRoute, startDemoServer, type DemoServer } from './server.js';
+import { bytesRoute, dirRoute, startDemoServer, type DemoServer, type RequestRecord } from './server.js';
 import type { DemoState } from '../../web/src/main.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -91,11 +91,12 @@ describe.each([
   let page: Page;
   let origin = '';
   const pageErrors: string[] = [];
+  const requests: RequestRecord[] = [];
 
   beforeAll(async () => {
     if (!browser) throw new Error(MISSING);
     server = await startDemoServer(mode, [
-      dirRoute('/models/', join(SHARED, 'models')),
+      dirRoute('/models/', join(SHARED, 'models'), 0, requests),
       dirRoute('/slow/', join(SHARED, 'models'), 150),
       dirRoute('/lag/', join(SHARED, 'models'), 40),
       bytesRoute('/bad/truncated.safetensors', () => readFileSync(MODEL).subarray(0, 4096)),
@@ -120,7 +121,12 @@ describe.each([
     ['nf4', 'safetensors'],
   ] as const)('preset %s: Web Workers write the same %s bytes as the Node pipeline', async (preset, ext) => {
     const ref = reference(preset, ext);
+    requests.length = 0;
     const state = await runInPage(page, `${origin}/models/stories260K/model.bf16.safetensors`, `preset:${preset}`);
+    // The Web Workers fetched tensors themselves (their requests name the worker script as the
+    // referrer); tensors the GGUF view permutes are fetched by the page.
+    const model = requests.filter((r) => r.url.endsWith('model.bf16.safetensors') && r.range);
+    expect(model.filter((r) => /worker/.test(r.referer ?? '')).length, JSON.stringify(model.slice(0, 3))).toBeGreaterThan(0);
     expect(state.error).toBeUndefined();
     expect(state.state).toBe('done');
     expect(state.build).toBe('wasm-simd');

@@ -18,11 +18,18 @@ export function bytesRoute(path: string, body: () => Promise<Uint8Array> | Uint8
   };
 }
 
-/** Files under `dir` at `prefix` (no listing, no escaping the directory), each answer `delayMs` late. */
-export function dirRoute(prefix: string, dir: string, delayMs = 0): Route {
+/** A request as a route saw it; `referer` tells a Web Worker's fetch (the worker script) from the page's. */
+export interface RequestRecord { url: string; range?: string; referer?: string }
+
+/**
+ * Files under `dir` at `prefix` (no listing, no escaping the directory), each answer `delayMs`
+ * late; every request is appended to `log` when given.
+ */
+export function dirRoute(prefix: string, dir: string, delayMs = 0, log?: RequestRecord[]): Route {
   return async (req, res) => {
     const url = req.url?.split('?')[0] ?? '';
     if (!url.startsWith(prefix)) return false;
+    log?.push({ url, range: req.headers.range, referer: req.headers.referer });
     if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     const file = normalize(join(dir, decodeURIComponent(url.slice(prefix.length))));
     if (!file.startsWith(dir) || !(await stat(file).then((s) => s.isFile(), () => false))) {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { ErrorCodes } from '../../src/errors.js';
-import { fromBlob, fromBuffer, fromUrl } from '../../src/io/source.js';
+import { fromBlob, fromBuffer, fromUrl, openRef } from '../../src/io/source.js';
 import { fromPath, writeFileAtomic } from '../../src/io/node.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
 import { openGguf } from '../../src/io/gguf.js';
@@ -81,6 +81,33 @@ describe('fromUrl (HTTP Range requests against a local server)', () => {
     expect(Array.from(await src.read(256, 3))).toEqual([0, 1, 2]);
     expect(log.map((l) => l.range)).toEqual(['bytes=0-0', 'bytes=998-999', 'bytes=256-258']);
     await expectCode(src.read(999, 2), ErrorCodes.IO);
+  });
+  test('ref(): a URL reference opens with its size known (no probe) and the same headers; blob and file references too', async () => {
+    const src = fromUrl(`${base}/small.bin`, { headers: { 'X-Test': '1' } });
+    const ref = await src.ref!();
+    expect(ref).toEqual({ kind: 'url', name: `${base}/small.bin`, url: `${base}/small.bin`, headers: { 'X-Test': '1' }, size: 1000 });
+    log.length = 0;
+    const again = openRef(structuredClone(ref));
+    expect(await again.size()).toBe(1000);
+    expect(Array.from(await again.read(10, 3))).toEqual([10, 11, 12]);
+    expect(log.map((l) => l.range)).toEqual(['bytes=10-12']);
+    await expectCode(again.read(999, 2), ErrorCodes.IO);
+    expect(fromUrl(`${base}/small.bin`, { fetch: globalThis.fetch }).ref).toBeUndefined();
+    expect(() => fromUrl(`${base}/small.bin`, { size: -1 })).toThrow(expect.objectContaining({ code: ErrorCodes.BAD_OPTION }));
+
+    const blob = fromBlob(new Blob([files['/small.bin']]), 'b');
+    const fromClone = openRef(structuredClone(await blob.ref!()));
+    expect(Array.from(await fromClone.read(5, 2))).toEqual([5, 6]);
+    const tmp = mkdtempSync(join(tmpdir(), 'wq-ref-'));
+    writeFileSync(join(tmp, 'f.bin'), new Uint8Array(7));
+    const fsrc = fromPath(join(tmp, 'f.bin'));
+    const file = await fsrc.ref!();
+    await fsrc.close();
+    rmSync(tmp, { recursive: true });
+    expect(file).toEqual({ kind: 'file', name: join(tmp, 'f.bin'), path: join(tmp, 'f.bin'), size: 7 });
+    // Files are opened by src/io/node.ts in the worker, never by the runtime-neutral openRef.
+    expect(() => openRef(file)).toThrow(expect.objectContaining({ code: ErrorCodes.BAD_OPTION }));
+    expect(fromBuffer(new Uint8Array(4)).ref).toBeUndefined();
   });
   test('the first request prefetches a prefix that answers later reads (server shortens the range)', async () => {
     log.length = 0;
@@ -163,6 +190,16 @@ describe('Node files', () => {
     const r = await writeFileAtomic(p, (async function* () { yield new Uint8Array([1, 2]); yield new Uint8Array([3]); })());
     expect(r.bytes).toBe(3);
     expect(Array.from(readFileSync(p))).toEqual([1, 2, 3]);
+    expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
+  });
+  test('writeFileAtomic: flushing while writing (flushEvery) gives the same file', async () => {
+    const p = join(dir, 'flushed.bin');
+    const chunks = Array.from({ length: 20 }, (_, i) => new Uint8Array(1000).fill(i));
+    const r = await writeFileAtomic(p, chunks, { flushEvery: 1500 });
+    expect(r.bytes).toBe(20_000);
+    const got = readFileSync(p);
+    expect(got.byteLength).toBe(20_000);
+    for (let i = 0; i < 20; i++) expect(got[i * 1000 + 999]).toBe(i);
     expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
   });
   test('writeFileAtomic: an error mid-stream removes the partial and keeps the old file', async () => {

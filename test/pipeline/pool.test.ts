@@ -116,10 +116,11 @@ describe('worker pool', () => {
   it('aborts a running task through its signal and terminates everything', async () => {
     const p = await pool(2);
     const ac = new AbortController();
-    const big = randomValues(2048 * 1024, 13);
+    // Slow enough (Q4_K, ~0.2 s) that the abort lands mid-task even on a loaded machine.
+    const big = randomValues(4096 * 1024, 13);
     await p.quantize({ values: randomValues(64, 2) }, { format: 'q8_0', rowLength: 32 });
     expect(liveWorkerThreads()).toBe(1); // the counter sees this pool's threads
-    const run = p.quantize({ values: big, signal: ac.signal }, { format: 'q4_0', rowLength: 1024, metrics: true, name: 'big' });
+    const run = p.quantize({ values: big, signal: ac.signal }, { format: 'q4_k', rowLength: 1024, metrics: true, name: 'big' });
     setTimeout(() => ac.abort(), 5);
     const err = await run.catch((e) => e);
     expect(err).toBeInstanceOf(WebquantError);

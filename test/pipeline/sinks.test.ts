@@ -63,6 +63,31 @@ describe('sinks', () => {
     expect(readdirSync(dir)).toEqual(['o.bin']);
     rmSync(dir, { recursive: true });
   });
+
+  it('fileSink: positional writes here and through the partial file (as workers do) make the file on close', async () => {
+    const { openFileWriteSync } = await import('../../src/io/node.js');
+    const dir = mkdtempSync(join(tmpdir(), 'wq-sink-pos-'));
+    const path = join(dir, 'o.bin');
+    const s = await fileSink(path);
+    // Out of order: the tail first, then a part written by "another thread", then the head.
+    await s.positional.writeAt(new Uint8Array([7, 8, 9]), 6);
+    const w = openFileWriteSync(s.positional.path);
+    w.writeAt(new Uint8Array([4, 5, 6]), 3);
+    w.close();
+    s.positional.wrote(3);
+    await s.positional.writeAt(new Uint8Array([1, 2, 3]), 0);
+    expect(existsSync(path)).toBe(false);
+    await s.close();
+    expect(Array.from(readFileSync(path))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(readdirSync(dir)).toEqual(['o.bin']);
+    await expect(s.positional.writeAt(new Uint8Array(1), 0)).rejects.toMatchObject({ code: 'E_IO' });
+    const t = await fileSink(path);
+    await t.positional.writeAt(new Uint8Array(5), 0);
+    await t.abort();
+    expect(readdirSync(dir)).toEqual(['o.bin']);
+    expect(() => openFileWriteSync(t.positional.path)).toThrow(expect.objectContaining({ code: 'E_IO' }));
+    rmSync(dir, { recursive: true });
+  });
 });
 
 describe('resume store (directory)', () => {

@@ -1,0 +1,128 @@
+// Worker I/O: which units the pool's workers read and write themselves, so that tensor bytes need
+// not pass through the thread that runs the pipeline (on a small machine that thread's copies,
+// fresh buffers and page faults cost as much as a fast kernel).
+//
+// Reading: where the checkpoint can say where a unit's stored values are (Checkpoint.locate) and
+// its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
+// the worker is sent that range instead of the values.
+// Writing: where the sink is a file that workers can write (Sink.positional, Node's fileSink) and
+// the format's output is rows only (no tensor-level section, no finishing pass), the worker is sent
+// the file offset of its part of each section: every offset follows from the container plan. Kept
+// tensors are then copied here through one small reused buffer, at their offsets too.
+// Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
+// it from a file chunk by chunk into wasm memory, and its output until it is written unless the
+// worker writes it; `held` is what remains, what the pipeline's budget counts.
+import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
+import type { ByteSource, SourceRef } from '../io/source.js';
+import type { ContainerPlan } from './container.js';
+import type { Unit, UnitResult } from './jobs.js';
+import type { PositionalTarget } from './sink.js';
+import type { WorkerOutput, WorkerRange } from './worker.js';
+
+/** Buffer of the raw copies of kept tensors into a positional sink. */
+const COPY_CHUNK = 4 << 20;
+
+export interface WorkerIoOptions {
+  input: Checkpoint;
+  layoutPlan: ContainerPlan;
+  /** Let workers read where the input allows. */
+  reads: boolean;
+  /** The sink's positional side, when the workers may write into it. */
+  target?: PositionalTarget;
+  signal: AbortSignal;
+}
+
+/** How one unit is read and written. */
+export interface Route {
+  /** Stored values a worker reads itself, of this dtype. */
+  range?: WorkerRange;
+  dtype?: TensorValues['dtype'];
+  /** Where a worker writes the output itself. */
+  out?: WorkerOutput;
+  /** A kept unit that copyKept() copies into the target. */
+  copy: boolean;
+  /** Bytes of input and output held in memory between reading and writing. */
+  held: number;
+}
+
+export interface WorkerIo {
+  target?: PositionalTarget;
+  route(u: Unit): Promise<Route>;
+  /** Copies a kept unit whose route says `copy` into the target (result `written`). */
+  copyKept(u: Unit): Promise<UnitResult>;
+}
+
+export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoOptions): WorkerIo {
+  const refs = new Map<ByteSource, Promise<SourceRef | undefined>>();
+  const locate = input.locate?.bind(input);
+  const refOf = (src: ByteSource) => {
+    let ref = refs.get(src);
+    if (!ref) refs.set(src, (ref = src.ref ? src.ref() : Promise.resolve(undefined)));
+    return ref;
+  };
+
+  // File offset of every container entry: the header, then each entry's bytes and padding.
+  const entryAt: number[][] = [];
+  for (let i = 0, pos = layoutPlan.header.byteLength; i < layoutPlan.entries.length; i++) {
+    entryAt.push(layoutPlan.entries[i].map((e) => { const at = pos; pos += e.byteLength + e.padAfter; return at; }));
+  }
+
+  let copyBuffer: Uint8Array | undefined;
+  // One copy after another, like this thread's reads.
+  let copying: Promise<unknown> = Promise.resolve();
+
+  const rangeOf = async (u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
+    if (!reads || !locate || u.job.readAs !== 'values') return undefined;
+    const at = locate(u.job.info.name, u.r0, u.rows);
+    const source = at && (await refOf(at.source));
+    return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
+  };
+
+  const outputOf = ({ job, r0 }: Unit): WorkerOutput | undefined => {
+    const secs = job.out.layout?.sections;
+    if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
+    return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
+  };
+
+  /** The stored range of a kept unit, when it can be copied into the target here. */
+  const keptRange = (u: Unit) => {
+    const { job } = u;
+    const whole = job.units.length === 1;
+    const at = target && locate?.(job.info.name, u.r0, whole ? job.nrows : u.rows);
+    return at?.source.readInto && at.length === (whole ? job.info.byteLength : u.cost) ? at : undefined;
+  };
+
+  return {
+    target,
+
+    async route(u) {
+      if (u.job.out.kind === 'keep') {
+        const copy = !!keptRange(u);
+        return { copy, held: copy ? 0 : u.cost };
+      }
+      const r = await rangeOf(u);
+      const out = outputOf(u);
+      const input = u.rows * u.job.rowLen * u.job.elemBytes;
+      const held = (r?.range.source.kind === 'file' ? 0 : input) + (out ? 0 : u.cost - input);
+      return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
+    },
+
+    copyKept(u) {
+      const at = keptRange(u)!;
+      const src = at.source;
+      const dst = entryAt[u.job.index][0] + u.r0 * u.job.rowLen * u.job.elemBytes;
+      const copy = copying.then(async (): Promise<UnitResult> => {
+        copyBuffer ??= new Uint8Array(COPY_CHUNK);
+        for (let done = 0; done < at.length; done += COPY_CHUNK) {
+          if (signal.aborted) throw signal.reason;
+          const part = copyBuffer.subarray(0, Math.min(COPY_CHUNK, at.length - done));
+          await src.readInto!(part, at.offset + done);
+          await target!.writeAt(part, dst + done);
+        }
+        return { data: new Uint8Array(0), cached: false, written: true };
+      });
+      copying = copy.catch(() => undefined);
+      return copy;
+    },
+  };
+}
