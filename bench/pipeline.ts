@@ -11,7 +11,8 @@
 // load), CPU seconds (all threads) per GB of input against the kernel's own (what the pipeline
 // costs beyond the kernel; other processes' load hardly changes it), how the workers spent the
 // run (share of workers x wall running, runnable but waiting for a CPU, and without work; Linux
-// schedstat), and peak RSS (the highest of the repetitions). Each run is bench/pipeline-child.mjs.
+// schedstat), and peak RSS (the highest of the repetitions). Each run is bench/pipeline-child.mjs,
+// which first reads the input once so that it is in the page cache (see there).
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
 // as by default, or everything through the main thread: workerIo false), --keep (keep the files).
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
-  console.log(`\nwebquant pipeline, BF16 safetensors in, file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
+  console.log(`\nwebquant pipeline, BF16 safetensors in (in the page cache), file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
   console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
