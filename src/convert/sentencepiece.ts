@@ -2,7 +2,7 @@
 // part GGUF needs is read: `repeated SentencePiece pieces = 1`, each with `string piece = 1`,
 // `float score = 2` and `Type type = 3` (NORMAL 1, UNKNOWN 2, CONTROL 3, USER_DEFINED 4,
 // UNUSED 5, BYTE 6; default NORMAL). Every other field (trainer and normalizer specs...) is
-// skipped by wire type, so the reader needs no schema beyond these three fields.
+// passed over by wire type, so the reader needs no schema beyond these three fields.
 import { ErrorCodes, fail } from '../errors.js';
 
 export interface SentencePiece {
@@ -51,7 +51,11 @@ class Reader {
     return [s, s + n];
   }
 
-  skip(wire: number): void {
+  /**
+   * Moves past a field this reader has no use for (ModelProto's trainer_spec and normalizer_spec,
+   * fields added by later SentencePiece versions): protobuf readers must accept unknown fields.
+   */
+  passField(wire: number): void {
     if (wire === VARINT) this.varint();
     else if (wire === LEN) this.span();
     else if (wire === I64 || wire === I32) {
@@ -89,7 +93,7 @@ function readPiece(b: Uint8Array, file: string, start: number, end: number, inde
       if (wire !== VARINT) r.bad(`piece type has wire type ${wire}`, VARINT);
       type = r.varint();
       if (type < 1 || type > 6) r.bad(`piece type ${type} is not a SentencePiece type`, '1..6');
-    } else r.skip(wire);
+    } else r.passField(wire);
   }
   if (piece === undefined) r.bad('a piece has no text', 'field 1 (piece)');
   return { piece: piece!, score, type };
@@ -107,7 +111,7 @@ export function readSentencePieceModel(bytes: Uint8Array, file = 'tokenizer.mode
       if (wire !== LEN) r.bad(`pieces have wire type ${wire}`, LEN);
       const [s, e] = r.span();
       pieces.push(readPiece(bytes, file, s, e, pieces.length));
-    } else r.skip(wire);
+    } else r.passField(wire);
   }
   if (!pieces.length) r.bad('no pieces', 'at least one piece (field 1)');
   return pieces;
