@@ -16,7 +16,7 @@ import { f32At } from './pack';
 const MAGIC: f32 = 12582912.0; // 1.5 * 2^23, nearest_int's bit trick
 
 // Lane-parallel nearest_int, exactly the scalar bit trick (inf -> -4194304, canonical NaN -> 0).
-@inline function nearestIntV(v: v128): v128 {
+@inline export function nearestIntV(v: v128): v128 {
   return i32x4.sub(v128.and(f32x4.add(v, f32x4.splat(MAGIC)), i32x4.splat(0x7fffff)), i32x4.splat(0x400000));
 }
 
