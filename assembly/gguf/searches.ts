@@ -743,11 +743,14 @@ const Q3SX = memory.data(16 * 4, 16);
 const Q3S2 = memory.data(16 * 4, 16);
 const Q3IS = memory.data(16 * 4, 16);
 const Q3LOW = memory.data(16 * 4, 16);
-// Phase 2, two slots of one unit each (lanes = its elements): w, w*x, codes, and a round's
-// candidate codes and sums; slot s at + 64*s.
+// Phase 2, two slots of one unit each (lanes = its elements): w, w*x, codes (as floats), the
+// old-code terms w*x*l and w*l*l of the sums, and a round's candidate codes and sums; slot s
+// at byte offset s (0 or 64).
 const Q3W1 = memory.data(128, 16);
 const Q3WX1 = memory.data(128, 16);
 const Q3L1 = memory.data(128, 16);
+const Q3A1 = memory.data(128, 16);
+const Q3B1 = memory.data(128, 16);
 const Q3NL = memory.data(128, 16);
 const Q3NX = memory.data(128, 16);
 const Q3N2 = memory.data(128, 16);
@@ -763,35 +766,34 @@ const Q3N2 = memory.data(128, 16);
 // Phase 2: elements e..e+3 of the unit at x in slot s. Stores each candidate code and its sums,
 // returns the lanes where the scalar loop accepts the change: slx > 0, a different code,
 // sl2 > 0 and a strictly better fit.
-@inline function q3RoundFour(x: usize, s: usize, e: usize, sumlx: v128, suml2: v128): u32 {
+@inline function q3RoundFour(x: usize, s: usize, e: usize, sumlx: v128, suml2: v128, sq: v128): u32 {
   const zero = f32x4.splat(0);
   const o = s + e;
   const xi = v128.load(x + e);
-  const w = v128.load(Q3W1 + o);
-  const wx = v128.load(Q3WX1 + o);
-  const li = v128.load(Q3L1 + o);
-  const lf = f32x4.convert_i32x4_s(li);
-  let slx = f32x4.sub(sumlx, f32x4.mul(wx, lf));
+  const lf = v128.load(Q3L1 + o);
+  let slx = f32x4.sub(sumlx, v128.load(Q3A1 + o));
   const pos = f32x4.gt(slx, zero);
-  let sl2 = f32x4.sub(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
+  let sl2 = f32x4.sub(suml2, v128.load(Q3B1 + o));
   const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(xi, sl2), slx))));
   const nf = f32x4.convert_i32x4_s(nl);
-  slx = f32x4.add(slx, f32x4.mul(wx, nf));
-  sl2 = f32x4.add(sl2, f32x4.mul(f32x4.mul(w, nf), nf));
-  v128.store(Q3NL + o, nl);
+  slx = f32x4.add(slx, f32x4.mul(v128.load(Q3WX1 + o), nf));
+  sl2 = f32x4.add(sl2, f32x4.mul(f32x4.mul(v128.load(Q3W1 + o), nf), nf));
+  v128.store(Q3NL + o, nf);
   v128.store(Q3NX + o, slx);
   v128.store(Q3N2 + o, sl2);
-  const better = v128.and(f32x4.gt(sl2, zero),
-    f32x4.gt(f32x4.mul(f32x4.mul(slx, slx), suml2), f32x4.mul(f32x4.mul(sumlx, sumlx), sl2)));
-  return <u32>i32x4.bitmask(v128.and(pos, v128.andnot(better, i32x4.eq(nl, li))));
+  const better = v128.and(f32x4.gt(sl2, zero), f32x4.gt(f32x4.mul(f32x4.mul(slx, slx), suml2), f32x4.mul(sq, sl2)));
+  return <u32>i32x4.bitmask(v128.and(pos, v128.andnot(better, f32x4.eq(nf, lf))));
 }
 
-// Phase 2 round: bits of the elements >= start whose change the scalar loop would accept.
+// Phase 2 round: bits of the elements >= start whose change the scalar loop would accept (the
+// quads wholly before start are not tested).
 @inline function q3Round(x: usize, s: usize, sumlx: f32, suml2: f32, start: u32): u32 {
   const vx = f32x4.splat(sumlx);
   const v2 = f32x4.splat(suml2);
-  return (q3RoundFour(x, s, 0, vx, v2) | (q3RoundFour(x, s, 16, vx, v2) << 4)
-    | (q3RoundFour(x, s, 32, vx, v2) << 8) | (q3RoundFour(x, s, 48, vx, v2) << 12)) & (<u32>0xffff << start);
+  const sq = f32x4.mul(vx, vx);
+  let bits: u32 = 0;
+  for (let e = <usize>(start >> 2) << 4; e < 64; e += 16) bits |= q3RoundFour(x, s, e, vx, v2, sq) << <u32>(e >> 2);
+  return bits & (<u32>0xffff << start);
 }
 
 // Phase 1, element i (byte offset) of group g: stores its initial code, w and w*x and returns
@@ -814,21 +816,41 @@ const Q3N2 = memory.data(128, 16);
   return f32x4.add(suml2, f32x4.mul(f32x4.mul(v128.load(Q3W + o), lf), lf));
 }
 
-// Phase 2: copies unit u's column of the phase-1 arrays into slot s (element order).
-function q3Load(u: usize, s: usize): void {
-  const col = ((u >> 2) << 8) + ((u & 3) << 2);
-  for (let i: usize = 0; i < 16; i++) {
-    store<f32>(Q3W1 + s + (i << 2), load<f32>(Q3W + col + (i << 4)));
-    store<f32>(Q3WX1 + s + (i << 2), load<f32>(Q3WX + col + (i << 4)));
-    store<i32>(Q3L1 + s + (i << 2), load<i32>(Q3C + col + (i << 4)));
+// Phase 2: unit u (values at x) into slot s: its initial codes recomputed from x as in phase 1
+// (same operations, so the same codes) and the terms of its sums.
+function q3Load(x: usize, u: usize, s: usize): void {
+  const vi = f32x4.splat(load<f32>(Q3IS + (u << 2)));
+  for (let e: usize = 0; e < 64; e += 16) {
+    const xi = v128.load(x + e);
+    const lf = f32x4.convert_i32x4_s(i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.mul(vi, xi)))));
+    const w = f32x4.mul(xi, xi);
+    const wx = f32x4.mul(w, xi);
+    v128.store(Q3W1 + s + e, w);
+    v128.store(Q3WX1 + s + e, wx);
+    v128.store(Q3L1 + s + e, lf);
+    v128.store(Q3A1 + s + e, f32x4.mul(wx, lf));
+    v128.store(Q3B1 + s + e, f32x4.mul(f32x4.mul(w, lf), lf));
   }
 }
 
-// Phase 2: unit u in slot s is done: its scale, and its codes back into its phase-1 column.
-function q3Store(u: usize, s: usize, sumlx: f32, suml2: f32, scales: usize): void {
+// Phase 2: element i of slot s takes its round's candidate code (the scalar loop's store).
+@inline function q3Commit(s: usize, i: usize): void {
+  const o = s + (i << 2);
+  const nf = load<f32>(Q3NL + o);
+  store<f32>(Q3L1 + o, nf);
+  store<f32>(Q3A1 + o, load<f32>(Q3WX1 + o) * nf);
+  store<f32>(Q3B1 + o, load<f32>(Q3W1 + o) * nf * nf);
+}
+
+// Phase 2: unit u in slot s is done: its scale, and its codes (+ nmax, as bytes) into L.
+function q3Store(u: usize, s: usize, sumlx: f32, suml2: f32, scales: usize, L: usize): void {
   store<f32>(scales + (u << 2), sumlx / suml2);
-  const col = ((u >> 2) << 8) + ((u & 3) << 2);
-  for (let i: usize = 0; i < 16; i++) store<i32>(Q3C + col + (i << 4), load<i32>(Q3L1 + s + (i << 2)));
+  const off = i32x4.splat(4);
+  const a = i32x4.add(i32x4.trunc_sat_f32x4_s(v128.load(Q3L1 + s)), off);
+  const b = i32x4.add(i32x4.trunc_sat_f32x4_s(v128.load(Q3L1 + s, 16)), off);
+  const c = i32x4.add(i32x4.trunc_sat_f32x4_s(v128.load(Q3L1 + s, 32)), off);
+  const d = i32x4.add(i32x4.trunc_sat_f32x4_s(v128.load(Q3L1 + s, 48)), off);
+  v128.store(L + (u << 4), i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d)));
 }
 
 // Signed absmax (spec §0) of the 4 units of group o (byte offset into Q3X) from their largest
@@ -952,6 +974,13 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     v128.store(scales + (g << 4), v128.bitselect(zero, f32x4.div(sumlx, suml2), below));
     for (let i: usize = 0; i < 256; i += 16) v128.store(Q3C + o + i, v128.bitselect(ilo, v128.load(Q3C + o + i), below));
   }
+  // Every unit's codes out now; phase 2 overwrites those of the units it runs.
+  const off = i32x4.splat(nmax);
+  for (let g: usize = 0; g < 4; g++) {
+    const o = g << 8;
+    for (let i: usize = 0; i < 256; i += 16) v128.store(LB4 + i, i32x4.add(v128.load(Q3C + o + i), off));
+    transposeOutBytes(LB4, n, L + (g << 6));
+  }
   // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty.
   let uA: i32 = -1, uB: i32 = -1;
   let xA: f32 = 0, yA: f32 = 0, xB: f32 = 0, yB: f32 = 0;
@@ -961,14 +990,14 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
   if (busy != 0) {
     uA = ctz(busy);
     busy &= busy - 1;
-    q3Load(<usize>uA, 0);
+    q3Load(x + (<usize>uA << 6), <usize>uA, 0);
     xA = load<f32>(Q3SX + (<usize>uA << 2));
     yA = load<f32>(Q3S2 + (<usize>uA << 2));
   }
   if (busy != 0) {
     uB = ctz(busy);
     busy &= busy - 1;
-    q3Load(<usize>uB, 64);
+    q3Load(x + (<usize>uB << 6), <usize>uB, 64);
     xB = load<f32>(Q3SX + (<usize>uB << 2));
     yB = load<f32>(Q3S2 + (<usize>uB << 2));
   }
@@ -978,7 +1007,7 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     if (uA >= 0) {
       if (bitsA != 0) {
         const i = <usize>ctz(bitsA);
-        store<i32>(Q3L1 + (i << 2), load<i32>(Q3NL + (i << 2)));
+        q3Commit(0, i);
         xA = load<f32>(Q3NX + (i << 2));
         yA = load<f32>(Q3N2 + (i << 2));
         chA = true;
@@ -991,12 +1020,12 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
           chA = false;
           startA = 0;
         } else {
-          q3Store(<usize>uA, 0, xA, yA, scales);
+          q3Store(<usize>uA, 0, xA, yA, scales, L);
           uA = -1;
           if (busy != 0) {
             uA = ctz(busy);
             busy &= busy - 1;
-            q3Load(<usize>uA, 0);
+            q3Load(x + (<usize>uA << 6), <usize>uA, 0);
             xA = load<f32>(Q3SX + (<usize>uA << 2));
             yA = load<f32>(Q3S2 + (<usize>uA << 2));
             tA = 0;
@@ -1009,7 +1038,7 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     if (uB >= 0) {
       if (bitsB != 0) {
         const i = <usize>ctz(bitsB);
-        store<i32>(Q3L1 + 64 + (i << 2), load<i32>(Q3NL + 64 + (i << 2)));
+        q3Commit(64, i);
         xB = load<f32>(Q3NX + 64 + (i << 2));
         yB = load<f32>(Q3N2 + 64 + (i << 2));
         chB = true;
@@ -1021,12 +1050,12 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
           chB = false;
           startB = 0;
         } else {
-          q3Store(<usize>uB, 64, xB, yB, scales);
+          q3Store(<usize>uB, 64, xB, yB, scales, L);
           uB = -1;
           if (busy != 0) {
             uB = ctz(busy);
             busy &= busy - 1;
-            q3Load(<usize>uB, 64);
+            q3Load(x + (<usize>uB << 6), <usize>uB, 64);
             xB = load<f32>(Q3SX + (<usize>uB << 2));
             yB = load<f32>(Q3S2 + (<usize>uB << 2));
             tB = 0;
@@ -1036,12 +1065,6 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
         }
       }
     }
-  }
-  const off = i32x4.splat(nmax);
-  for (let g: usize = 0; g < 4; g++) {
-    const o = g << 8;
-    for (let i: usize = 0; i < 256; i += 16) v128.store(LB4 + i, i32x4.add(v128.load(Q3C + o + i), off));
-    transposeOutBytes(LB4, n, L + (g << 6));
   }
 }
 
