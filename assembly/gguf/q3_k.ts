@@ -6,7 +6,7 @@
 // Quantizer: spec §10 (reference, §13.2 search) and §14.4 (importance matrix, §13.1 searches).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
-import { makeQ3Quants16, makeQxQuants, makeQxQuants4, nearestIntV, quantDiv } from './searches';
+import { makeQ3Quants16, makeQxQuants, makeQxQuants4, nearestIntV, q3Codes16, quantDiv } from './searches';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;
@@ -74,8 +74,15 @@ function maxScale16(): f32 {
 }
 
 // SIMD build: final codes of every sub-block whose scale dj is non-zero, as quantDiv computes them
-// (nearest_int(x / dj) clamped to -4..3, + 4); the others keep make_q3_quants' codes.
-function finalCodes16(x: usize): void {
+// (nearest_int(x / dj) clamped to -4..3, + 4); the others keep the search's codes (q3: those of
+// make_q3_quants, fetched here).
+function finalCodes16(x: usize, q3: bool): void {
+  if (q3) {
+    // make_q3_quants' codes of the sub-blocks that keep them.
+    const z = f32x4.splat(0);
+    q3Codes16(L, <u32>i32x4.bitmask(f32x4.eq(v128.load(DJ), z)) | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 16), z)) << 4)
+      | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 32), z)) << 8) | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 48), z)) << 12));
+  }
   for (let j: usize = 0; j < 16; j++) {
     const dj = load<f32>(DJ + (j << 2));
     if (dj == 0) continue;
@@ -104,6 +111,7 @@ function scalesAndCodesSimd(x: usize, qw: usize, y: usize): void {
       // Scale bytes 0 and d = 0: every dj is 0 and make_q3_quants' codes stay.
       memory.fill(sc, 0, 12);
       store<u16>(y + 108, 0);
+      q3Codes16(L, 0xffff);
       return;
     }
     const iscale: f32 = <f32>-32 / maxScale;
@@ -140,7 +148,7 @@ function scalesAndCodesSimd(x: usize, qw: usize, y: usize): void {
   storeDJ(1, l1, d);
   storeDJ(2, l2, d);
   storeDJ(3, l3, d);
-  finalCodes16(x);
+  finalCodes16(x, qw == 0);
 }
 
 function quantizeBlock(x: usize, qw: usize, y: usize): void {

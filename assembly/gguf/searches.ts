@@ -874,9 +874,31 @@ function q3Absmax(o: usize, h: v128, l: v128): v128 {
   return v128.bitselect(h, l, f32x4.gt(h, nl));
 }
 
+// SIMD build: the units whose codes phase 2 wrote to L (the others' are in Q3C).
+let q3Ran: u32 = 0;
+
+/**
+ * SIMD build, after makeQ3Quants16: the codes of the units in the mask `need` that it left out of
+ * L. Q3_K overwrites the codes of every sub-block whose quantized scale is not 0, so only the
+ * others' are ever needed; this saves transposing all 256 codes out for them.
+ */
+export function q3Codes16(L: usize, need: u32): void {
+  let m = need & ~q3Ran;
+  while (m != 0) {
+    const u = <usize>ctz(m);
+    m &= m - 1;
+    const col = ((u >> 2) << 8) + ((u & 3) << 2);
+    const low = load<i32>(Q3LOW + (u << 2)) != 0;
+    for (let i: usize = 0; i < 16; i++) {
+      store<u8>(L + (u << 4) + i, low ? 0 : <u8>(load<i32>(Q3C + col + (i << 4)) + 4));
+    }
+  }
+}
+
 /**
  * makeQ3Quants (nmax = 4) on 16 consecutive units of 16 values (x: 256 floats; L: 256 bytes;
- * scales: 16 floats), each with exactly the scalar steps.
+ * scales: 16 floats), each with exactly the scalar steps. The SIMD build writes to L only the
+ * codes of the units phase 2 ran; q3Codes16 gives the others' when they are needed.
  * The coordinate descent is serial within a unit (an accepted change feeds the next element's
  * test), but until a change is accepted every test of a pass sees the same sums. So:
  * Phase 1, lanes = 4 units: signed absmax, scale, initial codes and sums (sequential per unit),
@@ -970,17 +992,10 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
       differs = v128.or(differs, v128.andnot(pos, i32x4.eq(nl, li)));
     }
     busy |= <u32>i32x4.bitmask(v128.andnot(differs, below)) << <u32>(g << 2);
-    // Units below eps: scale 0, codes 0 (stored as -4 here, +4 below).
+    // Units below eps: scale 0 (codes 0, see q3Codes16).
     v128.store(scales + (g << 4), v128.bitselect(zero, f32x4.div(sumlx, suml2), below));
-    for (let i: usize = 0; i < 256; i += 16) v128.store(Q3C + o + i, v128.bitselect(ilo, v128.load(Q3C + o + i), below));
   }
-  // Every unit's codes out now; phase 2 overwrites those of the units it runs.
-  const off = i32x4.splat(nmax);
-  for (let g: usize = 0; g < 4; g++) {
-    const o = g << 8;
-    for (let i: usize = 0; i < 256; i += 16) v128.store(LB4 + i, i32x4.add(v128.load(Q3C + o + i), off));
-    transposeOutBytes(LB4, n, L + (g << 6));
-  }
+  q3Ran = busy;
   // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty.
   let uA: i32 = -1, uB: i32 = -1;
   let xA: f32 = 0, yA: f32 = 0, xB: f32 = 0, yB: f32 = 0;
