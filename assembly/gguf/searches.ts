@@ -733,11 +733,12 @@ export function makeQxQuants4(n: i32, nmax: i32, x: usize, w: usize, L: usize, s
 
 // ---- §13.2 Q3 on sixteen units (SIMD build) -----------------------------------------------------
 
-// Phase 1, per group of 4 units (lane k = unit 4g + k): x, w = x*x, w*x, the codes (i32) of the
-// 16 elements; per unit the sums, the first scale and whether it is below eps.
+// Phase 1, per group of 4 units (lane k = unit 4g + k): x, the codes (i32) of the 16 elements and
+// their terms w*x*l and w*l*l of the sums (w = x*x); per unit the sums, the first scale and
+// whether it is below eps.
 const Q3X = memory.data(4 * 16 * 16, 16);
-const Q3W = memory.data(4 * 16 * 16, 16);
-const Q3WX = memory.data(4 * 16 * 16, 16);
+const Q3A = memory.data(4 * 16 * 16, 16);
+const Q3B = memory.data(4 * 16 * 16, 16);
 const Q3C = memory.data(4 * 16 * 16, 16);
 const Q3SX = memory.data(16 * 4, 16);
 const Q3S2 = memory.data(16 * 4, 16);
@@ -754,14 +755,6 @@ const Q3B1 = memory.data(128, 16);
 const Q3NL = memory.data(128, 16);
 const Q3NX = memory.data(128, 16);
 const Q3N2 = memory.data(128, 16);
-
-// The new code and sums of one coordinate-descent step, per lane, against the running sums
-// (sumlx, suml2), as the scalar loop computes them (the code only where slx > 0).
-@inline function q3Candidate(xi: v128, wx: v128, w: v128, lf: v128, sumlx: v128, suml2: v128): v128 {
-  const sl2 = f32x4.sub(suml2, f32x4.mul(f32x4.mul(w, lf), lf));
-  const slx = f32x4.sub(sumlx, f32x4.mul(wx, lf));
-  return i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(xi, sl2), slx))));
-}
 
 // Phase 2: elements e..e+3 of the unit at x in slot s. Stores each candidate code and its sums,
 // returns the lanes where the scalar loop accepts the change: slx > 0, a different code,
@@ -796,24 +789,22 @@ const Q3N2 = memory.data(128, 16);
   return bits & (<u32>0xffff << start);
 }
 
-// Phase 1, element i (byte offset) of group g: stores its initial code, w and w*x and returns
-// sumlx with the element added; q3InitY then adds it to suml2.
+// Phase 1, element i (byte offset) of group g: stores its initial code and the terms w*x*l and
+// w*l*l, and returns sumlx with the element added; q3InitY then adds it to suml2.
 @inline function q3Init(i: usize, g: usize, sumlx: v128): v128 {
   const o = (g << 8) + i;
   const xi = v128.load(Q3X + o);
   const l = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.mul(v128.load(Q3IS + (g << 4)), xi))));
   const lf = f32x4.convert_i32x4_s(l);
   const w = f32x4.mul(xi, xi);
-  const wx = f32x4.mul(w, xi);
+  const a = f32x4.mul(f32x4.mul(w, xi), lf);
   v128.store(Q3C + o, l);
-  v128.store(Q3W + o, w);
-  v128.store(Q3WX + o, wx);
-  return f32x4.add(sumlx, f32x4.mul(wx, lf));
+  v128.store(Q3A + o, a);
+  v128.store(Q3B + o, f32x4.mul(f32x4.mul(w, lf), lf));
+  return f32x4.add(sumlx, a);
 }
 @inline function q3InitY(i: usize, g: usize, suml2: v128): v128 {
-  const o = (g << 8) + i;
-  const lf = f32x4.convert_i32x4_s(v128.load(Q3C + o));
-  return f32x4.add(suml2, f32x4.mul(f32x4.mul(v128.load(Q3W + o), lf), lf));
+  return f32x4.add(suml2, v128.load(Q3B + (g << 8) + i));
 }
 
 // Phase 2: unit u (values at x) into slot s: its initial codes recomputed from x as in phase 1
@@ -984,11 +975,12 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     // differing candidates all fail the fit test costs one empty round in phase 2.
     let differs = zero;
     for (let i: usize = 0; i < 256; i += 16) {
-      const xi = v128.load(Q3X + o + i);
+      // The first step's candidate code against the initial sums, as the scalar loop computes it.
       const li = v128.load(Q3C + o + i);
-      const lf = f32x4.convert_i32x4_s(li);
-      const nl = q3Candidate(xi, v128.load(Q3WX + o + i), v128.load(Q3W + o + i), lf, sumlx, suml2);
-      const pos = f32x4.gt(f32x4.sub(sumlx, f32x4.mul(v128.load(Q3WX + o + i), lf)), zero);
+      const slx = f32x4.sub(sumlx, v128.load(Q3A + o + i));
+      const sl2 = f32x4.sub(suml2, v128.load(Q3B + o + i));
+      const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(ilo, nearestIntV(f32x4.div(f32x4.mul(v128.load(Q3X + o + i), sl2), slx))));
+      const pos = f32x4.gt(slx, zero);
       differs = v128.or(differs, v128.andnot(pos, i32x4.eq(nl, li)));
     }
     busy |= <u32>i32x4.bitmask(v128.andnot(differs, below)) << <u32>(g << 2);
