@@ -5,9 +5,12 @@
 // each build's cells seconds apart, which on a busy machine moves a ratio by 10-20%.
 // Options: --formats a,b (default q3_k,q2_k,fp8_e4m3,fp8_e5m2), --values N (resident input,
 // default 4M), --pairs N (default 15), --ms N (minimum SIMD sample, default 40),
-// --imatrix (also time with an importance matrix, formats that take one).
+// --imatrix (also time with an importance matrix, formats that take one), --baseline file.wasm
+// (time the SIMD build against that wasm instead of the scalar build, e.g. a saved earlier SIMD
+// build: a same-process A/B of a kernel change).
 import { formats } from '../src/formats/registry.js';
-import { loadKernels } from '../src/kernels/loader.js';
+import { readFileSync } from 'node:fs';
+import { configureWasm, loadKernels } from '../src/kernels/loader.js';
 import { kernelOnlyArgs, Resident, ROW } from './resident.js';
 import { arg, median, table, weightData } from './util.js';
 
@@ -20,7 +23,9 @@ const withImatrix = process.argv.includes('--imatrix');
 const data = weightData(values);
 // A positive, uneven importance per column, as an imatrix file holds.
 const im = new Float32Array(ROW).map((_, i) => 0.05 + ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) * 2);
+const baseline = arg('baseline', '');
 const simd = await loadKernels('wasm-simd', 'bench');
+if (baseline) configureWasm({ wasm: readFileSync(baseline) });
 const scalar = await loadKernels('wasm', 'bench');
 const out: (string | number)[][] = [];
 
@@ -62,5 +67,6 @@ for (const name of only) {
   }
 }
 
-console.log(`\nSIMD vs scalar quantize, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
-console.log(table(['format', 'SIMD', 'scalar', 'SIMD/scalar (median of pairs)', 'quartiles', 'same bytes'], out));
+const other = baseline || 'scalar';
+console.log(`\nSIMD vs ${other} quantize, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
+console.log(table(['format', 'SIMD', other, `SIMD/${other} (median of pairs)`, 'quartiles', 'same bytes'], out));
