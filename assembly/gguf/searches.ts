@@ -844,6 +844,24 @@ function q3Store(u: usize, s: usize, sumlx: f32, suml2: f32, scales: usize, L: u
   v128.store(L + (u << 4), i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d)));
 }
 
+// Phase 1, element i (byte offset) of group g: the lanes whose first step's candidate code
+// differs from the code (slx > 0 and a different nearest code), against the initial sums.
+@inline function q3Differs(i: usize, g: usize, sumlx: v128, suml2: v128): v128 {
+  const o = (g << 8) + i;
+  const slx = f32x4.sub(sumlx, v128.load(Q3A + o));
+  const sl2 = f32x4.sub(suml2, v128.load(Q3B + o));
+  const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.div(f32x4.mul(v128.load(Q3X + o), sl2), slx))));
+  return v128.andnot(f32x4.gt(slx, f32x4.splat(0)), i32x4.eq(nl, v128.load(Q3C + o)));
+}
+
+// Phase 1, group g: stores its units' scales (0 below eps, whose codes are 0: see q3Codes16) and
+// returns the busy units (differing, not below eps) as bits 4g..4g+3.
+@inline function q3Busy(g: usize, differs: v128, sumlx: v128, suml2: v128, scales: usize): u32 {
+  const below = v128.load(Q3LOW + (g << 4));
+  v128.store(scales + (g << 4), v128.bitselect(f32x4.splat(0), f32x4.div(sumlx, suml2), below));
+  return <u32>i32x4.bitmask(v128.andnot(differs, below)) << <u32>(g << 2);
+}
+
 // Signed absmax (spec §0) of the 4 units of group o (byte offset into Q3X) from their largest
 // (h, starting at +0) and smallest (l, starting at +0) values: h when h > -l, l when -l > h (the
 // extreme of that sign is the first strictly largest |x|). When h == -l != 0 both signs reach
@@ -965,45 +983,36 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
   v128.store(Q3S2, y1, 16);
   v128.store(Q3S2, y2, 32);
   v128.store(Q3S2, y3, 48);
-  let busy: u32 = 0;
-  for (let g: usize = 0; g < 4; g++) {
-    const o = g << 8;
-    const sumlx = v128.load(Q3SX + (g << 4));
-    const suml2 = v128.load(Q3S2 + (g << 4));
-    const below = v128.load(Q3LOW + (g << 4));
-    // A unit where no candidate differs accepts nothing; the rare unit flagged here whose
-    // differing candidates all fail the fit test costs one empty round in phase 2.
-    let differs = zero;
-    for (let i: usize = 0; i < 256; i += 16) {
-      // The first step's candidate code against the initial sums, as the scalar loop computes it.
-      const li = v128.load(Q3C + o + i);
-      const slx = f32x4.sub(sumlx, v128.load(Q3A + o + i));
-      const sl2 = f32x4.sub(suml2, v128.load(Q3B + o + i));
-      const nl = i32x4.min_s(i32x4.splat(3), i32x4.max_s(ilo, nearestIntV(f32x4.div(f32x4.mul(v128.load(Q3X + o + i), sl2), slx))));
-      const pos = f32x4.gt(slx, zero);
-      differs = v128.or(differs, v128.andnot(pos, i32x4.eq(nl, li)));
-    }
-    busy |= <u32>i32x4.bitmask(v128.andnot(differs, below)) << <u32>(g << 2);
-    // Units below eps: scale 0 (codes 0, see q3Codes16).
-    v128.store(scales + (g << 4), v128.bitselect(zero, f32x4.div(sumlx, suml2), below));
+  // A unit where no candidate of the first step differs from its code accepts nothing; the rare
+  // unit flagged here whose differing candidates all fail the fit test costs one empty round in
+  // phase 2. The four groups side by side, as above.
+  let d0 = zero, d1 = zero, d2 = zero, d3 = zero;
+  for (let i: usize = 0; i < 256; i += 16) {
+    d0 = v128.or(d0, q3Differs(i, 0, x0, y0));
+    d1 = v128.or(d1, q3Differs(i, 1, x1, y1));
+    d2 = v128.or(d2, q3Differs(i, 2, x2, y2));
+    d3 = v128.or(d3, q3Differs(i, 3, x3, y3));
   }
+  const busy = q3Busy(0, d0, x0, y0, scales) | q3Busy(1, d1, x1, y1, scales)
+    | q3Busy(2, d2, x2, y2, scales) | q3Busy(3, d3, x3, y3, scales);
   q3Ran = busy;
+  let queue = busy;
   // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty.
   let uA: i32 = -1, uB: i32 = -1;
   let xA: f32 = 0, yA: f32 = 0, xB: f32 = 0, yB: f32 = 0;
   let tA = 0, tB = 0;
   let startA: u32 = 0, startB: u32 = 0;
   let chA = false, chB = false;
-  if (busy != 0) {
-    uA = ctz(busy);
-    busy &= busy - 1;
+  if (queue != 0) {
+    uA = ctz(queue);
+    queue &= queue - 1;
     q3Load(x + (<usize>uA << 6), <usize>uA, 0);
     xA = load<f32>(Q3SX + (<usize>uA << 2));
     yA = load<f32>(Q3S2 + (<usize>uA << 2));
   }
-  if (busy != 0) {
-    uB = ctz(busy);
-    busy &= busy - 1;
+  if (queue != 0) {
+    uB = ctz(queue);
+    queue &= queue - 1;
     q3Load(x + (<usize>uB << 6), <usize>uB, 64);
     xB = load<f32>(Q3SX + (<usize>uB << 2));
     yB = load<f32>(Q3S2 + (<usize>uB << 2));
@@ -1029,9 +1038,9 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
         } else {
           q3Store(<usize>uA, 0, xA, yA, scales, L);
           uA = -1;
-          if (busy != 0) {
-            uA = ctz(busy);
-            busy &= busy - 1;
+          if (queue != 0) {
+            uA = ctz(queue);
+            queue &= queue - 1;
             q3Load(x + (<usize>uA << 6), <usize>uA, 0);
             xA = load<f32>(Q3SX + (<usize>uA << 2));
             yA = load<f32>(Q3S2 + (<usize>uA << 2));
@@ -1059,9 +1068,9 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
         } else {
           q3Store(<usize>uB, 64, xB, yB, scales, L);
           uB = -1;
-          if (busy != 0) {
-            uB = ctz(busy);
-            busy &= busy - 1;
+          if (queue != 0) {
+            uB = ctz(queue);
+            queue &= queue - 1;
             q3Load(x + (<usize>uB << 6), <usize>uB, 64);
             xB = load<f32>(Q3SX + (<usize>uB << 2));
             yB = load<f32>(Q3S2 + (<usize>uB << 2));
