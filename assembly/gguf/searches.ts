@@ -745,7 +745,7 @@ const Q3S2 = memory.data(16 * 4, 16);
 const Q3IS = memory.data(16 * 4, 16);
 const Q3LOW = memory.data(16 * 4, 16);
 // Phase 2, two slots of one unit each (lanes = its elements): w, w*x, codes (as floats), the
-// old-code terms w*x*l and w*l*l of the sums, and a round's candidate codes and sums; slot s
+// old-code terms w*x*l and w*l*l of the sums, and a round's candidate codes; slot s
 // at byte offset s (0 or 64).
 const Q3W1 = memory.data(128, 16);
 const Q3WX1 = memory.data(128, 16);
@@ -753,8 +753,7 @@ const Q3L1 = memory.data(128, 16);
 const Q3A1 = memory.data(128, 16);
 const Q3B1 = memory.data(128, 16);
 const Q3NL = memory.data(128, 16);
-const Q3NX = memory.data(128, 16);
-const Q3N2 = memory.data(128, 16);
+const Q3NS = memory.data(16, 16); // a commit's new sums (sumlx, suml2) per slot, at + s/8
 
 // Phase 2: elements e..e+3 of the unit at x in slot s. Stores each candidate code and its sums,
 // returns the lanes where the scalar loop accepts the change: slx > 0, a different code,
@@ -772,8 +771,6 @@ const Q3N2 = memory.data(128, 16);
   slx = f32x4.add(slx, f32x4.mul(v128.load(Q3WX1 + o), nf));
   sl2 = f32x4.add(sl2, f32x4.mul(f32x4.mul(v128.load(Q3W1 + o), nf), nf));
   v128.store(Q3NL + o, nf);
-  v128.store(Q3NX + o, slx);
-  v128.store(Q3N2 + o, sl2);
   const better = v128.and(f32x4.gt(sl2, zero), f32x4.gt(f32x4.mul(f32x4.mul(slx, slx), suml2), f32x4.mul(sq, sl2)));
   return <u32>i32x4.bitmask(v128.and(pos, v128.andnot(better, f32x4.eq(nf, lf))));
 }
@@ -824,13 +821,18 @@ function q3Load(x: usize, u: usize, s: usize): void {
   }
 }
 
-// Phase 2: element i of slot s takes its round's candidate code (the scalar loop's store).
-@inline function q3Commit(s: usize, i: usize): void {
+// Phase 2: element i of slot s takes its round's candidate code (the scalar loop's store), and
+// the sums their new values, with the round's operations: (sum - old term) + new term.
+function q3Commit(s: usize, i: usize, sumlx: f32, suml2: f32): void {
   const o = s + (i << 2);
   const nf = load<f32>(Q3NL + o);
+  const a = load<f32>(Q3WX1 + o) * nf;
+  const b = load<f32>(Q3W1 + o) * nf * nf;
+  store<f32>(Q3NS + (s >> 3), (sumlx - load<f32>(Q3A1 + o)) + a);
+  store<f32>(Q3NS + (s >> 3) + 4, (suml2 - load<f32>(Q3B1 + o)) + b);
   store<f32>(Q3L1 + o, nf);
-  store<f32>(Q3A1 + o, load<f32>(Q3WX1 + o) * nf);
-  store<f32>(Q3B1 + o, load<f32>(Q3W1 + o) * nf * nf);
+  store<f32>(Q3A1 + o, a);
+  store<f32>(Q3B1 + o, b);
 }
 
 // Phase 2: unit u in slot s is done: its scale, and its codes (+ nmax, as bytes) into L.
@@ -1023,9 +1025,9 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     if (uA >= 0) {
       if (bitsA != 0) {
         const i = <usize>ctz(bitsA);
-        q3Commit(0, i);
-        xA = load<f32>(Q3NX + (i << 2));
-        yA = load<f32>(Q3N2 + (i << 2));
+        q3Commit(0, i, xA, yA);
+        xA = load<f32>(Q3NS);
+        yA = load<f32>(Q3NS, 4);
         chA = true;
         startA = <u32>i + 1;
       }
@@ -1054,9 +1056,9 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     if (uB >= 0) {
       if (bitsB != 0) {
         const i = <usize>ctz(bitsB);
-        q3Commit(64, i);
-        xB = load<f32>(Q3NX + 64 + (i << 2));
-        yB = load<f32>(Q3N2 + 64 + (i << 2));
+        q3Commit(64, i, xB, yB);
+        xB = load<f32>(Q3NS, 8);
+        yB = load<f32>(Q3NS, 12);
         chB = true;
         startB = <u32>i + 1;
       }
