@@ -781,8 +781,15 @@ const Q3NS = memory.data(16, 16); // a commit's new sums (sumlx, suml2) per slot
   const vx = f32x4.splat(sumlx);
   const v2 = f32x4.splat(suml2);
   const sq = f32x4.mul(vx, vx);
-  let bits: u32 = 0;
-  for (let e = <usize>(start >> 2) << 4; e < 64; e += 16) bits |= q3RoundFour(x, s, e, vx, v2, sq) << <u32>(e >> 2);
+  // Unrolled by start quad: a loop's bound check and interrupt check cost as much as a quad.
+  let bits: u32 = q3RoundFour(x, s, 48, vx, v2, sq) << 12;
+  if (start < 12) {
+    bits |= q3RoundFour(x, s, 32, vx, v2, sq) << 8;
+    if (start < 8) {
+      bits |= q3RoundFour(x, s, 16, vx, v2, sq) << 4;
+      if (start < 4) bits |= q3RoundFour(x, s, 0, vx, v2, sq);
+    }
+  }
   return bits & (<u32>0xffff << start);
 }
 
