@@ -815,17 +815,21 @@ const Q3NS = memory.data(16, 16); // a commit's new sums (sumlx, suml2) per slot
 // (same operations, so the same codes) and the terms of its sums.
 function q3Load(x: usize, u: usize, s: usize): void {
   const vi = f32x4.splat(load<f32>(Q3IS + (u << 2)));
-  for (let e: usize = 0; e < 64; e += 16) {
-    const xi = v128.load(x + e);
-    const lf = f32x4.convert_i32x4_s(i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.mul(vi, xi)))));
-    const w = f32x4.mul(xi, xi);
-    const wx = f32x4.mul(w, xi);
-    v128.store(Q3W1 + s + e, w);
-    v128.store(Q3WX1 + s + e, wx);
-    v128.store(Q3L1 + s + e, lf);
-    v128.store(Q3A1 + s + e, f32x4.mul(wx, lf));
-    v128.store(Q3B1 + s + e, f32x4.mul(f32x4.mul(w, lf), lf));
-  }
+  q3LoadFour(x, vi, s, 0);
+  q3LoadFour(x, vi, s, 16);
+  q3LoadFour(x, vi, s, 32);
+  q3LoadFour(x, vi, s, 48);
+}
+@inline function q3LoadFour(x: usize, vi: v128, s: usize, e: usize): void {
+  const xi = v128.load(x + e);
+  const lf = f32x4.convert_i32x4_s(i32x4.min_s(i32x4.splat(3), i32x4.max_s(i32x4.splat(-4), nearestIntV(f32x4.mul(vi, xi)))));
+  const w = f32x4.mul(xi, xi);
+  const wx = f32x4.mul(w, xi);
+  v128.store(Q3W1 + s + e, w);
+  v128.store(Q3WX1 + s + e, wx);
+  v128.store(Q3L1 + s + e, lf);
+  v128.store(Q3A1 + s + e, f32x4.mul(wx, lf));
+  v128.store(Q3B1 + s + e, f32x4.mul(f32x4.mul(w, lf), lf));
 }
 
 // Phase 2: element i of slot s takes its round's candidate code (the scalar loop's store), and
