@@ -7,7 +7,8 @@
 // default 4M), --pairs N (default 15), --ms N (minimum SIMD sample, default 40),
 // --imatrix (also time with an importance matrix, formats that take one), --baseline file.wasm
 // (time the SIMD build against that wasm instead of the scalar build, e.g. a saved earlier SIMD
-// build: a same-process A/B of a kernel change).
+// build: a same-process A/B of a kernel change), --build file.wasm (time that wasm instead of
+// the current SIMD build, e.g. the scalar build against a saved earlier scalar build).
 import { formats } from '../src/formats/registry.js';
 import { readFileSync } from 'node:fs';
 import { configureWasm, loadKernels } from '../src/kernels/loader.js';
@@ -24,6 +25,8 @@ const data = weightData(values);
 // A positive, uneven importance per column, as an imatrix file holds.
 const im = new Float32Array(ROW).map((_, i) => 0.05 + ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) * 2);
 const baseline = arg('baseline', '');
+const build = arg('build', '');
+if (build) configureWasm({ 'wasm-simd': readFileSync(build) });
 const simd = await loadKernels('wasm-simd', 'bench');
 if (baseline) configureWasm({ wasm: readFileSync(baseline) });
 const scalar = await loadKernels('wasm', 'bench');
@@ -68,5 +71,6 @@ for (const name of only) {
 }
 
 const other = baseline || 'scalar';
-console.log(`\nSIMD vs ${other} quantize, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
-console.log(table(['format', 'SIMD', other, `SIMD/${other} (median of pairs)`, 'quartiles', 'same bytes'], out));
+const self = build || 'SIMD';
+console.log(`\n${self} vs ${other} quantize, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
+console.log(table(['format', self, other, `${self}/${other} (median of pairs)`, 'quartiles', 'same bytes'], out));
