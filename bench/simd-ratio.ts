@@ -1,4 +1,4 @@
-// npx tsx bench/simd-ratio.ts — the SIMD build's quantize speed over the scalar build's, measured
+// npm run bench:simd-ratio (or npx tsx bench/simd-ratio.ts) — the SIMD build's quantize speed over the scalar build's, measured
 // robustly on a shared machine: both builds in one process on the same resident data, timed
 // samples interleaved (SIMD, scalar, scalar, SIMD, ...) so that a load change hits both, and the
 // median of the per-pair ratios reported beside the medians of each build. bench/kernels.ts times
