@@ -1,5 +1,5 @@
-// npm run bench:simd-ratio (or npx tsx bench/simd-ratio.ts) — the SIMD build's quantize speed over the scalar build's, measured
-// robustly on a shared machine: both builds in one process on the same resident data, timed
+// npm run bench:simd-ratio (or npx tsx bench/simd-ratio.ts) — the SIMD build's quantize speed over
+// the scalar build's, measured robustly on a shared machine: both builds in one process on the same resident data, timed
 // samples interleaved (SIMD, scalar, scalar, SIMD, ...) so that a load change hits both, and the
 // median of the per-pair ratios reported beside the medians of each build. bench/kernels.ts times
 // each build's cells seconds apart, which on a busy machine moves a ratio by 10-20%.
