@@ -1,8 +1,9 @@
 // npm run bench:simd-ratio (or npx tsx bench/simd-ratio.ts) — the SIMD build's quantize speed over
-// the scalar build's, measured robustly on a shared machine: both builds in one process on the same resident data, timed
-// samples interleaved (SIMD, scalar, scalar, SIMD, ...) so that a load change hits both, and the
-// median of the per-pair ratios reported beside the medians of each build. bench/kernels.ts times
-// each build's cells seconds apart, which on a busy machine moves a ratio by 10-20%.
+// the scalar build's, measured robustly on a shared machine: both builds in one process on the
+// same resident data, timed samples interleaved (SIMD, scalar, scalar, SIMD, ...) so that a load
+// change hits both, and the median of the per-pair ratios reported beside the medians of each
+// build. bench/kernels.ts times each build's cells seconds apart, which on a busy machine moves a
+// ratio by 10-20%.
 // Options: --formats a,b (default q3_k,q2_k,fp8_e4m3,fp8_e5m2), --values N (resident input,
 // default 4M), --pairs N (default 15), --ms N (minimum SIMD sample, default 40),
 // --imatrix (also time with an importance matrix, formats that take one), --baseline file.wasm
