@@ -6,62 +6,16 @@
 // rows that still streams from memory), small = 64K values (in cache). Medians of repeated runs.
 // Options: --values N, --formats a,b, --budget ms per cell, --json path.
 import { formats } from '../src/formats/registry.js';
-import { layoutOf, type FormatSpec } from '../src/formats/types.js';
-import { loadKernels, type Kernels } from '../src/kernels/loader.js';
-import { ARGS_BYTES, writeArgs } from '../src/kernels/args.js';
-import { resolveOptions } from '../src/options.js';
-import { baseArgs, quantizeWith } from '../src/quantize.js';
+import { loadKernels } from '../src/kernels/loader.js';
+import { quantizeWith } from '../src/quantize.js';
 import { baselines } from './baselines.js';
+import { kernelOnlyArgs, Resident, ROW } from './resident.js';
 import { arg, weightData, table, timeIt, writeJson } from './util.js';
 
-const ROW = 4096;
 const large = Number(arg('values', String(64 << 20)));
 const budget = Number(arg('budget', '2500'));
 const only = arg('formats', '').split(',').filter(Boolean);
 const jsonPath = arg('json', 'bench/results/kernels.json');
-
-/** Input, output sections and a dequantize target resident in a bench-only wasm instance. */
-class Resident {
-  args = 0; scratch = 0; input = 0; out: number[] = []; deq = 0;
-  constructor(readonly k: Kernels, readonly f: FormatSpec, readonly rows: number, values: Float32Array, extra: Record<string, number>) {
-    const o = resolveOptions(f, { format: f.name });
-    const layout = layoutOf(f, rows, ROW, o);
-    const align = (x: number) => (x + 63) & ~63;
-    let at = 0;
-    this.args = at; at += ARGS_BYTES;
-    this.scratch = at = align(at); at += 16 * ROW + 65536;
-    this.input = at = align(at); at += rows * ROW * 4;
-    for (const s of layout.sections) { at = align(at); this.out.push(at); at += s.bytes; }
-    this.deq = at = align(at); at += rows * ROW * 4;
-    const base = k.reserve(at);
-    for (const key of ['args', 'scratch', 'input', 'deq'] as const) this[key] += base;
-    this.out = this.out.map((p) => p + base);
-    k.f32(this.input, rows * ROW).set(values.subarray(0, rows * ROW));
-    writeArgs(k.buffer, this.args, { ...baseArgs(o), scratch: this.scratch, scales: this.out[1] ?? 0, biases: this.out[2] ?? 0, aux: this.out[3] ?? 0, ...extra });
-  }
-  quantize(rows: number): void {
-    this.k.fn(`${this.f.kernel}_quantize`)(this.input, 0, rows, ROW, this.out[0], this.args);
-  }
-  dequantize(rows: number): void {
-    this.k.fn(`${this.f.kernel}_dequantize`)(this.out[0], rows, ROW, this.deq, this.args);
-  }
-}
-
-/**
- * Extra kernel args when the kernels alone can run the format at its default options: no tensor
- * sections, no finish step, and a prepare step (if any) that needs no pass over the data.
- */
-async function kernelOnlyArgs(f: FormatSpec, k: Kernels): Promise<Record<string, number> | undefined> {
-  const o = resolveOptions(f, { format: f.name });
-  if (f.finish || f.tensorSections?.(1, ROW, o).length) return undefined;
-  if (!f.prepare) return {};
-  let reduced = false;
-  const args = await f.prepare({
-    kernels: k, nrows: 1, rowLen: ROW, opts: o,
-    reduce: async () => { reduced = true; return new DataView(new ArrayBuffer(64)); },
-  });
-  return reduced ? undefined : (args as Record<string, number>);
-}
 
 async function rate(run: () => unknown, bytes: number): Promise<number> {
   return bytes / (await timeIt(run, 25, budget)) / 1e9;

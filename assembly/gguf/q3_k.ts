@@ -6,7 +6,7 @@
 // Quantizer: spec §10 (reference, §13.2 search) and §14.4 (importance matrix, §13.1 searches).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
-import { makeQ3Quants16, makeQxQuants, makeQxQuants4, quantDiv } from './searches';
+import { makeQ3Quants16, makeQxQuants, makeQxQuants4, nearestIntV, q3Codes16, quantDiv } from './searches';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;
@@ -15,7 +15,9 @@ const L = memory.data(256);
 const W = memory.data(256 * 4);
 const SC = memory.data(16 * 4);
 const SW = memory.data(16 * 4);
-const LS = memory.data(16);
+const LS = memory.data(16, 16);
+// SIMD build: the 16 sub-block scales d*(sc - 32) of the final pass.
+const DJ = memory.data(16 * 4, 16);
 
 // Packs one 6-bit stored scale l (0..63) of sub-block j into the 12 bytes at sc (zeroed first).
 function packScale(sc: usize, j: i32, l: u32): void {
@@ -31,47 +33,169 @@ function packScale(sc: usize, j: i32, l: u32): void {
   return <i32>(lo | (((<u32>load<u8>(sc + 8 + <usize>(j & 3)) >> (2 * (j >> 2))) & 3) << 4)) - 32;
 }
 
-function quantizeBlock(x: usize, qw: usize, y: usize): void {
+// SIMD build: the 16 stored 6-bit scales (bytes 0..63 of u) -> the 12 scale bytes at sc, as
+// packScale writes them: low nibbles of j and j + 8 in byte j < 8; bits 4-5 of j, j + 4, j + 8,
+// j + 12 in byte 8 + j (shifted 0, 2, 4, 6). Values stay below 256 per byte, so 16-bit shifts
+// move no bit across bytes.
+@inline function packScales16(u: v128, sc: usize): void {
+  const lo = v128.and(u, i8x16.splat(15));
+  const lo8 = v128.or(lo, i16x8.shl(i8x16.shuffle(lo, lo, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15), 4));
+  const hi = i8x16.shr_u(u, 4);
+  const h4 = v128.or(
+    v128.or(hi, i16x8.shl(i8x16.shuffle(hi, hi, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7), 2)),
+    v128.or(i16x8.shl(i8x16.shuffle(hi, hi, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11), 4),
+      i16x8.shl(i8x16.shuffle(hi, hi, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15), 6)),
+  );
+  store<u64>(sc, i64x2.extract_lane(lo8, 0));
+  store<u32>(sc + 8, i32x4.extract_lane(h4, 0));
+}
+
+// SIMD build: the scale of largest magnitude among the 16 at SC, the first one on ties, +0 when
+// none is above 0 (NaN never wins), as the scalar scan "if (|s| > amax)" finds it.
+function maxScale16(): f32 {
+  let a0 = f32x4.abs(v128.load(SC)), a1 = f32x4.abs(v128.load(SC, 16));
+  let a2 = f32x4.abs(v128.load(SC, 32)), a3 = f32x4.abs(v128.load(SC, 48));
+  a0 = v128.and(a0, f32x4.eq(a0, a0));
+  a1 = v128.and(a1, f32x4.eq(a1, a1));
+  a2 = v128.and(a2, f32x4.eq(a2, a2));
+  a3 = v128.and(a3, f32x4.eq(a3, a3));
+  let m = f32x4.max(f32x4.max(a0, a1), f32x4.max(a2, a3));
+  m = f32x4.max(m, v128.shuffle<f32>(m, m, 2, 3, 0, 1));
+  m = f32x4.max(m, v128.shuffle<f32>(m, m, 1, 0, 3, 2));
+  if (!(f32x4.extract_lane(m, 0) > 0)) return 0;
+  const first = <u32>i32x4.bitmask(f32x4.eq(a0, m)) | (<u32>i32x4.bitmask(f32x4.eq(a1, m)) << 4)
+    | (<u32>i32x4.bitmask(f32x4.eq(a2, m)) << 8) | (<u32>i32x4.bitmask(f32x4.eq(a3, m)) << 12);
+  return load<f32>(SC + (<usize>ctz(first) << 2));
+}
+
+// SIMD build: scales l (i32, -32..31) of sub-blocks 4k..4k+3 -> DJ = d * l, as d * q3Scale.
+@inline function storeDJ(k: usize, l: v128, d: f32): void {
+  v128.store(DJ + (k << 4), f32x4.mul(f32x4.splat(d), f32x4.convert_i32x4_s(l)));
+}
+
+// SIMD build: final codes of every sub-block whose scale dj is non-zero, as quantDiv computes them
+// (nearest_int(x / dj) clamped to -4..3, + 4); the others keep the search's codes (q3: those of
+// make_q3_quants, fetched here).
+function finalCodes16(x: usize, q3: bool): void {
+  if (q3) {
+    // make_q3_quants' codes of the sub-blocks that keep them.
+    const z = f32x4.splat(0);
+    q3Codes16(L, <u32>i32x4.bitmask(f32x4.eq(v128.load(DJ), z)) | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 16), z)) << 4)
+      | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 32), z)) << 8) | (<u32>i32x4.bitmask(f32x4.eq(v128.load(DJ, 48), z)) << 12));
+  }
+  for (let j: usize = 0; j < 16; j++) {
+    const dj = load<f32>(DJ + (j << 2));
+    if (dj == 0) continue;
+    const vd = f32x4.splat(dj);
+    const p = x + (j << 6);
+    const lo = i32x4.splat(-4);
+    const hi = i32x4.splat(3);
+    const qa = i32x4.min_s(hi, i32x4.max_s(lo, nearestIntV(f32x4.div(v128.load(p), vd))));
+    const qb = i32x4.min_s(hi, i32x4.max_s(lo, nearestIntV(f32x4.div(v128.load(p, 16), vd))));
+    const qc = i32x4.min_s(hi, i32x4.max_s(lo, nearestIntV(f32x4.div(v128.load(p, 32), vd))));
+    const qe = i32x4.min_s(hi, i32x4.max_s(lo, nearestIntV(f32x4.div(v128.load(p, 48), vd))));
+    const b = i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(qa, qb), i16x8.narrow_i32x4_s(qc, qe));
+    v128.store(L + (j << 4), i8x16.add(b, i8x16.splat(4)));
+  }
+}
+
+// SIMD build of the scale steps and the final pass of quantizeBlock: the same values, the 16
+// scales quantized, packed and applied as vectors instead of one sub-block at a time.
+function scalesAndCodesSimd(x: usize, qw: usize, y: usize): void {
   const sc = y + 96;
-  memory.fill(sc, 0, 12);
+  let l0 = i32x4.splat(0), l1 = l0, l2 = l0, l3 = l0;
   if (qw == 0) {
-    let amax: f32 = 0;
-    let maxScale: f32 = 0;
     makeQ3Quants16(x, L, SC);
-    for (let j = 0; j < 16; j++) {
-      const s = f32At(SC, j);
-      const a = Mathf.abs(s);
-      if (a > amax) {
-        amax = a;
-        maxScale = s;
-      }
-    }
-    if (maxScale != 0) {
-      const iscale: f32 = <f32>-32 / maxScale;
-      for (let j = 0; j < 16; j++) {
-        const l = <i32>(<i8>nearestInt(iscale * f32At(SC, j)));
-        packScale(sc, j, <u32>(min(31, max(-32, l)) + 32));
-      }
-      store<u16>(y + 108, f32ToF16(1 / iscale));
-    } else {
+    const maxScale = maxScale16();
+    if (maxScale == 0) {
+      // Scale bytes 0 and d = 0: every dj is 0 and make_q3_quants' codes stay.
+      memory.fill(sc, 0, 12);
       store<u16>(y + 108, 0);
+      q3Codes16(L, 0xffff);
+      return;
     }
+    const iscale: f32 = <f32>-32 / maxScale;
+    const vi = f32x4.splat(iscale);
+    // l = clamp((i8) nearest_int(iscale * s), -32, 31), the i8 wrap as the scalar cast.
+    const lo = i32x4.splat(-32);
+    const hi = i32x4.splat(31);
+    l0 = i32x4.min_s(hi, i32x4.max_s(lo, i32x4.shr_s(i32x4.shl(nearestIntV(f32x4.mul(vi, v128.load(SC))), 24), 24)));
+    l1 = i32x4.min_s(hi, i32x4.max_s(lo, i32x4.shr_s(i32x4.shl(nearestIntV(f32x4.mul(vi, v128.load(SC, 16))), 24), 24)));
+    l2 = i32x4.min_s(hi, i32x4.max_s(lo, i32x4.shr_s(i32x4.shl(nearestIntV(f32x4.mul(vi, v128.load(SC, 32))), 24), 24)));
+    l3 = i32x4.min_s(hi, i32x4.max_s(lo, i32x4.shr_s(i32x4.shl(nearestIntV(f32x4.mul(vi, v128.load(SC, 48))), 24), 24)));
+    const u = i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(l0, l1), i16x8.narrow_i32x4_s(l2, l3));
+    packScales16(i8x16.add(u, i8x16.splat(32)), sc);
+    store<u16>(y + 108, f32ToF16(1 / iscale));
   } else {
     imatrixWeights256(x, qw, 2, 16, W, SW);
     for (let g = 0; g < 4; g++) {
       const o = <usize>g << 8;
       makeQxQuants4(16, 4, x + o, W + o, L + (<usize>g << 6), SC + (<usize>g << 4));
     }
-    const dBlock = makeQxQuants(16, 32, SC, LS, SW);
-    for (let j = 0; j < 16; j++) packScale(sc, j, <u32>load<u8>(LS + <usize>j));
-    store<u16>(y + 108, f32ToF16(dBlock));
+    store<u16>(y + 108, f32ToF16(makeQxQuants(16, 32, SC, LS, SW)));
+    const u = v128.load(LS);
+    packScales16(u, sc);
+    const m = i16x8.sub(i16x8.extend_low_i8x16_u(u), i16x8.splat(32));
+    const n = i16x8.sub(i16x8.extend_high_i8x16_u(u), i16x8.splat(32));
+    l0 = i32x4.extend_low_i16x8_s(m);
+    l1 = i32x4.extend_high_i16x8_s(m);
+    l2 = i32x4.extend_low_i16x8_s(n);
+    l3 = i32x4.extend_high_i16x8_s(n);
   }
   // Final pass with the stored (fp16) super-scale.
   const d = f16ToF32(<u32>load<u16>(y + 108));
-  for (let j = 0; j < 16; j++) {
-    const dj: f32 = d * <f32>q3Scale(sc, j);
-    if (dj == 0) continue;
-    quantDiv(x + (<usize>j << 6), 16, false, 0, dj, -4, 3, 4, L + (<usize>j << 4));
+  storeDJ(0, l0, d);
+  storeDJ(1, l1, d);
+  storeDJ(2, l2, d);
+  storeDJ(3, l3, d);
+  finalCodes16(x, qw == 0);
+}
+
+function quantizeBlock(x: usize, qw: usize, y: usize): void {
+  const sc = y + 96;
+  if (ASC_FEATURE_SIMD) {
+    scalesAndCodesSimd(x, qw, y);
+  } else {
+    memory.fill(sc, 0, 12);
+    if (qw == 0) {
+      let amax: f32 = 0;
+      let maxScale: f32 = 0;
+      makeQ3Quants16(x, L, SC);
+      for (let j = 0; j < 16; j++) {
+        const s = f32At(SC, j);
+        const a = Mathf.abs(s);
+        if (a > amax) {
+          amax = a;
+          maxScale = s;
+        }
+      }
+      if (maxScale != 0) {
+        const iscale: f32 = <f32>-32 / maxScale;
+        for (let j = 0; j < 16; j++) {
+          const l = <i32>(<i8>nearestInt(iscale * f32At(SC, j)));
+          packScale(sc, j, <u32>(min(31, max(-32, l)) + 32));
+        }
+        store<u16>(y + 108, f32ToF16(1 / iscale));
+      } else {
+        store<u16>(y + 108, 0);
+      }
+    } else {
+      imatrixWeights256(x, qw, 2, 16, W, SW);
+      for (let g = 0; g < 4; g++) {
+        const o = <usize>g << 8;
+        makeQxQuants4(16, 4, x + o, W + o, L + (<usize>g << 6), SC + (<usize>g << 4));
+      }
+      const dBlock = makeQxQuants(16, 32, SC, LS, SW);
+      for (let j = 0; j < 16; j++) packScale(sc, j, <u32>load<u8>(LS + <usize>j));
+      store<u16>(y + 108, f32ToF16(dBlock));
+    }
+    // Final pass with the stored (fp16) super-scale.
+    const d = f16ToF32(<u32>load<u16>(y + 108));
+    for (let j = 0; j < 16; j++) {
+      const dj: f32 = d * <f32>q3Scale(sc, j);
+      if (dj == 0) continue;
+      quantDiv(x + (<usize>j << 6), 16, false, 0, dj, -4, 3, 4, L + (<usize>j << 4));
+    }
   }
   // hmask: bit e/32 of hmask[e % 32] for codes > 3, which then lose the 4.
   if (ASC_FEATURE_SIMD) {

@@ -1,7 +1,8 @@
 // The SIMD build's data-dependent shortcuts against the scalar build, on many blocks of weight-like
 // data: the IQ4 search's vector pick (a guessed end of the winner chain, proven or re-run as the
 // loop) and the Q3_K coordinate descent (sub-blocks that accept no change are finished after one
-// vector pass; the others run rounds that commit the first accepted change). Both must give the
+// vector pass; the others run rounds that commit the first accepted change) with its vector scale
+// steps (largest scale, NaN passed over; codes kept where a scale quantizes to 0). All must give the
 // scalar build's bytes; a wrong guess or a missed commit would show as a byte difference.
 import { describe, expect, it } from 'vitest';
 import { quantize } from '../../src/index.js';
@@ -16,7 +17,7 @@ function lcg(seed: number): () => number {
   };
 }
 
-/** Rows of weight-like values: bell-shaped, heavy-tailed, and few-valued (ties between passes). */
+/** Rows of weight-like values: bell-shaped, heavy-tailed, few-valued (ties between passes), overflowing. */
 function rows(): Float32Array {
   const u = lcg(2024);
   const kinds: (() => number)[] = [
@@ -26,6 +27,12 @@ function rows(): Float32Array {
     () => Math.round((u() + u() - 1) * 6),
     () => [-1, -0.5, 0.5, 1][Math.floor(u() * 4)] * (u() < 0.5 ? 1 : 1.5),
     () => (u() < 0.7 ? 0 : u() - 0.5),
+    // Every 7th sub-block of 16 so large that x*x overflows: its make_q3_quants scale is NaN,
+    // which Q3_K's search for the largest scale must pass over as the scalar scan does.
+    (() => {
+      let i = 0;
+      return () => 0.02 * (u() + u() - 1) * ((i++ >> 4) % 7 === 3 ? 1e21 : 1);
+    })(),
   ];
   const perKind = 4;
   const x = new Float32Array(kinds.length * perKind * ROW);
