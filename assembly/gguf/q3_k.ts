@@ -6,7 +6,8 @@
 // Quantizer: spec §10 (reference, §13.2 search) and §14.4 (importance matrix, §13.1 searches).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
-import { makeQ3Quants16, makeQxQuants, makeQxQuants4, nearestIntV, q3Codes16, quantDiv } from './searches';
+import { makeQ3Quants16, q3Codes16 } from './q3_search';
+import { makeQxQuants, makeQxQuants4, nearestIntV, quantDiv } from './searches';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;
