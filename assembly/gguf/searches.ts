@@ -7,6 +7,7 @@
 //   with the scalar comparisons (QKX: speculatively, see there).
 // * makeQxQuants4 / makeQkxQuants4 (four units, used by the K-quants): lane k runs unit k
 //   through every scalar step, branches replaced by lane masks.
+// * make_q3_quants on a Q3_K block's sixteen units: q3_search.ts.
 // Rounding: the bit trick of nearest_int is reproduced lane-wise (nearestIntV); where the
 // argument is provably inside (-2^22, 2^22) the cheaper f32x4.nearest (round-half-even) is
 // used, which is the same function there. Both builds therefore produce identical bytes.
