@@ -131,10 +131,12 @@ export const BI16 = memory.data<u32>([
   0xbfad9881, 0xf6eaddcf, 0x26190d01, 0x71594535, // KVALUES
   0x3f000000, 0x3f000000, 0x3f000000, 0x3f000000, // f32 0.5
   0x01010101, 0x01010101, 0x01010101, 0x01010101, // i8 1
+  0x0f0f0f0f, 0x0f0f0f0f, 0x0f0f0f0f, 0x0f0f0f0f, // i8 15
 ], 16);
 export const BI16_KV: usize = 144;
 export const BI16_HALF: usize = 160;
 export const BI16_ONE8: usize = 176;
+export const BI16_FIFTEEN8: usize = 192;
 
 @inline export function bestIndex16(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
   // floor, clamp to [-256, 255], then the 1.5*2^23 trick puts the

@@ -1,6 +1,6 @@
 // The IQ4 block search (spec §13.5, ntry = 7) of IQ4_NL and IQ4_XS, bit-exact in both builds.
 // Not re-exported by gguf/index.ts: nothing here is a wasm export.
-import { BI16, BI16_HALF, BI16_ONE8, KVALUES, bestIndex, bestIndex16, kvTable } from './iq4_common';
+import { BI16, BI16_FIFTEEN8, BI16_HALF, BI16_ONE8, KVALUES, bestIndex, bestIndex16, kvTable } from './iq4_common';
 
 // Sums of the 16 passes: pass 0 is the first scale (-max)/(-127), passes 1..15 the trials
 // t = -7..7 with id = (t - 127)/max. Each pass sums left to right over the 32 elements; the SIMD
@@ -17,18 +17,22 @@ const tA2Lo = memory.data(128, 16);
 const tA2Hi = memory.data(128, 16);
 const tP0 = memory.data(256, 16);
 
-// The 16 passes' sums, 4 passes in the 4 lanes. For element j the trial values id_t*x_j are
-// monotone in t (fp32 division and multiplication are monotone), so its trial codes lie between
-// the codes of t = -7 and t = 7; when those differ by at most one (the grid is coarse: always,
-// in practice), code(id_t*x_j) = lo + (m_lo <= id_t*x_j) with m_lo = (k_lo + k_lo+1)/2, exactly
-// (best_index(v) = #{midpoints <= v}, see bestIndex16). The products (w*q)*x and (w*q)*q of both
-// candidates are then precomputed per element, and each pass only selects and adds them, in
-// element order. Returns false (nothing written) when some element spans two grid steps.
-function searchTwoCandidates(x: usize, w: usize): bool {
+// The 16 passes' sums, 4 passes in the 4 lanes. For element j the trial values v_t = id_t*x_j
+// are monotone in t (fp32 division and multiplication are monotone) and share one sign, and
+// |v_-7/v_7| <= 134/120 (1.117, plus a few ulps), while two midpoints of one sign are at least a
+// factor 1.235 apart (115.5/93.5 is the closest pair); so at most one midpoint lies in
+// (v_min, v_max] and code(v_t) = lo + (m_lo <= v_t), exactly, with lo = code(v_min) and
+// m_lo = (k_lo + k_lo+1)/2 (best_index(v) = #{midpoints <= v}, see bestIndex16; for lo = 15 the
+// "hi" candidate is 15 again). That needs |x_j| <= |max| finite: the caller checks max. The
+// products (w*q)*x and (w*q)*q of both candidates are then precomputed per element, and each
+// pass only selects and adds them, in element order.
+function searchTwoCandidates(x: usize, w: usize): void {
   const kv = kvTable();
   const i0 = f32x4.splat(load<f32>(ids) * 2);
   const iLo = f32x4.splat(load<f32>(ids, 4) * 2);
   const iHi = f32x4.splat(load<f32>(ids, 60) * 2);
+  const one8 = v128.load(BI16, BI16_ONE8);
+  const fifteen8 = v128.load(BI16, BI16_FIFTEEN8);
   for (let h: usize = 0; h < 128; h += 64) {
     const x0 = v128.load(x + h);
     const x1 = v128.load(x + h, 16);
@@ -39,8 +43,7 @@ function searchTwoCandidates(x: usize, w: usize): bool {
     const a2 = f32x4.mul(x2, iLo), b2 = f32x4.mul(x2, iHi);
     const a3 = f32x4.mul(x3, iLo), b3 = f32x4.mul(x3, iHi);
     const cLo = bestIndex16(f32x4.pmin(a0, b0), f32x4.pmin(a1, b1), f32x4.pmin(a2, b2), f32x4.pmin(a3, b3));
-    const cHi = bestIndex16(f32x4.pmax(a0, b0), f32x4.pmax(a1, b1), f32x4.pmax(a2, b2), f32x4.pmax(a3, b3));
-    if (v128.any_true(i8x16.gt_u(i8x16.sub(cHi, cLo), v128.load(BI16, BI16_ONE8)))) return false;
+    const cHi = i8x16.min_u(i8x16.add(cLo, one8), fifteen8);
     const c0 = bestIndex16(f32x4.mul(x0, i0), f32x4.mul(x1, i0), f32x4.mul(x2, i0), f32x4.mul(x3, i0));
     const qLo = i8x16.swizzle(kv, cLo);
     const qHi = i8x16.swizzle(kv, cHi);
@@ -111,7 +114,6 @@ function searchTwoCandidates(x: usize, w: usize): bool {
   v128.store(sqx, sxB, 48);
   v128.store(sq2, s2A, 32);
   v128.store(sq2, s2B, 48);
-  return true;
 }
 
 // Tables for four elements at byte offset o: midpoint, and the products (w*q)*x, (w*q)*q of the
@@ -136,8 +138,7 @@ function searchTwoCandidates(x: usize, w: usize): bool {
 }
 
 // The 16 passes literally: codes by best_index, sums left to right. The scalar build's search,
-// and the SIMD build's fallback should an element ever span two grid steps (it cannot: over the
-// trials |id_t*x_j| moves within [120, 134]*|x_j/max|, and no two midpoints fit in such a range).
+// and the SIMD build's for a block with an infinite absmax (where the bound above fails).
 function searchScalar(x: usize, w: usize): void {
   for (let p: usize = 0; p < 16; p++) {
     const id = load<f32>(ids + (p << 2));
@@ -169,7 +170,8 @@ export function iq4Search(x: usize, w: usize, max: f32): f32 {
     v128.store(ids, f32x4.div(f32x4(-127, -126, -125, -124), vm), 32);
     v128.store(ids, f32x4.div(f32x4(-123, -122, -121, -120), vm), 48);
     store<f32>(ids, first);
-    if (!searchTwoCandidates(x, w)) searchScalar(x, w);
+    if (Mathf.abs(max) < Infinity) searchTwoCandidates(x, w);
+    else searchScalar(x, w);
   } else {
     for (let t = -7; t <= 7; t++) store<f32>(ids + (<usize>(t + 8) << 2), <f32>(t - 127) / max);
     searchScalar(x, w);

@@ -62,3 +62,53 @@ describe('SIMD shortcuts == scalar build on weight-like rows', () => {
     }
   }
 });
+
+/**
+ * Blocks with elements on a trial's switching point: x_j a few ulps around m / id_t for a
+ * midpoint m of the IQ4 grid and a trial t, so that some trial's value id_t*x_j lies exactly on,
+ * just below or just above a midpoint (best_index takes the upper entry on it). The SIMD search
+ * decides each trial's code from one comparison with the midpoint between two candidates; a
+ * comparison off by one ulp there changes a pass's sums, and often the bytes (the weight-like
+ * rows above rarely land on a midpoint).
+ */
+function boundaryRows(): Float32Array {
+  const u = lcg(4242);
+  const mids = [-115.5, -93.5, -74, -57, -42, -28.5, -16, -4.5, 7, 19, 31.5, 45.5, 61, 79, 101];
+  const bits = new Int32Array(1);
+  const f = new Float32Array(bits.buffer);
+  const nudge = (v: number, k: number) => {
+    f[0] = v;
+    bits[0] += v >= 0 ? k : -k;
+    return f[0];
+  };
+  const x = new Float32Array(16 * ROW);
+  for (let b = 0; b < x.length / 32; b++) {
+    const scale = [1, 0.003, 37.5, 1e-6][b % 4] * (1 + u());
+    const max = Math.fround((b & 4 ? -1 : 1) * scale);
+    for (let j = 0; j < 32; j++) x[b * 32 + j] = Math.fround((u() - 0.5) * 0.6 * scale);
+    x[b * 32 + Math.floor(u() * 32)] = max;
+    for (let n = 0; n < 12; n++) {
+      const j = b * 32 + Math.floor(u() * 32);
+      if (Math.abs(x[j]) === Math.abs(max)) continue;
+      const id = Math.fround((Math.floor(u() * 15) - 7 - 127) / max);
+      const v = Math.fround(mids[Math.floor(u() * mids.length)] / id);
+      if (Math.abs(v) < Math.abs(max)) x[j] = nudge(v, Math.floor(u() * 5) - 2);
+    }
+  }
+  return x;
+}
+
+describe('IQ4 SIMD search == scalar build on blocks with elements at switching points', () => {
+  const x = boundaryRows();
+  const u = lcg(91);
+  const importance = new Float32Array(ROW).map(() => (u() < 0.1 ? 0 : 0.1 + u() * 4));
+  for (const format of ['iq4_nl', 'iq4_xs']) {
+    for (const [name, imp] of [['none', undefined], ['imatrix', importance]] as const) {
+      it(`${format}, importance ${name}`, async () => {
+        const a = (await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd', importance: imp })).data;
+        const b = (await quantize(x, { format, rowLength: ROW, backend: 'wasm', importance: imp })).data;
+        expect(firstDiff(a, b)).toBe(-1);
+      });
+    }
+  }
+});
