@@ -282,7 +282,9 @@ export function makeQ3Quants16(x: usize, L: usize, scales: usize): void {
     | q3Busy(2, d2, x2, y2, scales) | q3Busy(3, d3, x3, y3, scales);
   q3Ran = busy;
   let queue = busy;
-  // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty.
+  // Phase 2 with two slots (s = 0 and 64); a slot's unit is -1 when empty. The two slots' steps are
+  // written out twice on purpose: each slot's state then lives in locals (registers), and the two
+  // independent dependency chains overlap; a shared helper would keep the state in memory.
   let uA: i32 = -1, uB: i32 = -1;
   let xA: f32 = 0, yA: f32 = 0, xB: f32 = 0, yB: f32 = 0;
   let tA = 0, tB = 0;
