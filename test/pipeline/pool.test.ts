@@ -113,6 +113,46 @@ describe('worker pool', () => {
     expect(err.message).toContain('twice');
   });
 
+  it('sends a worker its next task ahead while more wait, and retries only the one that ran when it crashes', async () => {
+    process.env.WEBQUANT_CRASH_DIR = mkdtempSync(join(tmpdir(), 'wq-crash-'));
+    const p = await pool(1, compiledUrl('test/pipeline/fixtures/crash-worker.js'));
+    const names = ['crash-once-first', 'second', 'third', 'fourth'];
+    const values = names.map((_, i) => randomValues(16 * 64, 20 + i));
+    const reloads = names.map(() => 0);
+    // Four tasks for one worker: the second is sent before the first (which kills the worker)
+    // ends, so it dies with it unstarted and goes back to the queue as it was: it reloads its
+    // transferred values, but it is not a second attempt (crash-always would fail on that).
+    const got = await Promise.all(names.map((name, i) => p.quantize(
+      { values: values[i].slice(), reload: () => { reloads[i]++; return values[i].slice(); } },
+      { format: 'q4_0', rowLength: 64, name },
+    )));
+    for (let i = 0; i < names.length; i++) {
+      expect(sameBytes(got[i].data, (await quantize(values[i], { format: 'q4_0', rowLength: 64 })).data), names[i]).toBe(true);
+    }
+    expect(reloads[0]).toBe(1);
+    expect(reloads[1]).toBe(1);
+    expect(reloads[3]).toBe(0);
+    // A task sent ahead that crashes its worker on its own gets its one retry, and no more.
+    const v = randomValues(16 * 64, 30);
+    const both = await Promise.allSettled(['fine-a', 'crash-always-b', 'fine-c'].map((name) => p.quantize(
+      { values: v.slice(), reload: () => v.slice() }, { format: 'q4_0', rowLength: 64, name },
+    )));
+    expect(both.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((both[1] as PromiseRejectedResult).reason.code).toBe('E_WORKER_CRASHED');
+    expect((both[1] as PromiseRejectedResult).reason.message).toContain('twice');
+  });
+
+  it('does not send ahead a task that could not be read again after a crash', async () => {
+    process.env.WEBQUANT_CRASH_DIR = mkdtempSync(join(tmpdir(), 'wq-crash-'));
+    const p = await pool(1, compiledUrl('test/pipeline/fixtures/crash-worker.js'));
+    const v = randomValues(16 * 64, 31);
+    const [first, second, third] = await Promise.allSettled(['crash-once-a', 'b', 'c'].map((name, i) => p.quantize(
+      { values: v.slice(), reload: i === 0 ? () => v.slice() : undefined }, { format: 'q4_0', rowLength: 64, name },
+    )));
+    // Without `reload`, b and c wait here until the worker is free: the crash costs them nothing.
+    expect([first.status, second.status, third.status]).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+  });
+
   it('aborts a running task through its signal and terminates everything', async () => {
     const p = await pool(2);
     const ac = new AbortController();
