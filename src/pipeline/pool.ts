@@ -18,7 +18,7 @@ import { Comlink } from './transfer.js';
 import type { Endpoint } from 'comlink';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { QuantizedTensor, QuantizeOptions, Backend, TensorValues } from '../quantize.js';
-import type { WasmBuild, WasmSource } from '../kernels/loader.js';
+import { compiledModule, type WasmBuild, type WasmSource } from '../kernels/loader.js';
 import type { WorkerApi, WorkerDType, WorkerOutput, WorkerRange, WorkerResult } from './worker.js';
 
 export interface WorkerHandle {
@@ -114,6 +114,8 @@ export class WorkerPool {
   /** Terminations started by cancellation, awaited by terminate(). */
   private readonly ending = new Set<Promise<void>>();
   private closed = false;
+  /** What every worker's init gets as `wasm` (see shared()). */
+  private wasm?: Promise<PoolOptions['wasm']>;
 
   constructor(private readonly spawner: Spawner, private readonly opts: PoolOptions = {}) {
     const size = opts.size ?? spawner.defaultSize();
@@ -219,12 +221,26 @@ export class WorkerPool {
     const api = Comlink.wrap<WorkerApi>(handle.endpoint);
     const died = new Promise<Error>((resolve) => handle.onExit(resolve));
     const slot: Slot = { handle, api, died, ready: Promise.resolve(), onDied: new Set(), jobs: [] };
-    slot.ready = api.init({ backend: this.opts.backend, wasm: this.opts.wasm });
+    slot.ready = this.shared().then((wasm) => api.init({ backend: this.opts.backend, wasm }));
     // init failures surface through the first task; keep them from being reported as unhandled.
     slot.ready.catch(() => undefined);
     died.then((e) => this.onDeath(slot, e));
     this.slots.add(slot);
     return slot;
+  }
+
+  /**
+   * The kernels compiled once on this thread, for every worker: a worker then starts without
+   * compiling (~5-10 ms each, more on a busy machine) and all share one tier-up. The compile runs
+   * while the first workers boot. Where it fails, or a source for the build was given, each worker
+   * loads its own as before.
+   */
+  private shared(): Promise<PoolOptions['wasm']> {
+    const given = this.opts.wasm;
+    return (this.wasm ??= compiledModule(this.opts.backend ?? 'auto').then(
+      ({ build, module }) => (given?.[build] !== undefined ? given : { ...given, [build]: module }),
+      () => given,
+    ));
   }
 
   /**

@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quantize, WebquantError, f32ToF16 } from '../../src/index.js';
 import { createPool, type WorkerPool } from '../../src/pipeline/pool.js';
+import { compiledModule } from '../../src/kernels/loader.js';
 import { liveWorkerThreads } from '../../src/pipeline/spawn-node.js';
 import { compiledUrl, randomValues, sameBytes } from './helpers.js';
 
@@ -49,6 +50,17 @@ describe('worker pool', () => {
       expect(p.workers).toBeLessThanOrEqual(size);
     });
   }
+
+  it('compiles the kernels once on this thread and hands the module to every worker', async () => {
+    const a = await compiledModule('auto');
+    expect(a.module).toBeInstanceOf(WebAssembly.Module);
+    expect((await compiledModule('auto')).module).toBe(a.module);
+    // A source given for the build still wins: a bad one fails the worker's init, naming the file.
+    const p = await createPool({ size: 1, workerUrl: workerUrl(), wasm: { [a.build]: 'file:///nonexistent/webquant.wasm' } });
+    pools.push(p);
+    const err = await p.quantize({ values: randomValues(64, 1) }, { format: 'q8_0', rowLength: 64 }).catch((e) => e);
+    expect(err.code).toBe('E_WASM_LOAD');
+  });
 
   it('defaults to one worker per core and refuses a size below 1', async () => {
     const p = await createPool({ workerUrl: workerUrl() });
