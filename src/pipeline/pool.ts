@@ -208,9 +208,9 @@ export class WorkerPool {
       const end = slot.handle.terminate().finally(() => this.ending.delete(end));
       this.ending.add(end);
     } else if (slot) {
-      // Sent ahead and not started: the worker will run it, and its result is dropped.
+      // Sent ahead and not started: the worker will run it (after the one it runs, which stays
+      // first), and its result is dropped.
       slot.jobs.splice(slot.jobs.indexOf(job), 1);
-      if (slot.jobs.length === 0) this.idle.push(slot);
     }
     this.settle(job, () => job.reject(err));
     this.pump();
