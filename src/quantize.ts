@@ -7,7 +7,12 @@ import { getFormat } from './formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
-import { maybeGpuDequantize, maybeGpuQuantize } from './webgpu/index.js';
+import type { GpuResult } from './webgpu/index.js';
+
+// The WebGPU backend (its shaders and runner) is loaded when quantize() or dequantize() first asks
+// for it: pool workers call quantizeFrom only, and loading it cost each worker ~13 ms of start-up.
+let webgpu: Promise<typeof import('./webgpu/index.js')> | undefined;
+const gpuModule = () => (webgpu ??= import('./webgpu/index.js'));
 
 export type Backend = 'auto' | WasmBuild;
 /** Backends of quantize / dequantize: the wasm builds, or the WebGPU kernels (src/webgpu). */
@@ -174,7 +179,7 @@ function bytesOf(values: TensorValues): Uint8Array {
 
 export async function quantize(values: TensorValues, opts: QuantizeOptions): Promise<QuantizedTensor> {
   const p = planTensor(values, opts);
-  const gpu = await maybeGpuQuantize(values, opts, p);
+  const gpu: GpuResult<QuantizedTensor> = await (await gpuModule()).maybeGpuQuantize(values, opts, p);
   if (gpu.ran) return gpu.value;
   const k = await loadKernels(gpu.build);
   return quantizeWith(k, values, opts, p);
@@ -292,7 +297,7 @@ export interface TensorDequantizeOptions extends Omit<DequantizeOptions, 'backen
 }
 
 export async function dequantize(qt: QuantizedTensor, opts: TensorDequantizeOptions = {}): Promise<Float32Array> {
-  const gpu = await maybeGpuDequantize(qt, opts);
+  const gpu: GpuResult<Float32Array> = await (await gpuModule()).maybeGpuDequantize(qt, opts);
   if (gpu.ran) return gpu.value;
   const k = await loadKernels(gpu.build);
   return dequantizeWith(k, qt, { ...opts, backend: gpu.build });

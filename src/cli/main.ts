@@ -44,6 +44,7 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   workers: { type: 'int', short: 'j', value: 'n', help: 'worker threads (default: number of cores)' },
   imatrix: { type: 'string', value: 'file', help: "llama.cpp importance matrix (imatrix.dat or imatrix .gguf)" },
   gpu: { type: 'boolean', help: "a WebGPU lane beside the workers (Node's webgpu package); same bytes; an error without a GPU" },
+  fsync: { type: 'boolean', help: 'flush the output to disk before renaming it into place (survives a power loss right after; waits for the disk)' },
   tokenizer: { type: 'string', value: 'path|none', help: 'GGUF from safetensors: tokenizer.json / tokenizer.model / llama2.c .bin, or their folder; "none" for no vocabulary (default: files beside the input)' },
   'tokenizer-pre': { type: 'string', value: 'name', help: "llama.cpp BPE pre-tokenizer (tokenizer.ggml.pre) when the tokenizer's is not recognised" },
   json: { type: 'boolean', help: 'one JSON report on stdout; progress as JSON lines on stderr' },
@@ -114,7 +115,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors> [--preset P | --format F [--group-size N --bits N --calibration C]] [--rules plan.json] [--strict] [--workers N] [--gpu] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors> [--preset P | --format F [--group-size N --bits N --calibration C]] [--rules plan.json] [--strict] [--workers N] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -123,7 +124,7 @@ const COMMANDS: Record<string, Command> = {
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), rulesFile: str(o.rules),
-        strict: !!o.strict, workers: num(o.workers), imatrix: str(o.imatrix), gpu: !!o.gpu, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
+        strict: !!o.strict, workers: num(o.workers), imatrix: str(o.imatrix), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);
       if (o.json) io.stdout.write(toJSON(r) + '\n');
     },

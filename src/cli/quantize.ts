@@ -25,6 +25,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   imatrix?: string;
   /** --gpu: run the pipeline's WebGPU lane beside the workers (backend 'webgpu'). */
   gpu?: boolean;
+  /** --fsync: flush the output to disk before the rename (fileSink's `durable`). */
+  fsync?: boolean;
   /** --tokenizer: a tokenizer file or folder, or 'none' (default: the files beside the input). */
   tokenizer?: string;
   /** --tokenizer-pre: tokenizer.ggml.pre for a byte-level BPE tokenizer. */
@@ -267,7 +269,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     }
     const progress = progressPrinter(io, json, roles);
     // The sink exists only from here on; the pipeline removes its partial file on any failure.
-    const sink = await fileSink(out);
+    const sink = await fileSink(out, { durable: a.fsync });
     let result;
     try {
       result = await quantizeCheckpoint({

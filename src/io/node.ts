@@ -119,6 +119,13 @@ export interface AtomicWriteOptions {
    * instead of the whole file sitting in the page cache until then.
    */
   flushEvery?: number;
+  /**
+   * Flush the file to disk before the rename (default true). Without it the rename still makes the
+   * file appear whole or not at all to every reader, and a killed process leaves no partial file
+   * under the target name; only a power loss or OS crash shortly after could then leave the target
+   * short or empty. No flushing also means no periodic flushes (flushEvery is ignored).
+   */
+  durable?: boolean;
 }
 
 const FLUSH_EVERY = 64 << 20;
@@ -126,8 +133,8 @@ const FLUSH_EVERY = 64 << 20;
 /**
  * A file written at any offsets, by this thread (writeAt) or by others that open `partial`
  * themselves (pipeline workers; they report their bytes through wrote()). It lives at
- * `<path>.partial-<random>` until commit() flushes it and renames it to `path`; discard() removes
- * it and leaves `path` as it was.
+ * `<path>.partial-<random>` until commit() flushes it (unless not `durable`) and renames it to
+ * `path`; discard() removes it and leaves `path` as it was.
  */
 export interface AtomicFile {
   readonly partial: string;
@@ -138,10 +145,11 @@ export interface AtomicFile {
   discard(): Promise<void>;
 }
 
-export async function createAtomicFile(path: string, opts: Pick<AtomicWriteOptions, 'flushEvery'> = {}): Promise<AtomicFile> {
+export async function createAtomicFile(path: string, opts: Pick<AtomicWriteOptions, 'flushEvery' | 'durable'> = {}): Promise<AtomicFile> {
   const partial = `${path}.partial-${randomBytes(6).toString('hex')}`;
   const fh = await open(partial, 'wx').catch((e) => ioError(partial, 'create', e));
-  const flushEvery = opts.flushEvery ?? FLUSH_EVERY;
+  const durable = opts.durable ?? true;
+  const flushEvery = durable ? (opts.flushEvery ?? FLUSH_EVERY) : 0;
   // At most one flush in flight; a failure is reported by the next write or by commit().
   let flushing: Promise<void> | undefined;
   let flushFailed: unknown;
@@ -179,7 +187,7 @@ export async function createAtomicFile(path: string, opts: Pick<AtomicWriteOptio
       try {
         await flushing;
         if (flushFailed) throw flushFailed;
-        await fh.sync().catch((e) => ioError(partial, 'fsync', e));
+        if (durable) await fh.sync().catch((e) => ioError(partial, 'fsync', e));
         await fh.close().catch((e) => ioError(partial, 'close', e));
         await rename(partial, path).catch((e) => ioError(path, 'rename', e));
       } catch (e) {

@@ -76,6 +76,16 @@ export function loadKernels(requested: 'auto' | WasmBuild = 'auto', instance = '
 
 const modules = new Map<WasmBuild, Promise<WebAssembly.Module>>();
 
+/**
+ * The compiled module of a build (from configureWasm's source or the default file), compiled once
+ * per thread. A pool compiles it here and hands it to its workers, which then share the machine
+ * code (V8 tiers a shared module up once, not once per worker) and skip their own compile.
+ */
+export async function compiledModule(requested: 'auto' | WasmBuild = 'auto'): Promise<{ build: WasmBuild; module: WebAssembly.Module }> {
+  const build = resolveBuild(requested);
+  return { build, module: await moduleOf(build) };
+}
+
 function moduleOf(build: WasmBuild): Promise<WebAssembly.Module> {
   let m = modules.get(build);
   if (!m) {

@@ -19,7 +19,7 @@ export interface PositionalTarget {
   /** The file a worker opens for its positional writes (cloneable). */
   readonly path: string;
   writeAt(bytes: Uint8Array, offset: number): Promise<void>;
-  /** Bytes the workers wrote (the sink flushes to disk as they accumulate). */
+  /** Bytes the workers wrote (a durable sink flushes to disk as they accumulate). */
   wrote(n: number): void;
 }
 

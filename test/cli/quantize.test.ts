@@ -155,6 +155,11 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     expect(rep.roles.map((x: { role: string }) => x.role).sort()).toEqual(['attention', 'embedding', 'ffn', 'norm']);
     const lines = r.stderr.trim().split('\n').map((l) => JSON.parse(l));
     expect(lines.filter((l) => l.progress === 'tensor')).toHaveLength(47);
+    // --fsync flushes before the rename (sinks.test.ts checks the flush): the same file.
+    const synced = join(tmp, 'j-fsync.safetensors');
+    const f = await cli(['quantize', MODEL, '-o', synced, '--format', 'int8', '--fsync', '--json'], { cwd: tmp });
+    expect(f.code, f.stderr).toBe(0);
+    expect(same(readFileSync(synced), readFileSync(out))).toBe(true);
   });
 
   it('draws a progress bar on a terminal', async () => {

@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quantize, WebquantError, f32ToF16 } from '../../src/index.js';
 import { createPool, type WorkerPool } from '../../src/pipeline/pool.js';
+import { compiledModule } from '../../src/kernels/loader.js';
 import { liveWorkerThreads } from '../../src/pipeline/spawn-node.js';
 import { compiledUrl, randomValues, sameBytes } from './helpers.js';
 
@@ -49,6 +50,17 @@ describe('worker pool', () => {
       expect(p.workers).toBeLessThanOrEqual(size);
     });
   }
+
+  it('compiles the kernels once on this thread and hands the module to every worker', async () => {
+    const a = await compiledModule('auto');
+    expect(a.module).toBeInstanceOf(WebAssembly.Module);
+    expect((await compiledModule('auto')).module).toBe(a.module);
+    // A source given for the build still wins: a bad one fails the worker's init, naming the file.
+    const p = await createPool({ size: 1, workerUrl: workerUrl(), wasm: { [a.build]: 'file:///nonexistent/webquant.wasm' } });
+    pools.push(p);
+    const err = await p.quantize({ values: randomValues(64, 1) }, { format: 'q8_0', rowLength: 64 }).catch((e) => e);
+    expect(err.code).toBe('E_WASM_LOAD');
+  });
 
   it('defaults to one worker per core and refuses a size below 1', async () => {
     const p = await createPool({ workerUrl: workerUrl() });
@@ -111,6 +123,46 @@ describe('worker pool', () => {
     expect(err.details.tensor).toBe('crash-always-blk.3.ffn_up.weight');
     expect(err.message).toContain('"crash-always-blk.3.ffn_up.weight"');
     expect(err.message).toContain('twice');
+  });
+
+  it('sends a worker its next task ahead while more wait, and retries only the one that ran when it crashes', async () => {
+    process.env.WEBQUANT_CRASH_DIR = mkdtempSync(join(tmpdir(), 'wq-crash-'));
+    const p = await pool(1, compiledUrl('test/pipeline/fixtures/crash-worker.js'));
+    const names = ['crash-once-first', 'second', 'third', 'fourth'];
+    const values = names.map((_, i) => randomValues(16 * 64, 20 + i));
+    const reloads = names.map(() => 0);
+    // Four tasks for one worker: the second is sent before the first (which kills the worker)
+    // ends, so it dies with it unstarted and goes back to the queue as it was: it reloads its
+    // transferred values, but it is not a second attempt (crash-always would fail on that).
+    const got = await Promise.all(names.map((name, i) => p.quantize(
+      { values: values[i].slice(), reload: () => { reloads[i]++; return values[i].slice(); } },
+      { format: 'q4_0', rowLength: 64, name },
+    )));
+    for (let i = 0; i < names.length; i++) {
+      expect(sameBytes(got[i].data, (await quantize(values[i], { format: 'q4_0', rowLength: 64 })).data), names[i]).toBe(true);
+    }
+    expect(reloads[0]).toBe(1);
+    expect(reloads[1]).toBe(1);
+    expect(reloads[3]).toBe(0);
+    // A task sent ahead that crashes its worker on its own gets its one retry, and no more.
+    const v = randomValues(16 * 64, 30);
+    const both = await Promise.allSettled(['fine-a', 'crash-always-b', 'fine-c'].map((name) => p.quantize(
+      { values: v.slice(), reload: () => v.slice() }, { format: 'q4_0', rowLength: 64, name },
+    )));
+    expect(both.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((both[1] as PromiseRejectedResult).reason.code).toBe('E_WORKER_CRASHED');
+    expect((both[1] as PromiseRejectedResult).reason.message).toContain('twice');
+  });
+
+  it('does not send ahead a task that could not be read again after a crash', async () => {
+    process.env.WEBQUANT_CRASH_DIR = mkdtempSync(join(tmpdir(), 'wq-crash-'));
+    const p = await pool(1, compiledUrl('test/pipeline/fixtures/crash-worker.js'));
+    const v = randomValues(16 * 64, 31);
+    const [first, second, third] = await Promise.allSettled(['crash-once-a', 'b', 'c'].map((name, i) => p.quantize(
+      { values: v.slice(), reload: i === 0 ? () => v.slice() : undefined }, { format: 'q4_0', rowLength: 64, name },
+    )));
+    // Without `reload`, b and c wait here until the worker is free: the crash costs them nothing.
+    expect([first.status, second.status, third.status]).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
   });
 
   it('aborts a running task through its signal and terminates everything', async () => {

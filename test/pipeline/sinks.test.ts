@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blobSink, readableStreamSink } from '../../src/pipeline/sink.js';
@@ -62,6 +63,36 @@ describe('sinks', () => {
     expect(got[99_999]).toBe(99);
     expect(readdirSync(dir)).toEqual(['o.bin']);
     rmSync(dir, { recursive: true });
+  });
+
+  it('fileSink flushes to disk before the rename only when durable, with the same file either way', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wq-sink-durable-'));
+    const probe = await open(join(dir, 'probe'), 'w');
+    const FileHandle = Object.getPrototypeOf(probe) as { sync(): Promise<void>; datasync(): Promise<void> };
+    await probe.close();
+    const sync = vi.spyOn(FileHandle, 'sync');
+    const datasync = vi.spyOn(FileHandle, 'datasync');
+    try {
+      for (const durable of [false, true]) {
+        sync.mockClear();
+        datasync.mockClear();
+        const path = join(dir, `o-${durable}.bin`);
+        const s = await fileSink(path, durable ? { durable } : undefined);
+        // More than the 64 MiB after which a durable file starts flushing while it is written.
+        const chunk = new Uint8Array(8 << 20);
+        for (let i = 0; i < 9; i++) await s.positional.writeAt(chunk.fill(i), i * chunk.byteLength);
+        await s.close();
+        const got = readFileSync(path);
+        expect(got.byteLength).toBe(72 << 20);
+        expect(got[(72 << 20) - 1]).toBe(8);
+        expect(sync).toHaveBeenCalledTimes(durable ? 1 : 0);
+        expect(datasync.mock.calls.length > 0).toBe(durable);
+      }
+    } finally {
+      sync.mockRestore();
+      datasync.mockRestore();
+      rmSync(dir, { recursive: true });
+    }
   });
 
   it('fileSink: positional writes here and through the partial file (as workers do) make the file on close', async () => {
