@@ -197,7 +197,21 @@ export function findNonFinite(src: usize, srcType: i32, n: i32): i32 {
     }
   } else {
     const mask: u32 = srcType == SRC_F16 ? 0x7c00 : 0x7f80;
-    for (let i = 0; i < n; i++) {
+    let i = 0;
+    if (ASC_FEATURE_SIMD) {
+      // As for f32: 32 values a step (BF16 checkpoints are scanned before every quantization, and
+      // one value at a time this scan cost a third of a Q8_0 unit).
+      const em = i16x8.splat(<i16>mask);
+      for (; i + 32 <= n; i += 32) {
+        const p = src + (<usize>i << 1);
+        const a = i16x8.eq(v128.and(v128.load(p), em), em);
+        const b = i16x8.eq(v128.and(v128.load(p, 16), em), em);
+        const c = i16x8.eq(v128.and(v128.load(p, 32), em), em);
+        const d = i16x8.eq(v128.and(v128.load(p, 48), em), em);
+        if (v128.any_true(v128.or(v128.or(a, b), v128.or(c, d)))) break;
+      }
+    }
+    for (; i < n; i++) {
       if ((<u32>load<u16>(src + (<usize>i << 1)) & mask) == mask) return i;
     }
   }

@@ -97,6 +97,30 @@ describe('typed errors', () => {
   it('a Uint16Array without dtype is refused', async () => {
     await expect(quantize(new Uint16Array(64), { format: 'q8_0', rowLength: 64 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
   });
+  for (const build of builds) {
+    it(`${build}: a non-finite f16/bf16/f32 value is named by its index, wherever it lies`, async () => {
+      // Indices inside a 32-value SIMD stretch, at its edges, in the scalar tail, and two bad
+      // values (the first is named); both infinities and NaN, in each 16-bit encoding.
+      const n = 4 * 256 + 32;
+      const bad16 = { f16: [0x7c00, 0xfc00, 0x7e00, 0x7c01], bf16: [0x7f80, 0xff80, 0x7fc0, 0x7f81] };
+      for (const at of [[0], [31], [32], [517, 900], [1023], [n - 1]]) {
+        for (const dtype of ['f16', 'bf16'] as const) {
+          for (const b of bad16[dtype]) {
+            const v = new Uint16Array(n).fill(dtype === 'f16' ? 0x3c00 : 0x3f80);
+            v[7] = dtype === 'f16' ? 0x7bff : 0x7f7f; // the largest finite value is not refused
+            for (const i of at) v[i] = b;
+            await expect(quantize(v, { format: 'q8_0', rowLength: 32, dtype, backend: build }), `${dtype} ${b.toString(16)} at ${at}`)
+              .rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { index: at[0] } });
+          }
+        }
+        const f = new Float32Array(n).fill(1);
+        for (const i of at) f[i] = -Infinity;
+        await expect(quantize(f, { format: 'q8_0', rowLength: 32, backend: build })).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { index: at[0] } });
+      }
+      const clean = new Uint16Array(n).fill(0x7f7f);
+      await expect(quantize(clean, { format: 'q8_0', rowLength: 32, dtype: 'bf16', backend: build })).resolves.toBeDefined();
+    });
+  }
   it('errors survive JSON (the worker boundary)', () => {
     const e = new WebquantError(ErrorCodes.ROW_LENGTH, 'x', { tensor: 't', value: 3 });
     const back = WebquantError.fromJSON(JSON.parse(JSON.stringify(e.toJSON())));
