@@ -38,16 +38,27 @@ const plan = lib.resolvePlan({ default: { format }, rules: [], skip: [] }, ck.te
 const outPath = `${input}.${format}.out`;
 
 // Linux schedstat of every thread of this process: CPU time and time spent runnable but waiting
-// for a CPU (ns). Sampled while the run lasts, since the worker threads end with it.
+// for a CPU (ns). Sampled while the run lasts, since the worker threads end with it. A thread
+// first seen after the run began started during it: all its time counts (from zero). The sampler
+// shares the cores with the run it measures, so it is kept cheap: each thread's file stays open
+// and is re-read with one pread (a seq_file regenerates at offset 0).
 const threads = new Map();
+const fds = new Map();
+const statBuf = Buffer.alloc(128);
+let started = false;
 const sample = () => {
   for (const t of readdirSync('/proc/self/task')) {
-    try {
-      const [cpu, wait] = readFileSync(`/proc/self/task/${t}/schedstat`, 'utf8').split(' ').map(Number);
-      const prev = threads.get(t);
-      threads.set(t, { first: prev?.first ?? { cpu, wait }, cpu, wait });
-    } catch { /* the thread ended meanwhile */ }
+    if (!fds.has(t) && !threads.has(t)) try { fds.set(t, openSync(`/proc/self/task/${t}/schedstat`, 'r')); } catch { /* ended */ }
   }
+  for (const [t, fd] of fds) {
+    let n = 0;
+    try { n = readSync(fd, statBuf, 0, statBuf.length, 0); } catch { n = 0; }
+    if (n === 0) { fds.delete(t); try { closeSync(fd); } catch { /* already gone */ } continue; } // the thread ended
+    const [cpu, wait] = statBuf.toString('latin1', 0, n).split(' ').map(Number);
+    const prev = threads.get(t);
+    threads.set(t, { first: prev?.first ?? (started ? { cpu: 0, wait: 0 } : { cpu, wait }), cpu, wait });
+  }
+  started = true;
 };
 sample();
 const sampler = setInterval(sample, 20);
