@@ -8,21 +8,17 @@
 // top bit flipped, so one xor per 16 bytes makes them sign-extendable by the shifts.
 import { hsum } from './common';
 import { byteU, dot4x4, dotS4, dotS8, dotU4, halfToF32 } from './simd';
+import { KVALUES, highBits32 } from '../gguf/iq4_common';
 
 export const Q8_0: i32 = 0, Q4_0: i32 = 1, Q4_1: i32 = 2, Q5_0: i32 = 3, Q5_1: i32 = 4, IQ4_NL: i32 = 5;
 export const IQ4_XS: i32 = 6, Q2_K: i32 = 7, Q3_K: i32 = 8, Q4_K: i32 = 9, Q5_K: i32 = 10, Q6_K: i32 = 11;
 
-// IQ4_NL / IQ4_XS code book (kvalues_iq4nl).
-export const KV = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
+// IQ4_NL / IQ4_XS code book (kvalues_iq4nl): the quantizers' table.
+export const KV: usize = KVALUES;
 
 // Bytes 0x10 where bit (16*half + i) of qh is set (the 5th bit of Q5_0 / Q5_1 codes).
 @inline export function hi5(qh: u32, half: i32): v128 {
-  const v = i32x4.splat(qh);
-  const sel = i8x16(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-  const b = half == 0
-    ? i8x16.swizzle(v, i8x16(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
-    : i8x16.swizzle(v, i8x16(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  return v128.and(i8x16.eq(v128.and(b, sel), sel), i8x16.splat(16));
+  return v128.and(highBits32(qh, half), i8x16.splat(16));
 }
 
 // Signed 5- / 6-bit codes held in the low bits of each byte (higher bits ignored), 16 of them
