@@ -128,6 +128,13 @@ export function intsym_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   }
 }
 
+// Sum of x over group j (g values), from the per-16 sums xs: what the group's bias multiplies.
+@inline function groupSum(xs: usize, j: i32, g: i32): f32 {
+  let xg: f32 = 0;
+  for (let t = 0; t < g >> 4; t++) xg += load<f32>(xs + ((<usize>(j * (g >> 4) + t)) << 2));
+  return xg;
+}
+
 export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
   const bits = argI32(args, A_BITS);
   const g = argI32(args, A_GROUP);
@@ -145,8 +152,7 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
         const k = <usize>r * <usize>ng + <usize>j;
         const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
         const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
-        let xg: f32 = 0;
-        for (let t = 0; t < g >> 4; t++) xg += load<f32>(xs + ((<usize>(j * (g >> 4) + t)) << 2));
+        const xg = groupSum(xs, j, g);
         a = f32x4.add(a, f32x4.mul(dotRunSimd(w + k * groupBytes, g, bits, false, xr + ((<usize>j * <usize>g) << 2)), f32x4.splat(s)));
         bx += b * xg;
       }
@@ -160,8 +166,7 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
       const k = <usize>r * <usize>ng + <usize>j;
       const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
       const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
-      let xg: f32 = 0;
-      for (let t = 0; t < g >> 4; t++) xg += load<f32>(xs + ((<usize>(j * (g >> 4) + t)) << 2));
+      const xg = groupSum(xs, j, g);
       const xj = x + ((<usize>j * <usize>g) << 2);
       rowAddScalar(s * dotRun(w + k * groupBytes, g, bits, false, xj) + b * xg);
     }
