@@ -3,6 +3,7 @@
 // Plain JavaScript on dist/, run by plain node: under tsx's loader every worker thread takes
 // ~0.3 s longer to start, which the real CLI does not pay. Prints one JSON line (see pipeline.ts).
 import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 
 const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
 const ROW = 2304; // the generated checkpoint's hidden size: the FFN matrix's row length
@@ -42,21 +43,29 @@ const outPath = `${input}.${format}.out`;
 // first seen after the run began started during it: all its time counts (from zero). The sampler
 // shares the cores with the run it measures, so it is kept cheap: each thread's file stays open
 // and is re-read with one pread (a seq_file regenerates at offset 0).
+// Each thread's /proc stat adds its CPU time in the kernel (stime, clock ticks of 10 ms): for the
+// workers, the system calls that read the input and write the output.
 const threads = new Map();
 const fds = new Map();
-const statBuf = Buffer.alloc(128);
+const statBuf = Buffer.alloc(512);
 let started = false;
+const readAt0 = (fd) => {
+  try { return readSync(fd, statBuf, 0, statBuf.length, 0); } catch { return 0; }
+};
 const sample = () => {
   for (const t of readdirSync('/proc/self/task')) {
-    if (!fds.has(t) && !threads.has(t)) try { fds.set(t, openSync(`/proc/self/task/${t}/schedstat`, 'r')); } catch { /* ended */ }
+    if (!fds.has(t) && !threads.has(t)) try { fds.set(t, [openSync(`/proc/self/task/${t}/schedstat`, 'r'), openSync(`/proc/self/task/${t}/stat`, 'r')]); } catch { /* ended */ }
   }
-  for (const [t, fd] of fds) {
-    let n = 0;
-    try { n = readSync(fd, statBuf, 0, statBuf.length, 0); } catch { n = 0; }
-    if (n === 0) { fds.delete(t); try { closeSync(fd); } catch { /* already gone */ } continue; } // the thread ended
+  for (const [t, [fd, sfd]] of fds) {
+    let n = readAt0(fd);
+    if (n === 0) { fds.delete(t); for (const f of [fd, sfd]) try { closeSync(f); } catch { /* already gone */ } continue; } // the thread ended
     const [cpu, wait] = statBuf.toString('latin1', 0, n).split(' ').map(Number);
+    n = readAt0(sfd);
+    const line = statBuf.toString('latin1', 0, n);
+    // Fields after the ")" that closes the thread's name: state is the 1st, stime the 13th.
+    const sys = n ? Number(line.slice(line.lastIndexOf(')') + 2).split(' ')[12]) * 1e7 : 0;
     const prev = threads.get(t);
-    threads.set(t, { first: prev?.first ?? (started ? { cpu: 0, wait: 0 } : { cpu, wait }), cpu, wait });
+    threads.set(t, { first: prev?.first ?? (started ? { cpu: 0, wait: 0, sys: 0 } : { cpu, wait, sys }), cpu, wait, sys: n ? sys : prev?.sys ?? 0 });
   }
   started = true;
 };
@@ -72,8 +81,13 @@ sample();
 // The pool's workers are the threads that ran longest (the kernels dominate): their CPU time, and
 // how long they were ready to run but had no CPU (other processes' load, or the pipeline's own
 // threads); the rest of workers x wall they had no work (start-up, waiting for input or budget).
-const busiest = [...threads.values()].map((v) => ({ cpu: (v.cpu - v.first.cpu) / 1e9, wait: (v.wait - v.first.wait) / 1e9 })).sort((a, b) => b.cpu - a.cpu).slice(0, workers);
+const busiest = [...threads.values()].map((v) => ({ cpu: (v.cpu - v.first.cpu) / 1e9, wait: (v.wait - v.first.wait) / 1e9, sys: (v.sys - v.first.sys) / 1e9 })).sort((a, b) => b.cpu - a.cpu).slice(0, workers);
 const workerCpu = busiest.reduce((a, b) => a + b.cpu, 0), workerWait = busiest.reduce((a, b) => a + b.wait, 0);
+const workerSys = busiest.reduce((a, b) => a + b.sys, 0);
+// The shortest wall time this CPU allows on this machine's cores: no worker can finish before its
+// own CPU time has run, and all the process's threads share the cores.
+const procCpu = (cpu.user + cpu.system) / 1e6;
+const wallFloor = Math.max(busiest[0]?.cpu ?? 0, procCpu / availableParallelism());
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
 rmSync(outPath, { force: true });
 
@@ -114,6 +128,7 @@ console.log(JSON.stringify({
   wall, warmS, inBytes, gbps: inBytes / wall / 1e9, kernelGBs, kernelAllGBs,
   cpuPerGB: (cpu.user + cpu.system) / 1e6 / (inBytes / 1e9), kernelCpuPerGB,
   workerCpu, workerWait, workerIdle: Math.max(0, workers * wall - workerCpu - workerWait),
+  workerSys, otherCpu: Math.max(0, procCpu - workerCpu), wallFloor,
   peakRssMB: hwm ? Number(hwm[1]) / 1024 : NaN, peakInFlightMB: res.peakInFlightBytes / 2 ** 20, bytesWritten: res.bytesWritten,
 }));
 process.exit(0);

@@ -1,5 +1,5 @@
 // npm run bench:pipeline — end-to-end streaming quantization of a large synthetic checkpoint.
-// Generates Llama-shaped BF16 safetensors (32 layers, ~3.9 GB; and an 8-layer ~1.2 GB one to show
+// Generates Llama-shaped BF16 safetensors (32 layers, 4.37 GB; and an 8-layer 1.3 GB one to show
 // that peak memory does not grow with the model), quantizes each to Q4_K and Q8_0 with 1 and 2
 // workers, each run in its own process so that peak RSS (VmHWM from /proc) belongs to that run.
 // Every configuration runs --reps times, the repetitions interleaved (so that a change in the
@@ -11,7 +11,12 @@
 // load), CPU seconds (all threads) per GB of input against the kernel's own (what the pipeline
 // costs beyond the kernel; other processes' load hardly changes it), how the workers spent the
 // run (share of workers x wall running, runnable but waiting for a CPU, and without work; Linux
-// schedstat), and peak RSS (the highest of the repetitions). Each run is bench/pipeline-child.mjs,
+// schedstat), the workers' CPU seconds and the share of it spent in the kernel (their reads and
+// writes), the CPU seconds of the process's other threads (pipeline thread, GC, libuv), the
+// shortest wall time that CPU allows on this machine's cores (the busiest worker's CPU, or the
+// process's CPU over the cores if more) and, for several workers, the one-worker wall time over
+// that floor: the most speedup the measured CPU leaves room for. Also peak RSS (the highest of
+// the repetitions). Each run is bench/pipeline-child.mjs,
 // which first reads the input once so that it is in the page cache (see there).
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
@@ -24,7 +29,8 @@ import { arg, median, table, writeJson } from './util.js';
 
 const dist = (p: string) => new URL(`../dist/${p}`, import.meta.url).href;
 
-const HIDDEN = 2304, FFN = 6144, HEADS = 18, KV_HEADS = 6, VOCAB = 32000;
+// FFN 7168 (3.1x hidden, as Llama 3) makes the 32-layer file 4.37 GB = 4.07 GiB: at least 4 GB in either unit.
+const HIDDEN = 2304, FFN = 7168, HEADS = 18, KV_HEADS = 6, VOCAB = 32000;
 
 async function generate(path: string, layers: number): Promise<void> {
   const { SafetensorsWriter } = await import(dist('index.js'));
@@ -69,7 +75,7 @@ async function generate(path: string, layers: number): Promise<void> {
   renameSync(path + '.tmp', path);
 }
 
-interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; workerCpu: number; workerWait: number; workerIdle: number; peakRssMB: number; peakInFlightMB: number }
+interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; workerCpu: number; workerWait: number; workerIdle: number; workerSys: number; otherCpu: number; wallFloor: number; peakRssMB: number; peakInFlightMB: number }
 
 async function main(): Promise<void> {
   const dir = arg('dir', '/tmp/webquant-bench');
@@ -111,13 +117,15 @@ async function main(): Promise<void> {
       const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
       const share = (f: (r: Run) => number) => m((r) => f(r) / (r.wall * c.workers));
       rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
-        share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle), Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
+        share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle),
+        m((r) => r.workerCpu), m((r) => r.workerSys / r.workerCpu), m((r) => r.otherCpu), m((r) => r.wallFloor), c.workers > 1 && one ? median(one.runs.map((r) => r.wall)) / m((r) => r.wallFloor) : NaN,
+        Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
     }
     if (!process.argv.includes('--keep')) rmSync(path, { force: true });
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in (in the page cache), file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'worker CPU s', 'of it in the OS', 'other threads CPU s', 'CPU floor s', 'speedup the CPU allows', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
