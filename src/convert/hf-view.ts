@@ -1,4 +1,4 @@
-// A Hugging Face Llama-family (or Qwen2) checkpoint seen as llama.cpp's converter would write it:
+// A Hugging Face Llama-family (or Qwen2/Qwen3) checkpoint seen as llama.cpp's converter would write it:
 // GGUF tensor names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted
 // from the rotate-half layout to interleaved pairs (Llama only), and 1-D F16/BF16 tensors (norms,
 // biases) widened to F32, since
@@ -202,7 +202,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**

@@ -1,7 +1,10 @@
 // Hugging Face Llama-family checkpoints -> GGUF naming and metadata, as llama.cpp expects them.
-// Facts from llama.cpp's converter: tensor names (blk.N.attn_q ...), the `llama.*` / `qwen2.*`
-// hyperparameter keys, and the q/k row permutation from the HF rotate-half layout back to
-// interleaved pairs (LLaMA only: llama.cpp runs Qwen2 with NeoX rope, on the HF layout).
+// Facts from llama.cpp's converter: tensor names (blk.N.attn_q ...), the `llama.*` / `qwen2.*` /
+// `qwen3.*` hyperparameter keys, and the q/k row permutation from the HF rotate-half layout back to
+// interleaved pairs (LLaMA only: llama.cpp runs Qwen2 and Qwen3 with NeoX rope, on the HF layout).
+// Qwen3 is Qwen2 without the q/k/v biases and with an RMSNorm over each head of q and of k
+// (self_attn.q_norm / k_norm, [head_dim]) before the rotation; its head_dim is set in config.json
+// and often differs from hidden_size / num_attention_heads.
 import { ErrorCodes, fail } from '../errors.js';
 
 export interface LlamaConfig {
@@ -34,6 +37,8 @@ const LAYER_NAMES: Record<string, string> = {
   'self_attn.q_proj.bias': 'attn_q.bias',
   'self_attn.k_proj.bias': 'attn_k.bias',
   'self_attn.v_proj.bias': 'attn_v.bias',
+  'self_attn.q_norm.weight': 'attn_q_norm.weight',
+  'self_attn.k_norm.weight': 'attn_k_norm.weight',
   'post_attention_layernorm.weight': 'ffn_norm.weight',
   'mlp.gate_proj.weight': 'ffn_gate.weight',
   'mlp.up_proj.weight': 'ffn_up.weight',
@@ -119,42 +124,56 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   return md;
 }
 
-/** The `general.*` and `qwen2.*` keys llama.cpp reads for a Qwen2 model (convert_hf_to_gguf's Qwen2Model). */
-export function qwen2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+/**
+ * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
+ * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
+ */
+function qwenMetadata(arch: 'qwen2' | 'qwen3', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
+  const k = (key: string) => `${arch}.${key}`;
   const md: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: 'qwen2' },
+    'general.architecture': { type: 'string', value: arch },
     'general.name': llama['general.name'],
-    'qwen2.block_count': { type: 'u32', value: cfg.num_hidden_layers },
+    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
     // Defaults are Qwen2Config's, for config.json files that leave them out.
-    'qwen2.context_length': { type: 'u32', value: cfg.max_position_embeddings ?? 32768 },
-    'qwen2.embedding_length': { type: 'u32', value: cfg.hidden_size },
-    'qwen2.feed_forward_length': { type: 'u32', value: cfg.intermediate_size },
-    'qwen2.attention.head_count': { type: 'u32', value: heads },
-    'qwen2.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
-    'qwen2.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
-    'qwen2.attention.layer_norm_rms_epsilon': { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 32768 },
+    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
+    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
+    [k('attention.head_count')]: { type: 'u32', value: heads },
+    [k('attention.head_count_kv')]: { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    [k('rope.freq_base')]: { type: 'f32', value: cfg.rope_theta ?? 10000 },
+    [k('attention.layer_norm_rms_epsilon')]: { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
   };
   if (cfg.head_dim_in_config && cfg.head_dim !== undefined) {
-    md['qwen2.attention.key_length'] = { type: 'u32', value: cfg.head_dim };
-    md['qwen2.attention.value_length'] = { type: 'u32', value: cfg.head_dim };
+    md[k('attention.key_length')] = { type: 'u32', value: cfg.head_dim };
+    md[k('attention.value_length')] = { type: 'u32', value: cfg.head_dim };
   }
   const rs = cfg.rope_scaling;
   if (rs && (rs.rope_type ?? rs.type) === 'yarn' && typeof rs.factor === 'number') {
-    md['qwen2.rope.scaling.type'] = { type: 'string', value: 'yarn' };
-    md['qwen2.rope.scaling.factor'] = { type: 'f32', value: rs.factor };
+    md[k('rope.scaling.type')] = { type: 'string', value: 'yarn' };
+    md[k('rope.scaling.factor')] = { type: 'f32', value: rs.factor };
     if (typeof rs.original_max_position_embeddings === 'number') {
-      md['qwen2.rope.scaling.original_context_length'] = { type: 'u32', value: rs.original_max_position_embeddings };
+      md[k('rope.scaling.original_context_length')] = { type: 'u32', value: rs.original_max_position_embeddings };
     }
   }
   return md;
 }
 
+/** The keys of a Qwen2 model (Qwen2, Qwen2.5). */
+export function qwen2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  return qwenMetadata('qwen2', cfg, name);
+}
+
+/** The keys of a Qwen3 (dense) model. */
+export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  return qwenMetadata('qwen3', cfg, name);
+}
+
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'qwen2';
+  name: 'llama' | 'qwen2' | 'qwen3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -166,6 +185,7 @@ export interface GgufArchitecture {
 export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'llama', modelTypes: ['llama', 'mistral'], permuteQK: true, metadata: llamaMetadata },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
+  { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
 ];
 
 /** The architecture of a config's model_type (undefined: not one webquant writes as GGUF). */

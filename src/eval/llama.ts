@@ -27,6 +27,13 @@ export interface LlamaConfig {
   /** Defaults to hidden_size / num_attention_heads. */
   head_dim?: number;
   max_position_embeddings?: number;
+  /** config.json's model_type ('llama' when absent): decides the GGUF q/k layout (see quantized.ts). */
+  model_type?: string;
+  /**
+   * An RMSNorm over each head of q and of k before the rotation (self_attn.q_norm / k_norm, one
+   * weight per head dimension): Qwen3. Set for model_type "qwen3".
+   */
+  qk_norm?: boolean;
 }
 
 /** Where weights come from: original tensors, or a quantized checkpoint. Row-major [rows, cols]. */
@@ -58,6 +65,7 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
  * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
  * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
  * Rejects what this forward does not implement (rope_scaling, biases, activations other than silu).
+ * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms).
  */
 export function llamaConfig(json: unknown): LlamaConfig {
   if (typeof json !== 'object' || json === null) {
@@ -95,6 +103,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
   }
   if (j.head_dim !== undefined && j.head_dim !== null) cfg.head_dim = int('head_dim');
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
+  if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
+  if (j.model_type === 'qwen3') cfg.qk_norm = true;
   const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
     if (j[key] !== undefined && !ok(j[key])) {
       fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
@@ -182,6 +192,8 @@ interface Linear {
 
 interface LayerWeights {
   inNorm: Float32Array; postNorm: Float32Array;
+  /** Per-head q and k norms (qk_norm). */
+  qNorm?: Float32Array; kNorm?: Float32Array;
   q: Linear; k: Linear; v: Linear; o: Linear; gate: Linear; up: Linear; down: Linear;
 }
 
@@ -192,8 +204,9 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
   for (let i = 0; i < config.num_hidden_layers; i++) {
     const p = layerPrefix(i);
-    names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`,
-      `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`, `${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+    names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
+    if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
+    names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`, `${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
   names.push('model.norm.weight');
   if (!config.tie_word_embeddings) names.push('lm_head.weight');
@@ -268,6 +281,10 @@ export class LlamaModel {
         q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
         k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
         v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
+        ...(config.qk_norm ? {
+          qNorm: await getChecked(source, `${p}self_attn.q_norm.weight`, d.headDim, `[${d.headDim}]`),
+          kNorm: await getChecked(source, `${p}self_attn.k_norm.weight`, d.headDim, `[${d.headDim}]`),
+        } : {}),
         o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.qDim),
         postNorm: await getChecked(source, `${p}post_attention_layernorm.weight`, d.dim, `[${d.dim}]`),
         gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
@@ -313,6 +330,9 @@ export class LlamaModel {
       L.q.apply(xb, n, q);
       L.k.apply(xb, n, k);
       L.v.apply(xb, n, v);
+      // In place: each head's sum of squares is taken before its values are overwritten.
+      if (L.qNorm) rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q);
+      if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
       rope(q, n, d.heads, d.headDim, this.ropeCos, this.ropeSin);
       rope(k, n, d.kvHeads, d.headDim, this.ropeCos, this.ropeSin);
       attention(q, k, v, n, d, scores, att);

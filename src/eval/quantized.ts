@@ -1,10 +1,10 @@
 // The forward's WeightSource over a quantized checkpoint (a webquant safetensors output or a GGUF):
 // quantized matrices multiplied by the serving kernels (src/serve), norms and embeddings
 // dequantized; a GGUF is read through its llama.cpp tensor names with the q/k rows put back into
-// the Hugging Face order the forward expects. What `webquant eval` and the demo page's Worker use,
+// the Hugging Face order the forward expects (where the converter permuted them: llama, not qwen). What `webquant eval` and the demo page's Worker use,
 // in any runtime (no Node module here).
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufTensorName, permuteHeads } from '../convert/llama-gguf.js';
+import { ggufArchitecture, ggufTensorName, permuteHeads } from '../convert/llama-gguf.js';
 import { unpermuteRows } from '../convert/hf-view.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { openQuantized, weightSource, type OpenQuantizedOptions, type QuantizedWeightSource } from '../serve/index.js';
@@ -15,7 +15,9 @@ const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLe
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
 function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig): WeightSource {
   const gguf = (hf: string) => ggufTensorName(hf) ?? hf;
-  const heads = (hf: string) => permuteHeads(hf, cfg);
+  // Only architectures whose q/k rows the converter permutes (llama) are put back.
+  const permuted = ggufArchitecture({ model_type: cfg.model_type })?.permuteQK ?? true;
+  const heads = (hf: string) => (permuted ? permuteHeads(hf, cfg) : undefined);
   return {
     async get(hf) {
       const w = await ws.get(gguf(hf));

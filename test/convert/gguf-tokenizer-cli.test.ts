@@ -147,3 +147,74 @@ describe('quantize a generated Qwen2 checkpoint to GGUF', () => {
     }
   });
 });
+
+describe('quantize a generated Qwen3 checkpoint to GGUF', () => {
+  // head_dim 32 with 4 heads of a 64-wide model: q_proj is [128, 64], as Qwen3's head_dim (128)
+  // differs from hidden_size / num_attention_heads in the real models.
+  const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 2;
+  let seed = 11;
+  const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.2; });
+
+  it('writes qwen3.* keys with key/value lengths, attn_q_norm / attn_k_norm in F32, no biases, no q/k permutation', async () => {
+    const tmp = tempDir('qwen3');
+    const t = (name: string, shape: number[], dtype = 'F32') => {
+      const data = rnd(shape.reduce((a, b) => a * b, 1));
+      // BF16 storage for the norms, as the real checkpoints: the GGUF must widen them to F32.
+      return dtype === 'BF16' ? { name, dtype, shape, data: Uint16Array.from(new Uint32Array(data.buffer), (u) => u >>> 16), f32: data } : { name, dtype, shape, data };
+    };
+    const tensors: { name: string; dtype: string; shape: number[]; data: Float32Array | Uint16Array }[] = [t('model.embed_tokens.weight', [V, H]), t('model.norm.weight', [H])];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(
+        t(`${p}input_layernorm.weight`, [H]), t(`${p}post_attention_layernorm.weight`, [H]),
+        t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H]), t(`${p}self_attn.k_proj.weight`, [KV * HD, H]), t(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
+        t(`${p}self_attn.q_norm.weight`, [HD], 'BF16'), t(`${p}self_attn.k_norm.weight`, [HD], 'BF16'),
+        t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]),
+        t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]),
+      );
+    }
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify({
+      architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS,
+      num_attention_heads: HEADS, num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 40960, rms_norm_eps: 1e-6,
+      rope_theta: 1000000, tie_word_embeddings: true, attention_bias: false, hidden_act: 'silu', rope_scaling: null,
+    }));
+    writeFileSync(join(tmp, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({
+      regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }],
+    })));
+    writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>' }));
+    const out = join(tmp, 'q.gguf');
+    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await read(out);
+    const m = g.metadata;
+    expect(m['general.architecture']).toBe('qwen3');
+    expect([m['qwen3.block_count'], m['qwen3.context_length'], m['qwen3.embedding_length'], m['qwen3.feed_forward_length']]).toEqual([LAYERS, 40960, H, FF]);
+    expect([m['qwen3.attention.head_count'], m['qwen3.attention.head_count_kv']]).toEqual([HEADS, KV]);
+    expect([m['qwen3.attention.key_length'], m['qwen3.attention.value_length']]).toEqual([HD, HD]);
+    expect(m['qwen3.rope.freq_base']).toBe(1000000);
+    expect(Object.keys(m).filter((k) => k.startsWith('llama.') || k.startsWith('qwen2.'))).toEqual([]);
+    expect(m['tokenizer.ggml.pre']).toBe('qwen2');
+
+    const names = g.tensorInfos.map((x) => x.name).sort();
+    const want = ['token_embd.weight', 'output_norm.weight'];
+    for (let l = 0; l < LAYERS; l++) {
+      for (const s of ['attn_norm.weight', 'ffn_norm.weight', 'attn_q.weight', 'attn_k.weight', 'attn_v.weight', 'attn_q_norm.weight', 'attn_k_norm.weight', 'attn_output.weight', 'ffn_gate.weight', 'ffn_up.weight', 'ffn_down.weight']) want.push(`blk.${l}.${s}`);
+    }
+    expect(names).toEqual(want.sort());
+
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    // The per-head norms: kept, widened to F32, the stored bf16 values exactly.
+    const qn = tensors.find((x) => x.name === 'model.layers.1.self_attn.q_norm.weight')!.data as Uint16Array;
+    expect(ck.tensor('blk.1.attn_q_norm.weight').dtype).toBe('F32');
+    expect(ck.tensor('blk.1.attn_q_norm.weight').shape).toEqual([HD]);
+    expect(await ck.readF32('blk.1.attn_q_norm.weight')).toEqual(new Float32Array(Uint32Array.from(qn, (b) => b << 16).buffer));
+    // q_proj in Hugging Face row order (NeoX rope): row r of the GGUF dequantizes near row r of the source.
+    const q = tensors.find((x) => x.name === 'model.layers.0.self_attn.q_proj.weight')!.data as Float32Array;
+    const back = await ck.readF32('blk.0.attn_q.weight');
+    expect(ck.tensor('blk.0.attn_q.weight').shape).toEqual([HEADS * HD, H]);
+    let err = 0;
+    for (let i = 0; i < q.length; i++) err = Math.max(err, Math.abs(back[i] - q[i]));
+    expect(err).toBeLessThan(0.002);
+  });
+});

@@ -3,8 +3,10 @@
 // safetensors with a converted tokenizer, tokenizes and generates. stories260K must give the
 // greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
-// its merges say; a generated Qwen2 checkpoint must load and run. CI installs chromium; without
-// it this test fails (as test/browser does).
+// its merges say; a generated Qwen2 checkpoint must load and run; on a generated Qwen3 checkpoint
+// (per-head q/k norms, head_dim apart from hidden/heads) llama.cpp's log-probabilities must match
+// webquant's reference forward on the same GGUF. CI installs chromium; without it this test fails
+// (as test/browser does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
@@ -18,6 +20,11 @@ import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { splitDocuments } from '../../src/eval/tokens.js';
 import { byteLevelTokenizer, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+import { fromPath } from '../../src/io/node.js';
+import { openCheckpoint } from '../../src/io/open.js';
+import { LlamaModel, llamaConfig } from '../../src/eval/llama.js';
+import { quantizedWeights } from '../../src/eval/quantized.js';
+import { logSoftmax } from '../../src/eval/evaluate.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const STORIES = join(SHARED, 'models/stories260K');
@@ -31,6 +38,15 @@ window.complete = async (file, prompt, maxTokens) => {
   await w.loadModel([await (await fetch(file)).blob()], { n_threads: 1, n_gpu_layers: 0, n_ctx: 512 });
   const r = await w.createCompletion({ prompt, max_tokens: maxTokens, temperature: 0, logprobs: 1 });
   const out = { text: r.choices[0].text, ids: r.choices[0].logprobs.content.map((c) => c.id), promptTokens: r.usage.prompt_tokens, bos: w.getBOS(), addBos: w.mustAddBosToken() };
+  await w.exit();
+  return out;
+};
+// Greedy tokens with llama.cpp's log-probability of each (softmax of the raw logits).
+window.logprobs = async (file, prompt, maxTokens) => {
+  const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { logger: quiet });
+  await w.loadModel([await (await fetch(file)).blob()], { n_threads: 1, n_gpu_layers: 0, n_ctx: 512 });
+  const r = await w.createCompletion({ prompt, max_tokens: maxTokens, temperature: 0, logprobs: 1 });
+  const out = { promptTokens: r.usage.prompt_tokens, steps: r.choices[0].logprobs.content.map((c) => ({ id: c.id, logprob: c.logprob })) };
   await w.exit();
   return out;
 };
@@ -74,6 +90,14 @@ async function complete(gguf: string, prompt: string, maxTokens: number): Promis
   if (!page) throw new Error(`${CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium)`);
   const name = gguf.slice(tmp.length + 1);
   return page.evaluate(([f, p, n]) => (window as unknown as { complete: (f: string, p: string, n: number) => Promise<Completion> }).complete(f, p, n), [`/m/${name}`, prompt, maxTokens] as const);
+}
+
+interface Steps { promptTokens: number; steps: { id: number; logprob: number }[] }
+
+async function logprobs(gguf: string, prompt: string, maxTokens: number): Promise<Steps> {
+  if (!page) throw new Error(`${CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium)`);
+  const name = gguf.slice(tmp.length + 1);
+  return page.evaluate(([f, p, n]) => (window as unknown as { logprobs: (f: string, p: string, n: number) => Promise<Steps> }).logprobs(f, p, n), [`/m/${name}`, prompt, maxTokens] as const);
 }
 
 async function quantize(input: string, out: string, extra: string[] = []): Promise<string> {
@@ -164,5 +188,79 @@ describe('llama.cpp loads and runs a generated Qwen2 checkpoint', () => {
     expect(r.promptTokens).toBe(7);
     expect(r.ids).toHaveLength(3);
     expect(r.ids.every((id) => id >= 0 && id < V)).toBe(true);
+  });
+});
+
+describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference forward does', () => {
+  it('qwen3 keys, per-head q/k norms, head_dim 32 of a 64-wide model: the same log-probabilities', async () => {
+    const dir = tempDir('qwen3');
+    const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 2;
+    let seed = 5;
+    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+    // Norm weights around 1 but uneven, so that a norm applied to the wrong values shows.
+    const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+    // An output head of its own (a tied one would predict the input token back with certainty),
+    // scaled for next-token distributions that are neither flat nor certain.
+    const tensors = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('lm_head.weight', [V, H], 0.8)];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1),
+        t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], 0.6), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], 0.6), t(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
+        t(`${p}self_attn.q_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.k_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]),
+        t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
+    }
+    // Only printable ASCII bytes and the merges (all ASCII) get output rows: the other tokens
+    // score 0, below the best of these, so greedy text stays UTF-8 (wllama fails on a lone byte
+    // that is not) and never ends (the special tokens).
+    const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
+    const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
+    const added = tok.added_tokens as { id: number; content: string }[];
+    const sampled = (id: number) => (id >= 32 && id <= 126) || (id >= 256 && id < added[0].id);
+    for (let id = 0; id < V; id++) if (!sampled(id)) head.fill(0, id * H, (id + 1) * H);
+    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    const config = {
+      architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false,
+      attention_bias: false, hidden_act: 'silu', rope_scaling: null,
+    };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
+    const gguf = await quantize(dir, 'qwen3.gguf');
+
+    // One special token as the prompt (no BOS for the qwen2 pre-tokenizer): its id is known.
+    const start = added.find((a) => a.content === '<|im_start|>')!.id;
+    const r = await logprobs(gguf, '<|im_start|>', 12);
+    expect(r.promptTokens).toBe(1);
+    expect(r.steps).toHaveLength(12);
+
+    // The reference forward on the very GGUF llama.cpp ran (f16 weights), teacher-forced on its tokens.
+    const ck = await openCheckpoint(fromPath(gguf));
+    const run = async (cfg: ReturnType<typeof llamaConfig>) => {
+      const model = await LlamaModel.load(cfg, await quantizedWeights(ck, cfg));
+      const tokens = [start, ...r.steps.map((s) => s.id)];
+      const logits = model.forward(tokens.slice(0, -1));
+      const lp = new Float64Array(V);
+      return r.steps.map((s, i) => {
+        const arg = logSoftmax(logits.subarray(i * V, (i + 1) * V), lp);
+        return { logprob: lp[s.id], best: lp[arg] };
+      });
+    };
+    const cfg = llamaConfig(config);
+    expect(cfg.qk_norm).toBe(true);
+    const ours = await run(cfg);
+    // Without the q/k norms (the tensors are then left unread) the same comparison fails by far:
+    // the check below can tell a model that leaves them out.
+    const without = await run({ ...cfg, qk_norm: false });
+    let diff = 0, diffWithout = 0;
+    r.steps.forEach((s, i) => {
+      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob));
+      diffWithout = Math.max(diffWithout, Math.abs(without[i].logprob - s.logprob));
+      // llama.cpp's greedy pick is ours too, up to the rounding of its f16 activations.
+      expect(ours[i].best - ours[i].logprob, `step ${i}`).toBeLessThan(0.02);
+    });
+    expect(diff).toBeLessThan(0.02);
+    expect(diffWithout).toBeGreaterThan(0.2);
+    await ck.close?.();
   });
 });
