@@ -20,6 +20,18 @@ const tokenizerKeys = (m: Record<string, unknown>) => Object.fromEntries(Object.
 
 beforeAll(async () => { await ensureBuilt(); }, 600_000);
 
+const QWEN_SPECIALS = [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }];
+
+/** Writes a Qwen-style tokenizer (qwen2 regex, its three special tokens) beside a generated checkpoint, quantizes the folder to Q8_0 GGUF and reads the result back. */
+async function qwenGguf(dir: string, tokenizerConfig: Record<string, unknown>): Promise<{ out: string; g: Awaited<ReturnType<typeof read>> }> {
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({ regex: QWEN2_REGEX, added: QWEN_SPECIALS })));
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig));
+  const out = join(dir, 'q.gguf');
+  const r = await cli(['quantize', dir, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: dir });
+  expect(r.code, r.stderr).toBe(0);
+  return { out, g: await read(out) };
+}
+
 describe.skipIf(!hasShared)('quantize stories260K with its llama2.c tokenizer', () => {
   it('writes the tokenizer keys of the reference GGUF (but unk for pad, see llama2c-tokenizer.test.ts)', async () => {
     const tmp = tempDir('tok');
@@ -103,14 +115,7 @@ describe('quantize a generated Qwen2 checkpoint to GGUF', () => {
       rope_theta: 1000000, tie_word_embeddings: true, bos_token_id: 266, eos_token_id: 266,
       rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 1024 },
     }));
-    writeFileSync(join(tmp, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({
-      regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }],
-    })));
-    writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>', chat_template: '{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}' }));
-    const out = join(tmp, 'q.gguf');
-    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
-    expect(r.code, r.stderr).toBe(0);
-    const g = await read(out);
+    const { out, g } = await qwenGguf(tmp, { bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>', chat_template: '{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}' });
     const m = g.metadata;
     expect(m['general.architecture']).toBe('qwen2');
     expect([m['qwen2.block_count'], m['qwen2.context_length'], m['qwen2.embedding_length'], m['qwen2.feed_forward_length']]).toEqual([LAYERS, 4096, H, FF]);
@@ -179,14 +184,7 @@ describe('quantize a generated Qwen3 checkpoint to GGUF', () => {
       num_attention_heads: HEADS, num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 40960, rms_norm_eps: 1e-6,
       rope_theta: 1000000, tie_word_embeddings: true, attention_bias: false, hidden_act: 'silu', rope_scaling: null,
     }));
-    writeFileSync(join(tmp, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({
-      regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }],
-    })));
-    writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>' }));
-    const out = join(tmp, 'q.gguf');
-    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
-    expect(r.code, r.stderr).toBe(0);
-    const g = await read(out);
+    const { out, g } = await qwenGguf(tmp, { bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>' });
     const m = g.metadata;
     expect(m['general.architecture']).toBe('qwen3');
     expect([m['qwen3.block_count'], m['qwen3.context_length'], m['qwen3.embedding_length'], m['qwen3.feed_forward_length']]).toEqual([LAYERS, 40960, H, FF]);
