@@ -1,8 +1,7 @@
-// A Hugging Face Llama-family (or Qwen2/Qwen3) checkpoint seen as llama.cpp's converter would write it:
+// A Hugging Face Llama-family (or Qwen2/Qwen3, Gemma 3) checkpoint seen as llama.cpp's converter would write it:
 // GGUF tensor names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted
 // from the rotate-half layout to interleaved pairs (Llama only), and 1-D F16/BF16 tensors (norms,
-// biases) widened to F32, since
-// llama.cpp stores every vector in F32. Nothing is read until a tensor is asked for; ranged reads
+// biases) widened to F32, since llama.cpp stores every vector in F32 (Gemma 3's norms + 1 first). Nothing is read until a tensor is asked for; ranged reads
 // of a permuted tensor fetch only the source rows they need.
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
@@ -10,6 +9,7 @@ import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
   /** Present 1-D F16/BF16 tensors as F32, as llama.cpp's converter stores them (default true). */
@@ -28,8 +28,10 @@ interface Entry {
   src: TensorInfo;
   /** Head count for permuted tensors. */
   heads?: number;
-  /** Stored as F16/BF16 in the source, presented as F32. */
+  /** A vector presented as F32 (from F16/BF16, or shifted). */
   widened: boolean;
+  /** Added to every value in the source dtype before widening (Gemma's norms; see GgufArchitecture). */
+  shift: number;
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -56,13 +58,21 @@ function permuteValues(v: TensorValues, rows: number, heads: number): TensorValu
   };
 }
 
+/** A vector's values as F32, with `shift` added in the stored dtype first (one rounding, as torch adds). */
+function vectorF32(v: TensorValues, shift: number): Float32Array {
+  if (v.dtype === 'f32') return shift ? v.values.map((x) => x + shift) as Float32Array : v.values as Float32Array;
+  const [toF32, fromF32] = v.dtype === 'bf16' ? [bf16ToF32, f32ToBf16] : [f16ToF32, f32ToF16];
+  return Float32Array.from(v.values as Uint16Array, (b) => (shift ? toF32(fromF32(toF32(b) + shift)) : toF32(b)));
+}
+
 export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
   const widen = opts.f32Vectors ?? true;
-  const permute = ggufArchitecture(config)?.permuteQK ?? true;
+  const arch = ggufArchitecture(config);
+  const permute = arch?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];
   for (const src of input.tensors) {
-    const name = ggufTensorName(src.name);
+    const name = ggufTensorName(src.name, arch?.name);
     if (name === undefined) continue;
     if (entries.has(name)) {
       fail(ErrorCodes.MODEL, `[convert] ${input.source}: tensors "${entries.get(name)!.src.name}" and "${src.name}" both map to GGUF "${name}"`, { file: input.source, tensor: src.name, value: name });
@@ -81,9 +91,15 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
         });
       }
     }
-    const widened = widen && src.shape.length <= 1 && (src.dtype === 'F16' || src.dtype === 'BF16');
+    const shift = arch?.normShift && src.shape.length <= 1 && src.name.endsWith('norm.weight') ? arch.normShift : 0;
+    if (shift && !(src.dtype in ELEM)) {
+      fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 norms can be written for ${arch!.name}`, {
+        file: input.source, tensor: src.name, value: src.dtype, expected: Object.keys(ELEM),
+      });
+    }
+    const widened = src.shape.length <= 1 && (shift !== 0 || (widen && (src.dtype === 'F16' || src.dtype === 'BF16')));
     const info: TensorInfo = { ...src, shape: src.shape.slice(), name, ...(widened ? { dtype: 'F32', byteLength: numel(src.shape) * 4 } : {}) };
-    entries.set(name, { info, src, heads, widened });
+    entries.set(name, { info, src, heads, widened, shift });
     tensors.push(info);
   }
 
@@ -109,7 +125,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readRaw(name) {
       const e = entry(name);
       if (e.widened) {
-        const f = await input.readF32(e.src.name);
+        const f = vectorF32(await input.readValues(e.src.name), e.shift);
         return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
       }
       const raw = await input.readRaw(e.src.name);
@@ -119,6 +135,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     },
     async readF32(name) {
       const e = entry(name);
+      if (e.widened) return vectorF32(await input.readValues(e.src.name), e.shift);
       const f = await input.readF32(e.src.name);
       if (e.heads === undefined) return f;
       const { rows } = rowGeometry(e.src.shape);
@@ -127,7 +144,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     },
     async readValues(name) {
       const e = entry(name);
-      if (e.widened) return { values: await input.readF32(e.src.name), dtype: 'f32' };
+      if (e.widened) return { values: vectorF32(await input.readValues(e.src.name), e.shift), dtype: 'f32' };
       const v = await input.readValues(e.src.name);
       return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
     },
@@ -202,7 +219,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma3_text). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -223,8 +240,15 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
+    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping'] as const),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
+}
+
+function optionalNumbers<K extends string>(raw: Record<string, unknown>, keys: readonly K[]): Partial<Record<K, number>> {
+  const out: Partial<Record<K, number>> = {};
+  for (const key of keys) if (typeof raw[key] === 'number') out[key] = raw[key] as number;
+  return out;
 }
 
 /** Tokenizer keys of a GGUF written from a Hugging Face checkpoint. */
@@ -249,6 +273,10 @@ export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer:
   kv.push({ key: 'general.quantization_version', type: 'u32', value: 2 });
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
   else kv.push(...vocabMetadata(tokenizer.vocab));
+  // Gemma's SentencePiece model adds no space before the text (convert_hf_to_gguf's Gemma3Model).
+  if (arch.name === 'gemma3' && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
+    kv.push({ key: 'tokenizer.ggml.add_space_prefix', type: 'bool', value: false });
+  }
   return kv;
 }
 

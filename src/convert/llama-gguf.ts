@@ -23,8 +23,14 @@ export interface LlamaConfig {
   head_dim?: number;
   /** config.json gives head_dim itself (Qwen2 then writes key/value lengths, as the converter does). */
   head_dim_in_config?: boolean;
-  /** config.json rope_scaling (Qwen2 writes YaRN scaling). */
+  /** config.json rope_scaling (Qwen2 writes YaRN scaling, Gemma 3 linear). */
   rope_scaling?: Record<string, unknown>;
+  /** Gemma 3: the window of its local (sliding-window) attention layers. */
+  sliding_window?: number;
+  /** Gemma 3: every this-many-th layer attends globally (1: all of them; default 6). */
+  sliding_window_pattern?: number;
+  /** Gemma 3: logits = cap * tanh(logits / cap), when set. */
+  final_logit_softcapping?: number;
 }
 
 const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
@@ -44,19 +50,30 @@ const LAYER_NAMES: Record<string, string> = {
   'mlp.up_proj.weight': 'ffn_up.weight',
   'mlp.down_proj.weight': 'ffn_down.weight',
 };
+// Gemma 3 norms around each block: its post_attention_layernorm normalizes the attention output
+// (llama.cpp's post_attention_norm), the FFN input norm is pre_feedforward_layernorm.
+const GEMMA3_LAYER_NAMES: Record<string, string> = {
+  ...LAYER_NAMES,
+  'post_attention_layernorm.weight': 'post_attention_norm.weight',
+  'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
+  'post_feedforward_layernorm.weight': 'post_ffw_norm.weight',
+};
 const GLOBAL_NAMES: Record<string, string> = {
   'model.embed_tokens.weight': 'token_embd.weight',
   'model.norm.weight': 'output_norm.weight',
   'lm_head.weight': 'output.weight',
 };
 
-/** GGUF name of an HF tensor, or undefined for tensors GGUF does not store (rotary caches). */
-export function ggufTensorName(hf: string): string | undefined {
+/**
+ * GGUF name of an HF tensor of architecture `arch` (default llama), or undefined for tensors GGUF
+ * does not store (rotary caches).
+ */
+export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
   if (hf in GLOBAL_NAMES) return GLOBAL_NAMES[hf];
   const m = LAYER.exec(hf);
   if (m) {
     if (m[2].endsWith('rotary_emb.inv_freq')) return undefined;
-    const t = LAYER_NAMES[m[2]];
+    const t = (arch === 'gemma3' ? GEMMA3_LAYER_NAMES : LAYER_NAMES)[m[2]];
     if (t) return `blk.${m[1]}.${t}`;
   }
   if (hf.endsWith('rotary_emb.inv_freq')) return undefined;
@@ -170,14 +187,59 @@ export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   return qwenMetadata('qwen3', cfg, name);
 }
 
+/**
+ * The `general.*` and `gemma3.*` keys llama.cpp reads for a Gemma 3 text model (convert_hf_to_gguf's
+ * Gemma3Model, with its defaults for keys config.json leaves out). llama.cpp itself fixes what the
+ * file does not say: local layers use rope base 10000, every 6th layer is global, queries are
+ * scaled by 1/sqrt(head_dim), embeddings by sqrt(hidden_size).
+ */
+export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const llama = llamaMetadata(cfg, name);
+  const heads = cfg.num_attention_heads;
+  const k = (key: string) => `gemma3.${key}`;
+  const headDim = cfg.head_dim_in_config && cfg.head_dim !== undefined ? cfg.head_dim : 256;
+  const md: Record<string, GgufValue> = {
+    'general.architecture': { type: 'string', value: 'gemma3' },
+    'general.name': llama['general.name'],
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 131072 },
+    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
+    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
+    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
+    [k('attention.head_count')]: { type: 'u32', value: heads },
+    [k('attention.head_count_kv')]: { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    [k('attention.layer_norm_rms_epsilon')]: { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
+    [k('attention.key_length')]: { type: 'u32', value: headDim },
+    [k('attention.value_length')]: { type: 'u32', value: headDim },
+    [k('rope.freq_base')]: { type: 'f32', value: cfg.rope_theta ?? 1000000 },
+  };
+  if (cfg.final_logit_softcapping) md[k('final_logit_softcapping')] = { type: 'f32', value: cfg.final_logit_softcapping };
+  if ((cfg.sliding_window_pattern ?? 6) !== 1) {
+    if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) {
+      fail(ErrorCodes.CONFIG, `[gguf] config.json: a Gemma 3 model needs "sliding_window" (a positive integer) but has ${String(cfg.sliding_window)}`, { option: 'sliding_window', value: cfg.sliding_window });
+    }
+    md[k('attention.sliding_window')] = { type: 'u32', value: cfg.sliding_window! };
+  }
+  const rs = cfg.rope_scaling;
+  if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
+    md[k('rope.scaling.type')] = { type: 'string', value: 'linear' };
+    md[k('rope.scaling.factor')] = { type: 'f32', value: rs.factor };
+  }
+  return md;
+}
+
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'qwen2' | 'qwen3';
+  name: 'llama' | 'qwen2' | 'qwen3' | 'gemma3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
   permuteQK: boolean;
+  /**
+   * Added to every `*norm.weight` tensor (in its stored dtype, then widened to F32, as the
+   * converter does): Gemma's RMSNorm multiplies by 1 + w, llama.cpp's by w.
+   */
+  normShift?: number;
   metadata(cfg: LlamaConfig, name?: string): Record<string, GgufValue>;
 }
 
@@ -186,6 +248,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'llama', modelTypes: ['llama', 'mistral'], permuteQK: true, metadata: llamaMetadata },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
+  // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal "gemma3" nests its text config.
+  { name: 'gemma3', modelTypes: ['gemma3_text'], permuteQK: false, normShift: 1, metadata: gemma3Metadata },
 ];
 
 /** The architecture of a config's model_type (undefined: not one webquant writes as GGUF). */

@@ -34,6 +34,24 @@ export interface LlamaConfig {
    * weight per head dimension): Qwen3. Set for model_type "qwen3".
    */
   qk_norm?: boolean;
+  /** Gemma 3 (model_type "gemma3_text"): see Gemma3Options. */
+  gemma3?: Gemma3Options;
+}
+
+/**
+ * What Gemma 3 does beyond Llama (Hugging Face Gemma3ForCausalLM): RMSNorms multiply by 1 + w;
+ * embeddings are scaled by sqrt(hidden_size); every block has norms after attention and after the
+ * FFN as well as before (post_attention_layernorm, pre_/post_feedforward_layernorm); the FFN is
+ * GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2; local layers attend to the
+ * last `slidingWindow` positions with rope base `localRopeTheta`; logits may be soft-capped.
+ */
+export interface Gemma3Options {
+  slidingWindow: number;
+  /** Per layer: true for local (sliding-window) attention. */
+  sliding: boolean[];
+  localRopeTheta: number;
+  queryPreAttnScalar: number;
+  finalLogitSoftcapping?: number;
 }
 
 /** Where weights come from: original tensors, or a quantized checkpoint. Row-major [rows, cols]. */
@@ -65,7 +83,8 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
  * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
  * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
  * Rejects what this forward does not implement (rope_scaling, biases, activations other than silu).
- * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms).
+ * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
+ * "gemma3_text" the Gemma 3 text model (Gemma3Options, with Gemma3TextConfig's defaults).
  */
 export function llamaConfig(json: unknown): LlamaConfig {
   if (typeof json !== 'object' || json === null) {
@@ -87,6 +106,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     return v;
   };
   const heads = int('num_attention_heads');
+  const gemma = j.model_type === 'gemma3_text';
   const cfg: LlamaConfig = {
     hidden_size: int('hidden_size'),
     intermediate_size: int('intermediate_size'),
@@ -95,8 +115,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
     num_key_value_heads: int('num_key_value_heads', heads),
     vocab_size: int('vocab_size'),
     rms_norm_eps: pos('rms_norm_eps', 1e-6),
-    rope_theta: pos('rope_theta', 10000),
-    tie_word_embeddings: j.tie_word_embeddings === true,
+    rope_theta: pos('rope_theta', gemma ? 1000000 : 10000),
+    // Gemma3TextConfig ties the head unless told otherwise; LlamaConfig does not.
+    tie_word_embeddings: gemma ? j.tie_word_embeddings !== false : j.tie_word_embeddings === true,
   };
   if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
     fail(ErrorCodes.MODEL, `[llama] config.tie_word_embeddings must be a boolean but got ${JSON.stringify(j.tie_word_embeddings)}`, { option: 'tie_word_embeddings', value: j.tie_word_embeddings, expected: 'boolean' });
@@ -105,6 +126,21 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (gemma) {
+    cfg.qk_norm = true;
+    cfg.head_dim ??= 256;
+    const window = int('sliding_window', 4096);
+    const pattern = int('sliding_window_pattern', 6);
+    const types = Array.isArray(j.layer_types) && j.layer_types.length === cfg.num_hidden_layers ? j.layer_types : undefined;
+    cfg.gemma3 = {
+      slidingWindow: window,
+      // layer_types when config.json has them; otherwise every pattern-th layer is global.
+      sliding: Array.from({ length: cfg.num_hidden_layers }, (_, l) => (types ? types[l] === 'sliding_attention' : (l + 1) % pattern !== 0)),
+      localRopeTheta: pos('rope_local_base_freq', 10000),
+      queryPreAttnScalar: pos('query_pre_attn_scalar', cfg.head_dim),
+      ...(j.final_logit_softcapping !== undefined && j.final_logit_softcapping !== null ? { finalLogitSoftcapping: pos('final_logit_softcapping', 0) } : {}),
+    };
+  }
   const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
     if (j[key] !== undefined && !ok(j[key])) {
       fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
@@ -113,7 +149,12 @@ export function llamaConfig(json: unknown): LlamaConfig {
   unsupported('rope_scaling', (v) => v === null, 'null');
   unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  unsupported('hidden_act', (v) => v === 'silu', '"silu"');
+  if (gemma) {
+    unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
+    unsupported('attn_logit_softcapping', (v) => v === null, 'null');
+  } else {
+    unsupported('hidden_act', (v) => v === 'silu', '"silu"');
+  }
   checkShape(cfg);
   return cfg;
 }
@@ -191,9 +232,12 @@ interface Linear {
 }
 
 interface LayerWeights {
-  inNorm: Float32Array; postNorm: Float32Array;
+  /** Norms of the attention input and of the FFN input. */
+  inNorm: Float32Array; ffnNorm: Float32Array;
   /** Per-head q and k norms (qk_norm). */
   qNorm?: Float32Array; kNorm?: Float32Array;
+  /** Gemma 3: norms of the attention output and of the FFN output. */
+  attnOutNorm?: Float32Array; ffnOutNorm?: Float32Array;
   q: Linear; k: Linear; v: Linear; o: Linear; gate: Linear; up: Linear; down: Linear;
 }
 
@@ -206,7 +250,9 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     const p = layerPrefix(i);
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
-    names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`, `${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+    names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
+    if (config.gemma3) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
+    names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
   names.push('model.norm.weight');
   if (!config.tie_word_embeddings) names.push('lm_head.weight');
@@ -258,8 +304,6 @@ async function linear(src: WeightSource, name: string, rows: number, cols: numbe
 }
 
 export class LlamaModel {
-  private ropeCos = new Float64Array(0);
-  private ropeSin = new Float64Array(0);
 
   private constructor(
     readonly config: LlamaConfig,
@@ -274,25 +318,35 @@ export class LlamaModel {
     const d = checkShape(config);
     const embed = await getChecked(source, 'model.embed_tokens.weight', d.vocab * d.dim, `[${d.vocab}, ${d.dim}]`);
     const layers: LayerWeights[] = [];
+    // Gemma's RMSNorm multiplies by 1 + w (in float32, as Gemma3RMSNorm).
+    const gemma = config.gemma3;
+    const norm = async (name: string, n: number) => {
+      const w = await getChecked(source, name, n, `[${n}]`);
+      return gemma ? w.map((v) => v + 1) : w;
+    };
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
       layers.push({
-        inNorm: await getChecked(source, `${p}input_layernorm.weight`, d.dim, `[${d.dim}]`),
+        inNorm: await norm(`${p}input_layernorm.weight`, d.dim),
         q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
         k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
         v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
         ...(config.qk_norm ? {
-          qNorm: await getChecked(source, `${p}self_attn.q_norm.weight`, d.headDim, `[${d.headDim}]`),
-          kNorm: await getChecked(source, `${p}self_attn.k_norm.weight`, d.headDim, `[${d.headDim}]`),
+          qNorm: await norm(`${p}self_attn.q_norm.weight`, d.headDim),
+          kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
         } : {}),
         o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.qDim),
-        postNorm: await getChecked(source, `${p}post_attention_layernorm.weight`, d.dim, `[${d.dim}]`),
+        ...(gemma ? {
+          attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
+          ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
+          ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
+        } : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
         gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
         up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
         down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
       });
     }
-    const finalNorm = await getChecked(source, 'model.norm.weight', d.dim, `[${d.dim}]`);
+    const finalNorm = await norm('model.norm.weight', d.dim);
     let head: Linear;
     if (config.tie_word_embeddings && !hasHook(source)) {
       head = { apply: (x, n, out) => matmulF32(embed, d.vocab, d.dim, x, n, out) };
@@ -317,12 +371,19 @@ export class LlamaModel {
         fail(ErrorCodes.BAD_INPUT, `[llama] token id ${tok} at position ${t} is outside the vocabulary [0, ${d.vocab})`, { index: t, value: tok, expected: `0..${d.vocab - 1}` });
       }
     }
-    this.ensureRope(n);
+    const gemma = this.config.gemma3;
+    const global = this.rope(this.config.rope_theta, n);
+    const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
     const ws = this.workspace(n);
     const { x, xb, xb2, q, k, v, att, g, u, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
     const xn = x.subarray(0, n * d.dim);
+    if (gemma) {
+      const scale = Math.fround(Math.sqrt(d.dim));
+      for (let i = 0; i < n * d.dim; i++) x[i] *= scale;
+    }
+    const attnScale = 1 / Math.sqrt(gemma ? gemma.queryPreAttnScalar : d.headDim);
 
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
@@ -333,43 +394,50 @@ export class LlamaModel {
       // In place: each head's sum of squares is taken before its values are overwritten.
       if (L.qNorm) rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q);
       if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
-      rope(q, n, d.heads, d.headDim, this.ropeCos, this.ropeSin);
-      rope(k, n, d.kvHeads, d.headDim, this.ropeCos, this.ropeSin);
-      attention(q, k, v, n, d, scores, att);
+      const sliding = gemma?.sliding[l] === true;
+      const r = sliding ? local : global;
+      rope(q, n, d.heads, d.headDim, r.cos, r.sin);
+      rope(k, n, d.kvHeads, d.headDim, r.cos, r.sin);
+      attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, scores, att);
       L.o.apply(att, n, xb2);
+      if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
 
-      rmsNorm(x, n, d.dim, L.postNorm, eps, xb);
+      rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
       L.gate.apply(xb, n, g);
       L.up.apply(xb, n, u);
-      for (let i = 0; i < n * d.ffn; i++) {
-        const a = g[i];
-        g[i] = (a / (1 + Math.exp(-a))) * u[i];
-      }
+      for (let i = 0; i < n * d.ffn; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
       L.down.apply(g, n, xb2);
+      if (L.ffnOutNorm) rmsNorm(xb2, n, d.dim, L.ffnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
       opts.onLayer?.(l, xn);
     }
     rmsNorm(x, n, d.dim, this.finalNorm, eps, xb);
     const out = logits.subarray(0, n * d.vocab);
     this.head.apply(xb, n, out);
+    const cap = gemma?.finalLogitSoftcapping;
+    if (cap) for (let i = 0; i < out.length; i++) out[i] = cap * Math.tanh(out[i] / cap);
     return out;
   }
 
-  // cos/sin of pos * theta^(-2i/headDim) for i < headDim/2, in float64 like the reference forward.
-  private ensureRope(n: number): void {
+  // cos/sin of pos * theta^(-2i/headDim) for i < headDim/2, in float64 like the reference forward;
+  // one table per rope base (Gemma 3's local layers have their own).
+  private ropes = new Map<number, { cos: Float64Array; sin: Float64Array }>();
+  private rope(theta: number, n: number): { cos: Float64Array; sin: Float64Array } {
     const half = this.dims.headDim / 2;
-    if (this.ropeCos.length >= n * half) return;
+    const have = this.ropes.get(theta);
+    if (have && have.cos.length >= n * half) return have;
     const cos = new Float64Array(n * half), sin = new Float64Array(n * half);
     for (let i = 0; i < half; i++) {
-      const invFreq = 1 / Math.pow(this.config.rope_theta, (2 * i) / this.dims.headDim);
+      const invFreq = 1 / Math.pow(theta, (2 * i) / this.dims.headDim);
       for (let p = 0; p < n; p++) {
         cos[p * half + i] = Math.cos(p * invFreq);
         sin[p * half + i] = Math.sin(p * invFreq);
       }
     }
-    this.ropeCos = cos;
-    this.ropeSin = sin;
+    const r = { cos, sin };
+    this.ropes.set(theta, r);
+    return r;
   }
 
   private ws?: Workspace;
@@ -396,17 +464,21 @@ interface Workspace {
   att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array; scores: Float64Array;
 }
 
-// Causal grouped-query attention: position t of head h attends to positions 0..t of KV head
-// h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64.
-function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scores: Float64Array, att: Float32Array): void {
+const silu = (a: number) => a / (1 + Math.exp(-a));
+// GELU, tanh approximation (gelu_pytorch_tanh).
+const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+
+// Causal grouped-query attention: position t of head h attends to positions t-window+1..t of KV
+// head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64.
+function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, scores: Float64Array, att: Float32Array): void {
   const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
-  const scale = 1 / Math.sqrt(hd);
   for (let t = 0; t < n; t++) {
+    const s0 = Math.max(0, t - window + 1);
     for (let h = 0; h < d.heads; h++) {
       const qo = t * qDim + h * hd;
       const ko = Math.floor(h / group) * hd;
       let max = -Infinity;
-      for (let s = 0, base = ko; s <= t; s++, base += kvDim) {
+      for (let s = s0, base = ko + s0 * kvDim; s <= t; s++, base += kvDim) {
         let sc = 0;
         for (let i = 0; i < hd; i++) sc += q[qo + i] * k[base + i];
         sc *= scale;
@@ -414,7 +486,7 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
         if (sc > max) max = sc;
       }
       let sum = 0;
-      for (let s = 0; s <= t; s++) {
+      for (let s = s0; s <= t; s++) {
         const e = Math.exp(scores[s] - max);
         scores[s] = e;
         sum += e;
@@ -422,7 +494,7 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
       // Accumulate one output dimension at a time so the sum stays in a float64 local.
       for (let i = 0; i < hd; i++) {
         let a = 0;
-        for (let s = 0, base = ko + i; s <= t; s++, base += kvDim) a += scores[s] * v[base];
+        for (let s = s0, base = ko + s0 * kvDim + i; s <= t; s++, base += kvDim) a += scores[s] * v[base];
         att[qo + i] = a / sum;
       }
     }

@@ -14,13 +14,16 @@ const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLe
 
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
 function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig): WeightSource {
-  const gguf = (hf: string) => ggufTensorName(hf) ?? hf;
+  const arch = ggufArchitecture({ model_type: cfg.model_type });
+  const gguf = (hf: string) => ggufTensorName(hf, arch?.name) ?? hf;
   // Only architectures whose q/k rows the converter permutes (llama) are put back.
-  const permuted = ggufArchitecture({ model_type: cfg.model_type })?.permuteQK ?? true;
-  const heads = (hf: string) => (permuted ? permuteHeads(hf, cfg) : undefined);
+  const heads = (hf: string) => ((arch?.permuteQK ?? true) ? permuteHeads(hf, cfg) : undefined);
+  // Norms the converter shifted (Gemma: 1 + w) go back to the checkpoint's meaning.
+  const shift = arch?.normShift ?? 0;
   return {
     async get(hf) {
       const w = await ws.get(gguf(hf));
+      if (shift && hf.endsWith('norm.weight')) return w.map((v) => v - shift);
       const h = heads(hf);
       if (h === undefined) return w;
       // q_proj / k_proj weights have hidden_size columns; their biases are single values per row.
@@ -63,7 +66,8 @@ export interface QuantizedWeightsOptions {
 export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, opts: QuantizedWeightsOptions = {}): Promise<WeightSource> {
   const q = await openQuantized(ckpt, opts.serve);
   const isGguf = ckpt.format === 'gguf';
-  const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n) ?? n : n));
+  const arch = ggufArchitecture({ model_type: config.model_type })?.name;
+  const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n, arch) ?? n : n));
   for (const n of want) {
     if (!q.has(n)) {
       fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${n}"; is it a quantization of ${opts.original ?? 'the original'}?`, { file: ckpt.source, tensor: n });

@@ -12,7 +12,8 @@ import { collect } from '../../src/io/stream.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { permuteRows } from '../../src/convert/llama-gguf.js';
-import { byteLevelTokenizer, QWEN2_REGEX } from './tokenizer-fixtures.js';
+import { byteLevelTokenizer, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+import { bf16ToF32, f32ToBf16 } from '../../src/util/half.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const read = async (p: string) => (await gguf(p, { allowLocalFile: true }));
@@ -214,5 +215,70 @@ describe('quantize a generated Qwen3 checkpoint to GGUF', () => {
     let err = 0;
     for (let i = 0; i < q.length; i++) err = Math.max(err, Math.abs(back[i] - q[i]));
     expect(err).toBeLessThan(0.002);
+  });
+});
+
+describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
+  it('writes gemma3.* keys, llama.cpp\'s Gemma norm names, norms + 1 rounded in bf16, and a SentencePiece vocabulary without a space prefix', async () => {
+    const tmp = tempDir('gemma3');
+    const H = 64, HEADS = 4, KV = 1, HD = 32, FF = 128, LAYERS = 2;
+    const pieces = llamaPieces(['▁a', '▁b', 'c']);
+    const V = pieces.length;
+    let seed = 13;
+    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
+    const bf16 = (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
+    const tensors = [bf16('model.embed_tokens.weight', [V, H]), bf16('model.norm.weight', [H])];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(bf16(`${p}input_layernorm.weight`, [H]), bf16(`${p}post_attention_layernorm.weight`, [H]), bf16(`${p}pre_feedforward_layernorm.weight`, [H]),
+        bf16(`${p}post_feedforward_layernorm.weight`, [H]), bf16(`${p}self_attn.q_norm.weight`, [HD]), bf16(`${p}self_attn.k_norm.weight`, [HD]),
+        bf16(`${p}self_attn.q_proj.weight`, [HEADS * HD, H]), bf16(`${p}self_attn.k_proj.weight`, [KV * HD, H]), bf16(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
+        bf16(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]), bf16(`${p}mlp.gate_proj.weight`, [FF, H]), bf16(`${p}mlp.up_proj.weight`, [FF, H]), bf16(`${p}mlp.down_proj.weight`, [H, FF]));
+    }
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify({
+      architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 32768, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
+      sliding_window: 512, query_pre_attn_scalar: HD, hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, final_logit_softcapping: null,
+    }));
+    writeFileSync(join(tmp, 'tokenizer.model'), spModel(pieces));
+    const out = join(tmp, 'g.gguf');
+    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await read(out);
+    const m = g.metadata;
+    expect(m['general.architecture']).toBe('gemma3');
+    expect([m['gemma3.block_count'], m['gemma3.context_length'], m['gemma3.embedding_length'], m['gemma3.feed_forward_length']]).toEqual([LAYERS, 32768, H, FF]);
+    expect([m['gemma3.attention.head_count'], m['gemma3.attention.head_count_kv'], m['gemma3.attention.key_length'], m['gemma3.attention.value_length']]).toEqual([HEADS, KV, HD, HD]);
+    expect([m['gemma3.attention.sliding_window'], m['gemma3.rope.freq_base']]).toEqual([512, 1000000]);
+    expect(m['gemma3.final_logit_softcapping']).toBeUndefined();
+    expect(Object.keys(m).filter((k) => k.startsWith('llama.'))).toEqual([]);
+    expect([m['tokenizer.ggml.model'], m['tokenizer.ggml.add_space_prefix']]).toEqual(['llama', false]);
+
+    const names = g.tensorInfos.map((x) => x.name).sort();
+    const want = ['token_embd.weight', 'output_norm.weight'];
+    for (let l = 0; l < LAYERS; l++) {
+      for (const n of ['attn_norm', 'post_attention_norm', 'ffn_norm', 'post_ffw_norm', 'attn_q_norm', 'attn_k_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) want.push(`blk.${l}.${n}.weight`);
+    }
+    expect(names).toEqual(want.sort());
+
+    // Every norm is stored as F32 holding bf16(w + 1), as the converter adds 1 in the tensor's dtype;
+    // pre_feedforward_layernorm is llama.cpp's ffn_norm, post_attention_layernorm its post_attention_norm.
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    for (const [gname, hf] of [['blk.1.ffn_norm.weight', 'model.layers.1.pre_feedforward_layernorm.weight'], ['blk.0.post_attention_norm.weight', 'model.layers.0.post_attention_layernorm.weight'],
+      ['blk.1.attn_k_norm.weight', 'model.layers.1.self_attn.k_norm.weight'], ['output_norm.weight', 'model.norm.weight']] as const) {
+      const src = tensors.find((x) => x.name === hf)!.data;
+      expect(ck.tensor(gname).dtype).toBe('F32');
+      expect(await ck.readF32(gname)).toEqual(Float32Array.from(src, (b) => bf16ToF32(f32ToBf16(bf16ToF32(b) + 1))));
+    }
+  });
+
+  it('refuses a Gemma 3 config without a sliding window, naming the option', async () => {
+    const tmp = tempDir('gemma3-bad');
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: 'gemma3_text', hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4, vocab_size: 8 }));
+    const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/config.json: a Gemma 3 model needs "sliding_window"/);
   });
 });

@@ -22,7 +22,7 @@ import { splitDocuments } from '../../src/eval/tokens.js';
 import { byteLevelTokenizer, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { fromPath } from '../../src/io/node.js';
 import { openCheckpoint } from '../../src/io/open.js';
-import { LlamaModel, llamaConfig } from '../../src/eval/llama.js';
+import { LlamaModel, checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
 import { logSoftmax } from '../../src/eval/evaluate.js';
 
@@ -235,9 +235,11 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
     expect(r.steps).toHaveLength(12);
 
     // The reference forward on the very GGUF llama.cpp ran (f16 weights), teacher-forced on its tokens.
+    // And on the original safetensors (float32): the conversion against the checkpoint's meaning.
     const ck = await openCheckpoint(fromPath(gguf));
-    const run = async (cfg: ReturnType<typeof llamaConfig>) => {
-      const model = await LlamaModel.load(cfg, await quantizedWeights(ck, cfg));
+    const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
+    const run = async (cfg: ReturnType<typeof llamaConfig>, fromOriginal = false) => {
+      const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, cfg));
       const tokens = [start, ...r.steps.map((s) => s.id)];
       const logits = model.forward(tokens.slice(0, -1));
       const lp = new Float64Array(V);
@@ -249,12 +251,13 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
     const cfg = llamaConfig(config);
     expect(cfg.qk_norm).toBe(true);
     const ours = await run(cfg);
+    const oursOriginal = await run(cfg, true);
     // Without the q/k norms (the tensors are then left unread) the same comparison fails by far:
     // the check below can tell a model that leaves them out.
     const without = await run({ ...cfg, qk_norm: false });
     let diff = 0, diffWithout = 0;
     r.steps.forEach((s, i) => {
-      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob));
+      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob), Math.abs(oursOriginal[i].logprob - s.logprob));
       diffWithout = Math.max(diffWithout, Math.abs(without[i].logprob - s.logprob));
       // llama.cpp's greedy pick is ours too, up to the rounding of its f16 activations.
       expect(ours[i].best - ours[i].logprob, `step ${i}`).toBeLessThan(0.02);
@@ -262,5 +265,81 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
     expect(diff).toBeLessThan(0.02);
     expect(diffWithout).toBeGreaterThan(0.2);
     await ck.close?.();
+    await original.close?.();
+  });
+});
+
+describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference forward does', () => {
+  it('gemma3 keys, norms + 1, sandwich norms, local layers with a sliding window: the same log-probabilities', async () => {
+    const dir = tempDir('gemma3');
+    // Six layers: five local (window 4, shorter than the 13 positions run) and one global.
+    const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 6, WINDOW = 4;
+    let seed = 9;
+    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+    // Norm weights are w of Gemma's 1 + w: small and uneven around 0.
+    const t = (name: string, shape: number[], scale = 0.2) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale) });
+    const tensors = [t('model.embed_tokens.weight', [V, H], 0.5), t('model.norm.weight', [H], 0.5), t('lm_head.weight', [V, H], 0.3)];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5), t(`${p}post_attention_layernorm.weight`, [H], 0.5),
+        t(`${p}pre_feedforward_layernorm.weight`, [H], 0.5), t(`${p}post_feedforward_layernorm.weight`, [H], 0.5),
+        t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], 0.6), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], 0.6), t(`${p}self_attn.v_proj.weight`, [KV * HD, H], 0.4),
+        t(`${p}self_attn.q_norm.weight`, [HD], 1), t(`${p}self_attn.k_norm.weight`, [HD], 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], 0.4),
+        t(`${p}mlp.gate_proj.weight`, [FF, H], 0.4), t(`${p}mlp.up_proj.weight`, [FF, H], 0.4), t(`${p}mlp.down_proj.weight`, [H, FF], 0.4));
+    }
+    // As in the Qwen3 test: only printable ASCII bytes and the merges have output rows.
+    const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
+    const added = tok.added_tokens as { id: number; content: string }[];
+    const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
+    for (let id = 0; id < V; id++) if (!((id >= 32 && id <= 126) || (id >= 256 && id < added[0].id))) head.fill(0, id * H, (id + 1) * H);
+    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    const config = {
+      architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
+      sliding_window: WINDOW, sliding_window_pattern: 6, query_pre_attn_scalar: HD, tie_word_embeddings: false, attention_bias: false,
+      hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, attn_logit_softcapping: null, final_logit_softcapping: null,
+    };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
+    const gguf = await quantize(dir, 'gemma3.gguf');
+
+    const start = added.find((a) => a.content === '<|im_start|>')!.id;
+    const r = await logprobs(gguf, '<|im_start|>', 12);
+    expect(r.promptTokens).toBe(1);
+    expect(r.steps).toHaveLength(12);
+
+    // The forward runs on the GGUF llama.cpp ran (f16 weights, norms + 1 taken back) and on the
+    // original safetensors (float32, Gemma's norms as they are): the conversion is checked against
+    // the checkpoint's own meaning, not only against itself.
+    const ck = await openCheckpoint(fromPath(gguf));
+    const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
+    const cfg = llamaConfig(config);
+    expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]);
+    const run = async (c: ReturnType<typeof llamaConfig>, fromOriginal = false) => {
+      const model = await LlamaModel.load(c, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, c));
+      const logits = model.forward([start, ...r.steps.map((s) => s.id)].slice(0, -1));
+      const lp = new Float64Array(V);
+      return r.steps.map((s, i) => {
+        const arg = logSoftmax(logits.subarray(i * V, (i + 1) * V), lp);
+        return { logprob: lp[s.id], best: lp[arg] };
+      });
+    };
+    const ours = await run(cfg);
+    const oursOriginal = await run(cfg, true);
+    // The same forward with every layer global: the window must matter to what is compared.
+    const noWindow = await run({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } });
+    let diff = 0, diffOriginal = 0, diffNoWindow = 0;
+    r.steps.forEach((s, i) => {
+      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob));
+      diffOriginal = Math.max(diffOriginal, Math.abs(oursOriginal[i].logprob - s.logprob));
+      diffNoWindow = Math.max(diffNoWindow, Math.abs(noWindow[i].logprob - s.logprob));
+      expect(ours[i].best - ours[i].logprob, `step ${i}`).toBeLessThan(0.02);
+    });
+    expect(diff).toBeLessThan(0.02);
+    expect(diffOriginal).toBeLessThan(0.02);
+    expect(diffNoWindow).toBeGreaterThan(0.2);
+    await ck.close?.();
+    await original.close?.();
   });
 });
