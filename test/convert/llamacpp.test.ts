@@ -191,6 +191,61 @@ describe('llama.cpp loads and runs a generated Qwen2 checkpoint', () => {
   });
 });
 
+/** Teacher-forced log-probability of each token llama.cpp picked, and the best one's, per step. */
+type Forced = { logprob: number; best: number }[];
+
+/**
+ * A generated checkpoint run by llama.cpp and by the reference forward: writes its tensors, config
+ * and a byte-level tokenizer (only printable ASCII bytes and the merges get rows of the separate
+ * output head `lm_head.weight`: the other tokens score 0, below the best of these, so greedy text
+ * stays UTF-8, which wllama needs, and never ends), converts the folder to an f16 GGUF, and lets
+ * llama.cpp generate 12 greedy tokens after "<|im_start|>" (one special token: no BOS for the
+ * qwen2 pre-tokenizer) with their log-probabilities. `forced` runs the forward, teacher-forced on
+ * those tokens, on the GGUF llama.cpp ran or on the original safetensors (float32): the latter
+ * checks the conversion against the checkpoint's own meaning, not only against itself.
+ */
+async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: string; shape: number[]; data: Float32Array }[], config: Record<string, unknown>) {
+  const V = config.vocab_size as number, H = config.hidden_size as number;
+  const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
+  const added = tok.added_tokens as { id: number; content: string }[];
+  const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
+  for (let id = 0; id < V; id++) if (!((id >= 32 && id <= 126) || (id >= 256 && id < added[0].id))) head.fill(0, id * H, (id + 1) * H);
+  writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+  writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
+  const gguf = await quantize(dir, `${String(config.model_type)}.gguf`);
+  const start = added.find((a) => a.content === '<|im_start|>')!.id;
+  const r = await logprobs(gguf, '<|im_start|>', 12);
+  expect(r.promptTokens).toBe(1);
+  expect(r.steps).toHaveLength(12);
+  const ck = await openCheckpoint(fromPath(gguf));
+  const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
+  return {
+    steps: r.steps,
+    async forced(cfg: ReturnType<typeof llamaConfig>, fromOriginal = false): Promise<Forced> {
+      const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, cfg));
+      const logits = model.forward([start, ...r.steps.map((s) => s.id)].slice(0, -1));
+      const lp = new Float64Array(V);
+      return r.steps.map((s, i) => {
+        const arg = logSoftmax(logits.subarray(i * V, (i + 1) * V), lp);
+        return { logprob: lp[s.id], best: lp[arg] };
+      });
+    },
+    /** Largest difference from llama.cpp's log-probabilities. */
+    diff: (f: Forced) => Math.max(...r.steps.map((s, i) => Math.abs(f[i].logprob - s.logprob))),
+    async close() {
+      await ck.close?.();
+      await original.close?.();
+    },
+  };
+}
+
+/** llama.cpp's greedy pick is the forward's too, up to the rounding of its f16 activations. */
+function expectGreedy(f: Forced): void {
+  f.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.02));
+}
+
 describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference forward does', () => {
   it('qwen3 keys, per-head q/k norms, head_dim 32 of a 64-wide model: the same log-probabilities', async () => {
     const dir = tempDir('qwen3');
@@ -209,63 +264,22 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
         t(`${p}self_attn.q_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.k_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]),
         t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
     }
-    // Only printable ASCII bytes and the merges (all ASCII) get output rows: the other tokens
-    // score 0, below the best of these, so greedy text stays UTF-8 (wllama fails on a lone byte
-    // that is not) and never ends (the special tokens).
-    const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
-    const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
-    const added = tok.added_tokens as { id: number; content: string }[];
-    const sampled = (id: number) => (id >= 32 && id <= 126) || (id >= 256 && id < added[0].id);
-    for (let id = 0; id < V; id++) if (!sampled(id)) head.fill(0, id * H, (id + 1) * H);
-    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
     const config = {
       architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false,
       attention_bias: false, hidden_act: 'silu', rope_scaling: null,
     };
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
-    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
-    const gguf = await quantize(dir, 'qwen3.gguf');
-
-    // One special token as the prompt (no BOS for the qwen2 pre-tokenizer): its id is known.
-    const start = added.find((a) => a.content === '<|im_start|>')!.id;
-    const r = await logprobs(gguf, '<|im_start|>', 12);
-    expect(r.promptTokens).toBe(1);
-    expect(r.steps).toHaveLength(12);
-
-    // The reference forward on the very GGUF llama.cpp ran (f16 weights), teacher-forced on its tokens.
-    // And on the original safetensors (float32): the conversion against the checkpoint's meaning.
-    const ck = await openCheckpoint(fromPath(gguf));
-    const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
-    const run = async (cfg: ReturnType<typeof llamaConfig>, fromOriginal = false) => {
-      const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, cfg));
-      const tokens = [start, ...r.steps.map((s) => s.id)];
-      const logits = model.forward(tokens.slice(0, -1));
-      const lp = new Float64Array(V);
-      return r.steps.map((s, i) => {
-        const arg = logSoftmax(logits.subarray(i * V, (i + 1) * V), lp);
-        return { logprob: lp[s.id], best: lp[arg] };
-      });
-    };
+    const run = await againstLlamaCpp(dir, tensors, config);
     const cfg = llamaConfig(config);
     expect(cfg.qk_norm).toBe(true);
-    const ours = await run(cfg);
-    const oursOriginal = await run(cfg, true);
-    // Without the q/k norms (the tensors are then left unread) the same comparison fails by far:
-    // the check below can tell a model that leaves them out.
-    const without = await run({ ...cfg, qk_norm: false });
-    let diff = 0, diffWithout = 0;
-    r.steps.forEach((s, i) => {
-      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob), Math.abs(oursOriginal[i].logprob - s.logprob));
-      diffWithout = Math.max(diffWithout, Math.abs(without[i].logprob - s.logprob));
-      // llama.cpp's greedy pick is ours too, up to the rounding of its f16 activations.
-      expect(ours[i].best - ours[i].logprob, `step ${i}`).toBeLessThan(0.02);
-    });
-    expect(diff).toBeLessThan(0.02);
-    expect(diffWithout).toBeGreaterThan(0.2);
-    await ck.close?.();
-    await original.close?.();
+    const ours = await run.forced(cfg);
+    expectGreedy(ours);
+    expect(run.diff(ours)).toBeLessThan(0.02);
+    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    // Without the q/k norms (the tensors are then left unread) the comparison fails by far: it can
+    // tell a model that leaves them out.
+    expect(run.diff(await run.forced({ ...cfg, qk_norm: false }))).toBeGreaterThan(0.2);
+    await run.close();
   });
 });
 
@@ -276,7 +290,7 @@ describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference
     const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 6, WINDOW = 4;
     let seed = 9;
     const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
-    // Norm weights are w of Gemma's 1 + w: small and uneven around 0.
+    // Norm weights are the w of Gemma's 1 + w: small and uneven around 0.
     const t = (name: string, shape: number[], scale = 0.2) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale) });
     const tensors = [t('model.embed_tokens.weight', [V, H], 0.5), t('model.norm.weight', [H], 0.5), t('lm_head.weight', [V, H], 0.3)];
     for (let l = 0; l < LAYERS; l++) {
@@ -287,59 +301,22 @@ describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference
         t(`${p}self_attn.q_norm.weight`, [HD], 1), t(`${p}self_attn.k_norm.weight`, [HD], 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], 0.4),
         t(`${p}mlp.gate_proj.weight`, [FF, H], 0.4), t(`${p}mlp.up_proj.weight`, [FF, H], 0.4), t(`${p}mlp.down_proj.weight`, [H, FF], 0.4));
     }
-    // As in the Qwen3 test: only printable ASCII bytes and the merges have output rows.
-    const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
-    const added = tok.added_tokens as { id: number; content: string }[];
-    const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
-    for (let id = 0; id < V; id++) if (!((id >= 32 && id <= 126) || (id >= 256 && id < added[0].id))) head.fill(0, id * H, (id + 1) * H);
-    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
     const config = {
       architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
       sliding_window: WINDOW, sliding_window_pattern: 6, query_pre_attn_scalar: HD, tie_word_embeddings: false, attention_bias: false,
       hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, attn_logit_softcapping: null, final_logit_softcapping: null,
     };
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
-    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
-    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
-    const gguf = await quantize(dir, 'gemma3.gguf');
-
-    const start = added.find((a) => a.content === '<|im_start|>')!.id;
-    const r = await logprobs(gguf, '<|im_start|>', 12);
-    expect(r.promptTokens).toBe(1);
-    expect(r.steps).toHaveLength(12);
-
-    // The forward runs on the GGUF llama.cpp ran (f16 weights, norms + 1 taken back) and on the
-    // original safetensors (float32, Gemma's norms as they are): the conversion is checked against
-    // the checkpoint's own meaning, not only against itself.
-    const ck = await openCheckpoint(fromPath(gguf));
-    const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
+    const run = await againstLlamaCpp(dir, tensors, config);
     const cfg = llamaConfig(config);
     expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]);
-    const run = async (c: ReturnType<typeof llamaConfig>, fromOriginal = false) => {
-      const model = await LlamaModel.load(c, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, c));
-      const logits = model.forward([start, ...r.steps.map((s) => s.id)].slice(0, -1));
-      const lp = new Float64Array(V);
-      return r.steps.map((s, i) => {
-        const arg = logSoftmax(logits.subarray(i * V, (i + 1) * V), lp);
-        return { logprob: lp[s.id], best: lp[arg] };
-      });
-    };
-    const ours = await run(cfg);
-    const oursOriginal = await run(cfg, true);
-    // The same forward with every layer global: the window must matter to what is compared.
-    const noWindow = await run({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } });
-    let diff = 0, diffOriginal = 0, diffNoWindow = 0;
-    r.steps.forEach((s, i) => {
-      diff = Math.max(diff, Math.abs(ours[i].logprob - s.logprob));
-      diffOriginal = Math.max(diffOriginal, Math.abs(oursOriginal[i].logprob - s.logprob));
-      diffNoWindow = Math.max(diffNoWindow, Math.abs(noWindow[i].logprob - s.logprob));
-      expect(ours[i].best - ours[i].logprob, `step ${i}`).toBeLessThan(0.02);
-    });
-    expect(diff).toBeLessThan(0.02);
-    expect(diffOriginal).toBeLessThan(0.02);
-    expect(diffNoWindow).toBeGreaterThan(0.2);
-    await ck.close?.();
-    await original.close?.();
+    const ours = await run.forced(cfg);
+    expectGreedy(ours);
+    // On the GGUF (norms + 1 taken back) and on the original (Gemma's norms as they are).
+    expect(run.diff(ours)).toBeLessThan(0.02);
+    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    // With every layer global the comparison fails by far: the window matters to it.
+    expect(run.diff(await run.forced({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } }))).toBeGreaterThan(0.2);
+    await run.close();
   });
 });
