@@ -8,7 +8,7 @@ import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../i
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
-import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, llama3RopeFactors, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -32,6 +32,8 @@ interface Entry {
   widened: boolean;
   /** Added to every value in the source dtype before widening (Gemma's norms; see GgufArchitecture). */
   shift: number;
+  /** A tensor the converter adds, not in the source (rope_freqs.weight); `src` is then `info`. */
+  synth?: Float32Array;
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -103,6 +105,14 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     tensors.push(info);
   }
 
+  // Llama 3.1+ rope scaling becomes llama.cpp's per-frequency divisors (llama3RopeFactors).
+  const ropeFactors = arch?.name === 'llama' ? llama3RopeFactors(config.rope_scaling, config.rope_theta ?? 10000, config.head_dim ?? config.hidden_size / config.num_attention_heads) : undefined;
+  if (ropeFactors) {
+    const info: TensorInfo = { name: 'rope_freqs.weight', dtype: 'F32', shape: [ropeFactors.length], offset: 0, byteLength: ropeFactors.byteLength };
+    entries.set(info.name, { info, src: info, widened: false, shift: 0, synth: ropeFactors });
+    tensors.unshift(info);
+  }
+
   const entry = (name: string): Entry => {
     const e = entries.get(name);
     if (!e) {
@@ -124,6 +134,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     sourceName: (name) => entry(name).src.name,
     async readRaw(name) {
       const e = entry(name);
+      if (e.synth) return new Uint8Array(e.synth.slice().buffer);
       if (e.widened) {
         const f = vectorF32(await input.readValues(e.src.name), e.shift);
         return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
@@ -135,6 +146,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     },
     async readF32(name) {
       const e = entry(name);
+      if (e.synth) return e.synth.slice();
       if (e.widened) return vectorF32(await input.readValues(e.src.name), e.shift);
       const f = await input.readF32(e.src.name);
       if (e.heads === undefined) return f;
@@ -144,6 +156,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     },
     async readValues(name) {
       const e = entry(name);
+      if (e.synth) return { values: e.synth.slice(), dtype: 'f32' };
       if (e.widened) return { values: vectorF32(await input.readValues(e.src.name), e.shift), dtype: 'f32' };
       const v = await input.readValues(e.src.name);
       return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
@@ -154,7 +167,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     // Only tensors passed through unchanged are stored as the view reads them.
     view.locate = (name, firstRow, rows) => {
       const e = entry(name);
-      return e.widened || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
+      return e.widened || e.synth || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
     };
   }
   if (readRows) {

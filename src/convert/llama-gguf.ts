@@ -115,6 +115,35 @@ export type GgufValue =
   | { type: 'string'; value: string }
   | { type: 'bool'; value: boolean };
 
+/**
+ * Llama 3.1+ rope scaling (rope_scaling.rope_type "llama3"): the number each of the head_dim/2
+ * rotary frequencies theta^(-2i/head_dim) is divided by. Low frequencies (wavelength above
+ * original_max_position_embeddings / low_freq_factor) by `factor`, high ones (below .../
+ * high_freq_factor) not at all, a smooth blend between: what transformers applies to inv_freq and
+ * what llama.cpp's converter stores as `rope_freqs.weight` (computed here in float32 steps, as it
+ * computes them with torch). undefined unless rope_scaling asks for llama3 scaling.
+ */
+export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined, theta: number, headDim: number): Float32Array | undefined {
+  if (!rs || (rs.rope_type ?? rs.type) !== 'llama3') return undefined;
+  const f = Math.fround;
+  const num = (key: string, dflt: number) => (typeof rs[key] === 'number' ? rs[key] as number : dflt);
+  const factor = num('factor', 8), low = num('low_freq_factor', 1), high = num('high_freq_factor', 4);
+  const oldContext = num('original_max_position_embeddings', 8192);
+  const lowWavelen = oldContext / low, highWavelen = oldContext / high;
+  const out = new Float32Array(headDim / 2);
+  for (let i = 0; i < out.length; i++) {
+    const freq = f(1 / f(Math.pow(theta, f(f(2 * i) / headDim))));
+    const wavelen = f(f(2 * Math.PI) / freq);
+    if (wavelen < highWavelen) out[i] = 1;
+    else if (wavelen > lowWavelen) out[i] = factor;
+    else {
+      const smooth = f(f(f(oldContext / wavelen) - low) / (high - low));
+      out[i] = f(1 / f(f(f(1 - smooth) / factor) + smooth));
+    }
+  }
+  return out;
+}
+
 /** The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model. */
 export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
@@ -138,6 +167,12 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
     'llama.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
     'llama.vocab_size': { type: 'u32', value: cfg.vocab_size },
   };
+  // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
+  const rs = cfg.rope_scaling;
+  if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
+    md['llama.rope.scaling.type'] = { type: 'string', value: 'linear' };
+    md['llama.rope.scaling.factor'] = { type: 'f32', value: rs.factor };
+  }
   return md;
 }
 

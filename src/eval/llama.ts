@@ -12,6 +12,7 @@
 // A WeightSource's matvec hook still sees one activation vector per call, which is what a
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
+import { llama3RopeFactors } from '../convert/llama-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
 export interface LlamaConfig {
@@ -36,6 +37,11 @@ export interface LlamaConfig {
   qk_norm?: boolean;
   /** Gemma 3 (model_type "gemma3_text"): see Gemma3Options. */
   gemma3?: Gemma3Options;
+  /**
+   * What each rotary frequency is divided by (head_dim/2 values), from config.json's rope_scaling:
+   * "llama3" (Llama 3.1+, see llama3RopeFactors) or "linear" (one factor). Absent: none.
+   */
+  rope_factors?: Float32Array;
 }
 
 /**
@@ -82,7 +88,8 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
  * Validates a parsed config.json (or the ModelConfig of src/io's readConfig, through its `raw`)
  * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
  * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
- * Rejects what this forward does not implement (rope_scaling, biases, activations other than silu).
+ * Rejects what this forward does not implement (rope_scaling other than "llama3" and "linear", biases,
+ * activations other than silu).
  * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
  * "gemma3_text" the Gemma 3 text model (Gemma3Options, with Gemma3TextConfig's defaults).
  */
@@ -146,7 +153,11 @@ export function llamaConfig(json: unknown): LlamaConfig {
       fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
     }
   };
-  unsupported('rope_scaling', (v) => v === null, 'null');
+  const rs = j.rope_scaling as Record<string, unknown> | null | undefined;
+  const ropeType = rs && typeof rs === 'object' ? rs.rope_type ?? rs.type : undefined;
+  unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+  if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
+  else if (ropeType === 'linear') cfg.rope_factors = new Float32Array((cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads) / 2).fill(rs!.factor as number);
   unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (gemma) {
@@ -372,7 +383,7 @@ export class LlamaModel {
       }
     }
     const gemma = this.config.gemma3;
-    const global = this.rope(this.config.rope_theta, n);
+    const global = this.rope(this.config.rope_theta, n, this.config.rope_factors);
     const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
     const ws = this.workspace(n);
     const { x, xb, xb2, q, k, v, att, g, u, logits, scores } = ws;
@@ -420,23 +431,24 @@ export class LlamaModel {
     return out;
   }
 
-  // cos/sin of pos * theta^(-2i/headDim) for i < headDim/2, in float64 like the reference forward;
-  // one table per rope base (Gemma 3's local layers have their own).
-  private ropes = new Map<number, { cos: Float64Array; sin: Float64Array }>();
-  private rope(theta: number, n: number): { cos: Float64Array; sin: Float64Array } {
+  // cos/sin of pos * theta^(-2i/headDim) / factor_i for i < headDim/2, in float64 like the
+  // reference forward; one table per rope base (Gemma 3's local layers have their own).
+  private ropes = new Map<string, { cos: Float64Array; sin: Float64Array }>();
+  private rope(theta: number, n: number, factors?: Float32Array): { cos: Float64Array; sin: Float64Array } {
     const half = this.dims.headDim / 2;
-    const have = this.ropes.get(theta);
+    const key = `${theta}${factors ? ' scaled' : ''}`;
+    const have = this.ropes.get(key);
     if (have && have.cos.length >= n * half) return have;
     const cos = new Float64Array(n * half), sin = new Float64Array(n * half);
     for (let i = 0; i < half; i++) {
-      const invFreq = 1 / Math.pow(theta, (2 * i) / this.dims.headDim);
+      const invFreq = 1 / Math.pow(theta, (2 * i) / this.dims.headDim) / (factors ? factors[i] : 1);
       for (let p = 0; p < n; p++) {
         cos[p * half + i] = Math.cos(p * invFreq);
         sin[p * half + i] = Math.sin(p * invFreq);
       }
     }
     const r = { cos, sin };
-    this.ropes.set(theta, r);
+    this.ropes.set(key, r);
     return r;
   }
 

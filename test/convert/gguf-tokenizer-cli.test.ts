@@ -11,7 +11,7 @@ import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
-import { permuteRows } from '../../src/convert/llama-gguf.js';
+import { llama3RopeFactors, permuteRows } from '../../src/convert/llama-gguf.js';
 import { byteLevelTokenizer, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { bf16ToF32, f32ToBf16 } from '../../src/util/half.js';
 
@@ -280,5 +280,38 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
     const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/config.json: a Gemma 3 model needs "sliding_window"/);
+  });
+});
+
+describe('quantize a generated Llama 3.2-shaped checkpoint to GGUF', () => {
+  it('adds rope_freqs.weight (F32, head_dim/2 divisors) for llama3 rope scaling, as llama.cpp\'s converter does', async () => {
+    const tmp = tempDir('llama32');
+    const H = 128, HEADS = 2, FF = 256, V = 64;
+    let seed = 19;
+    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.2; });
+    const t = (name: string, shape: number[]) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1)) });
+    const p = 'model.layers.0.';
+    const tensors = [t('model.embed_tokens.weight', [V, H]), t('model.norm.weight', [H]), t(`${p}input_layernorm.weight`, [H]), t(`${p}post_attention_layernorm.weight`, [H]),
+      t(`${p}self_attn.q_proj.weight`, [H, H]), t(`${p}self_attn.k_proj.weight`, [H, H]), t(`${p}self_attn.v_proj.weight`, [H, H]), t(`${p}self_attn.o_proj.weight`, [H, H]),
+      t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF])];
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    // Llama 3.2's own scaling and rope base; head_dim 64 as in Llama-3.2-1B.
+    const rope = { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify({
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: H, intermediate_size: FF, num_hidden_layers: 1, num_attention_heads: HEADS,
+      num_key_value_heads: HEADS, vocab_size: V, max_position_embeddings: 131072, rms_norm_eps: 1e-5, rope_theta: 500000, tie_word_embeddings: true, rope_scaling: rope,
+    }));
+    const out = join(tmp, 'l.gguf');
+    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    const info = ck.tensor('rope_freqs.weight');
+    expect([info.dtype, info.shape]).toEqual(['F32', [32]]);
+    const f = await ck.readF32('rope_freqs.weight');
+    expect(f).toEqual(llama3RopeFactors(rope, 500000, 64));
+    // High frequencies unscaled, low ones divided by the factor, a monotone blend between.
+    expect([f[0], f[31]]).toEqual([1, 32]);
+    for (let i = 1; i < 32; i++) expect(f[i]).toBeGreaterThanOrEqual(f[i - 1]);
+    expect(f.some((x) => x > 1 && x < 32)).toBe(true);
   });
 });

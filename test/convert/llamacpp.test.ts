@@ -320,3 +320,35 @@ describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference
     await run.close();
   });
 });
+
+describe('llama.cpp runs a generated Llama 3.2-shaped checkpoint with llama3 rope scaling as the reference forward does', () => {
+  it('rope_freqs.weight carries the scaling: the same log-probabilities, and without the scaling they differ', async () => {
+    const dir = tempDir('llama3');
+    const H = 64, HEADS = 4, KV = 2, FF = 128, V = 300, LAYERS = 2;
+    let seed = 17;
+    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+    const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+    const tensors = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('lm_head.weight', [V, H], 0.8)];
+    for (let l = 0; l < LAYERS; l++) {
+      const p = `model.layers.${l}.`;
+      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1),
+        t(`${p}self_attn.q_proj.weight`, [H, H], 0.8), t(`${p}self_attn.k_proj.weight`, [KV * (H / HEADS), H], 0.8), t(`${p}self_attn.v_proj.weight`, [KV * (H / HEADS), H]),
+        t(`${p}self_attn.o_proj.weight`, [H, H]), t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
+    }
+    // Llama 3.2's scaling with a short original context, so that it moves most frequencies here.
+    const config = {
+      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-5, rope_theta: 500000, tie_word_embeddings: false,
+      rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 16 }, hidden_act: 'silu',
+    };
+    const run = await againstLlamaCpp(dir, tensors, config);
+    const cfg = llamaConfig(config);
+    expect(cfg.rope_factors).toBeDefined();
+    const ours = await run.forced(cfg);
+    expectGreedy(ours);
+    expect(run.diff(ours)).toBeLessThan(0.02);
+    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    expect(run.diff(await run.forced({ ...cfg, rope_factors: undefined }))).toBeGreaterThan(0.2);
+    await run.close();
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LlamaModel, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
+import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
 
 const tiny = (over: Partial<LlamaConfig> = {}): LlamaConfig => llamaConfig({
@@ -150,12 +151,21 @@ describe('Llama config and input validation', () => {
     expect(code(() => llamaConfig({ ...base, hidden_size: 0 }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, num_key_value_heads: 3 }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, hidden_size: 6 }))).toBe(ErrorCodes.MODEL); // head_dim 3 is odd
-    expect(code(() => llamaConfig({ ...base, rope_scaling: { type: 'linear', factor: 2 } }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, rope_scaling: { type: 'dynamic', factor: 2 } }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, rope_scaling: { rope_type: 'yarn', factor: 4 } }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...base, rope_scaling: { type: 'linear' } }))).toBe(ErrorCodes.MODEL); // no factor
     expect(code(() => llamaConfig({ ...base, hidden_act: 'gelu' }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, attention_bias: true }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig(null))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, tie_word_embeddings: 'true' }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, rope_scaling: null, attention_bias: false, hidden_act: 'silu' }))).toBe('no error');
+  });
+  it('takes linear and llama3 rope scaling as per-frequency divisors', () => {
+    const hd = base.hidden_size / base.num_attention_heads;
+    expect([...llamaConfig({ ...base, rope_scaling: { type: 'linear', factor: 2 } }).rope_factors!]).toEqual(new Array(hd / 2).fill(2));
+    const rs = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 };
+    expect(llamaConfig({ ...base, rope_scaling: rs }).rope_factors).toEqual(llama3RopeFactors(rs, 10000, hd));
+    expect(llamaConfig(base).rope_factors).toBeUndefined();
   });
   it('rejects a weight of the wrong size, naming it', async () => {
     const c = tiny();
