@@ -241,29 +241,54 @@ async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: stri
   };
 }
 
-/** llama.cpp's greedy pick is the forward's too, up to the rounding of its f16 activations. */
-function expectGreedy(f: Forced): void {
-  f.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.02));
+/**
+ * The forward agrees with llama.cpp on the GGUF and on the original: the same log-probabilities to
+ * 0.02, and llama.cpp's greedy pick is the forward's too (up to the rounding of its f16 activations).
+ */
+async function expectAgreement(run: Awaited<ReturnType<typeof againstLlamaCpp>>, cfg: ReturnType<typeof llamaConfig>): Promise<void> {
+  const ours = await run.forced(cfg);
+  ours.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.02));
+  expect(run.diff(ours)).toBeLessThan(0.02);
+  expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+}
+
+/** Shape and value scales of a generated decoder (uniform values: scale * [-0.5, 0.5) + offset). */
+interface Decoder {
+  H: number; HEADS: number; KV: number; HD: number; FF: number; V: number; LAYERS: number;
+  embed: number; head: number; qk: number; v?: number; o?: number; mlp?: number;
+  /** Scale and offset of the norm weights. */
+  norm: [number, number];
+  /** Per-head q/k norms (Qwen3, Gemma 3), scale and offset. */
+  qkNorm?: [number, number];
+  /** Gemma 3's pre-/post-feedforward norms. */
+  gemma?: boolean;
+}
+
+/** The tensors of a generated Hugging Face decoder with a separate output head (lm_head). */
+function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape: number[]; data: Float32Array }[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, HEADS, KV, HD, FF, V } = d;
+  const tensors = [t('model.embed_tokens.weight', [V, H], d.embed), t('model.norm.weight', [H], ...d.norm), t('lm_head.weight', [V, H], d.head)];
+  for (let l = 0; l < d.LAYERS; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H], ...d.norm), t(`${p}post_attention_layernorm.weight`, [H], ...d.norm));
+    if (d.gemma) tensors.push(t(`${p}pre_feedforward_layernorm.weight`, [H], ...d.norm), t(`${p}post_feedforward_layernorm.weight`, [H], ...d.norm));
+    tensors.push(t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], d.qk), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], d.qk), t(`${p}self_attn.v_proj.weight`, [KV * HD, H], d.v));
+    if (d.qkNorm) tensors.push(t(`${p}self_attn.q_norm.weight`, [HD], ...d.qkNorm), t(`${p}self_attn.k_norm.weight`, [HD], ...d.qkNorm));
+    tensors.push(t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], d.o), t(`${p}mlp.gate_proj.weight`, [FF, H], d.mlp), t(`${p}mlp.up_proj.weight`, [FF, H], d.mlp), t(`${p}mlp.down_proj.weight`, [H, FF], d.mlp));
+  }
+  return tensors;
 }
 
 describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference forward does', () => {
   it('qwen3 keys, per-head q/k norms, head_dim 32 of a 64-wide model: the same log-probabilities', async () => {
     const dir = tempDir('qwen3');
     const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 2;
-    let seed = 5;
-    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
-    // Norm weights around 1 but uneven, so that a norm applied to the wrong values shows.
-    const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
-    // An output head of its own (a tied one would predict the input token back with certainty),
-    // scaled for next-token distributions that are neither flat nor certain.
-    const tensors = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('lm_head.weight', [V, H], 0.8)];
-    for (let l = 0; l < LAYERS; l++) {
-      const p = `model.layers.${l}.`;
-      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1),
-        t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], 0.6), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], 0.6), t(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
-        t(`${p}self_attn.q_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.k_norm.weight`, [HD], 1.5, 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]),
-        t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
-    }
+    // Norm weights around 1 but uneven, so that a norm applied to the wrong values shows; an output
+    // head of its own (a tied one would predict the input token back with certainty), scaled for
+    // next-token distributions that are neither flat nor certain.
+    const tensors = decoder(5, { H, HEADS, KV, HD, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], qkNorm: [1.5, 1] });
     const config = {
       architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false,
@@ -272,10 +297,7 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
     const run = await againstLlamaCpp(dir, tensors, config);
     const cfg = llamaConfig(config);
     expect(cfg.qk_norm).toBe(true);
-    const ours = await run.forced(cfg);
-    expectGreedy(ours);
-    expect(run.diff(ours)).toBeLessThan(0.02);
-    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    await expectAgreement(run, cfg);
     // Without the q/k norms (the tensors are then left unread) the comparison fails by far: it can
     // tell a model that leaves them out.
     expect(run.diff(await run.forced({ ...cfg, qk_norm: false }))).toBeGreaterThan(0.2);
@@ -286,21 +308,10 @@ describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference f
 describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference forward does', () => {
   it('gemma3 keys, norms + 1, sandwich norms, local layers with a sliding window: the same log-probabilities', async () => {
     const dir = tempDir('gemma3');
-    // Six layers: five local (window 4, shorter than the 13 positions run) and one global.
+    // Six layers: five local (window 4, shorter than the 13 positions run) and one global. Norm
+    // weights are the w of Gemma's 1 + w: small and uneven around 0.
     const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 6, WINDOW = 4;
-    let seed = 9;
-    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
-    // Norm weights are the w of Gemma's 1 + w: small and uneven around 0.
-    const t = (name: string, shape: number[], scale = 0.2) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale) });
-    const tensors = [t('model.embed_tokens.weight', [V, H], 0.5), t('model.norm.weight', [H], 0.5), t('lm_head.weight', [V, H], 0.3)];
-    for (let l = 0; l < LAYERS; l++) {
-      const p = `model.layers.${l}.`;
-      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5), t(`${p}post_attention_layernorm.weight`, [H], 0.5),
-        t(`${p}pre_feedforward_layernorm.weight`, [H], 0.5), t(`${p}post_feedforward_layernorm.weight`, [H], 0.5),
-        t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], 0.6), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], 0.6), t(`${p}self_attn.v_proj.weight`, [KV * HD, H], 0.4),
-        t(`${p}self_attn.q_norm.weight`, [HD], 1), t(`${p}self_attn.k_norm.weight`, [HD], 1), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], 0.4),
-        t(`${p}mlp.gate_proj.weight`, [FF, H], 0.4), t(`${p}mlp.up_proj.weight`, [FF, H], 0.4), t(`${p}mlp.down_proj.weight`, [H, FF], 0.4));
-    }
+    const tensors = decoder(9, { H, HEADS, KV, HD, FF, V, LAYERS, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true });
     const config = {
       architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
@@ -310,11 +321,7 @@ describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference
     const run = await againstLlamaCpp(dir, tensors, config);
     const cfg = llamaConfig(config);
     expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]);
-    const ours = await run.forced(cfg);
-    expectGreedy(ours);
-    // On the GGUF (norms + 1 taken back) and on the original (Gemma's norms as they are).
-    expect(run.diff(ours)).toBeLessThan(0.02);
-    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    await expectAgreement(run, cfg);
     // With every layer global the comparison fails by far: the window matters to it.
     expect(run.diff(await run.forced({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } }))).toBeGreaterThan(0.2);
     await run.close();
@@ -325,16 +332,7 @@ describe('llama.cpp runs a generated Llama 3.2-shaped checkpoint with llama3 rop
   it('rope_freqs.weight carries the scaling: the same log-probabilities, and without the scaling they differ', async () => {
     const dir = tempDir('llama3');
     const H = 64, HEADS = 4, KV = 2, FF = 128, V = 300, LAYERS = 2;
-    let seed = 17;
-    const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
-    const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
-    const tensors = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('lm_head.weight', [V, H], 0.8)];
-    for (let l = 0; l < LAYERS; l++) {
-      const p = `model.layers.${l}.`;
-      tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1),
-        t(`${p}self_attn.q_proj.weight`, [H, H], 0.8), t(`${p}self_attn.k_proj.weight`, [KV * (H / HEADS), H], 0.8), t(`${p}self_attn.v_proj.weight`, [KV * (H / HEADS), H]),
-        t(`${p}self_attn.o_proj.weight`, [H, H]), t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
-    }
+    const tensors = decoder(17, { H, HEADS, KV, HD: H / HEADS, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] });
     // Llama 3.2's scaling with a short original context, so that it moves most frequencies here.
     const config = {
       architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
@@ -344,10 +342,7 @@ describe('llama.cpp runs a generated Llama 3.2-shaped checkpoint with llama3 rop
     const run = await againstLlamaCpp(dir, tensors, config);
     const cfg = llamaConfig(config);
     expect(cfg.rope_factors).toBeDefined();
-    const ours = await run.forced(cfg);
-    expectGreedy(ours);
-    expect(run.diff(ours)).toBeLessThan(0.02);
-    expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+    await expectAgreement(run, cfg);
     expect(run.diff(await run.forced({ ...cfg, rope_factors: undefined }))).toBeGreaterThan(0.2);
     await run.close();
   });
