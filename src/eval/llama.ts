@@ -37,6 +37,8 @@ export interface LlamaConfig {
   qk_norm?: boolean;
   /** Gemma 3 (model_type "gemma3_text"): see Gemma3Options. */
   gemma3?: Gemma3Options;
+  /** Biases on the q, k and v projections (self_attn.{q,k,v}_proj.bias): Qwen2, or attention_bias. */
+  qkv_bias?: boolean;
   /**
    * What each rotary frequency is divided by (head_dim/2 values), from config.json's rope_scaling:
    * "llama3" (Llama 3.1+, see llama3RopeFactors) or "linear" (one factor). Absent: none.
@@ -88,8 +90,9 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
  * Validates a parsed config.json (or the ModelConfig of src/io's readConfig, through its `raw`)
  * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
  * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
- * Rejects what this forward does not implement (rope_scaling other than "llama3" and "linear", biases,
- * activations other than silu).
+ * Rejects what this forward does not implement (rope_scaling other than "llama3" and "linear",
+ * attention_bias with model types other than llama, mlp_bias, activations other than silu). model_type
+ * "qwen2" has q/k/v biases.
  * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
  * "gemma3_text" the Gemma 3 text model (Gemma3Options, with Gemma3TextConfig's defaults).
  */
@@ -158,7 +161,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
   unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
   if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
   else if (ropeType === 'linear') cfg.rope_factors = new Float32Array((cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads) / 2).fill(rs!.factor as number);
-  unsupported('attention_bias', (v) => v === false, 'false');
+  // Qwen2 has q/k/v biases without saying so; a Llama config says attention_bias (which also
+  // biases o_proj, which this forward does not implement).
+  if (j.model_type === 'qwen2') cfg.qkv_bias = true;
+  else unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
@@ -249,6 +255,8 @@ interface LayerWeights {
   qNorm?: Float32Array; kNorm?: Float32Array;
   /** Gemma 3: norms of the attention output and of the FFN output. */
   attnOutNorm?: Float32Array; ffnOutNorm?: Float32Array;
+  /** q/k/v biases (qkv_bias). */
+  qBias?: Float32Array; kBias?: Float32Array; vBias?: Float32Array;
   q: Linear; k: Linear; v: Linear; o: Linear; gate: Linear; up: Linear; down: Linear;
 }
 
@@ -260,6 +268,7 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
   for (let i = 0; i < config.num_hidden_layers; i++) {
     const p = layerPrefix(i);
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
+    if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
     names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
     if (config.gemma3) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
@@ -342,6 +351,11 @@ export class LlamaModel {
         q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
         k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
         v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
+        ...(config.qkv_bias ? {
+          qBias: await getChecked(source, `${p}self_attn.q_proj.bias`, d.qDim, `[${d.qDim}]`),
+          kBias: await getChecked(source, `${p}self_attn.k_proj.bias`, d.kvDim, `[${d.kvDim}]`),
+          vBias: await getChecked(source, `${p}self_attn.v_proj.bias`, d.kvDim, `[${d.kvDim}]`),
+        } : {}),
         ...(config.qk_norm ? {
           qNorm: await norm(`${p}self_attn.q_norm.weight`, d.headDim),
           kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
@@ -402,6 +416,7 @@ export class LlamaModel {
       L.q.apply(xb, n, q);
       L.k.apply(xb, n, k);
       L.v.apply(xb, n, v);
+      if (L.qBias) { addBias(q, n, L.qBias); addBias(k, n, L.kBias!); addBias(v, n, L.vBias!); }
       // In place: each head's sum of squares is taken before its values are overwritten.
       if (L.qNorm) rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q);
       if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
@@ -477,6 +492,11 @@ interface Workspace {
 }
 
 const silu = (a: number) => a / (1 + Math.exp(-a));
+
+/** x[t, i] += b[i] for n rows of b.length values. */
+function addBias(x: Float32Array, n: number, b: Float32Array): void {
+  for (let t = 0, o = 0; t < n; t++, o += b.length) for (let i = 0; i < b.length; i++) x[o + i] += b[i];
+}
 // GELU, tanh approximation (gelu_pytorch_tanh).
 const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
 

@@ -3,9 +3,10 @@
 // safetensors with a converted tokenizer, tokenizes and generates. stories260K must give the
 // greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
-// its merges say; a generated Qwen2 checkpoint must load and run; on a generated Qwen3 checkpoint
-// (per-head q/k norms, head_dim apart from hidden/heads) llama.cpp's log-probabilities must match
-// webquant's reference forward on the same GGUF. CI installs chromium; without it this test fails
+// its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
+// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), Gemma 3 (1 + w sandwich
+// norms, sliding-window layers) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
+// must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
 // (as test/browser does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
@@ -262,6 +263,8 @@ interface Decoder {
   qkNorm?: [number, number];
   /** Gemma 3's pre-/post-feedforward norms. */
   gemma?: boolean;
+  /** Scale of q/k/v biases (Qwen2). */
+  bias?: number;
 }
 
 /** The tensors of a generated Hugging Face decoder with a separate output head (lm_head). */
@@ -275,6 +278,7 @@ function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape
     tensors.push(t(`${p}input_layernorm.weight`, [H], ...d.norm), t(`${p}post_attention_layernorm.weight`, [H], ...d.norm));
     if (d.gemma) tensors.push(t(`${p}pre_feedforward_layernorm.weight`, [H], ...d.norm), t(`${p}post_feedforward_layernorm.weight`, [H], ...d.norm));
     tensors.push(t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], d.qk), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], d.qk), t(`${p}self_attn.v_proj.weight`, [KV * HD, H], d.v));
+    if (d.bias) tensors.push(t(`${p}self_attn.q_proj.bias`, [HEADS * HD], d.bias), t(`${p}self_attn.k_proj.bias`, [KV * HD], d.bias), t(`${p}self_attn.v_proj.bias`, [KV * HD], d.bias));
     if (d.qkNorm) tensors.push(t(`${p}self_attn.q_norm.weight`, [HD], ...d.qkNorm), t(`${p}self_attn.k_norm.weight`, [HD], ...d.qkNorm));
     tensors.push(t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], d.o), t(`${p}mlp.gate_proj.weight`, [FF, H], d.mlp), t(`${p}mlp.up_proj.weight`, [FF, H], d.mlp), t(`${p}mlp.down_proj.weight`, [H, FF], d.mlp));
   }
@@ -344,6 +348,24 @@ describe('llama.cpp runs a generated Llama 3.2-shaped checkpoint with llama3 rop
     expect(cfg.rope_factors).toBeDefined();
     await expectAgreement(run, cfg);
     expect(run.diff(await run.forced({ ...cfg, rope_factors: undefined }))).toBeGreaterThan(0.2);
+    await run.close();
+  });
+});
+
+describe('llama.cpp runs a generated Qwen2 checkpoint as webquant\'s reference forward does', () => {
+  it('q/k/v biases in the Hugging Face row order: the same log-probabilities, and without the biases they differ', async () => {
+    const dir = tempDir('qwen2-forward');
+    const H = 64, HEADS = 4, KV = 2, FF = 128, V = 300, LAYERS = 2;
+    const tensors = decoder(23, { H, HEADS, KV, HD: H / HEADS, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 });
+    const config = {
+      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false, hidden_act: 'silu',
+    };
+    const run = await againstLlamaCpp(dir, tensors, config);
+    const cfg = llamaConfig(config);
+    expect(cfg.qkv_bias).toBe(true);
+    await expectAgreement(run, cfg);
+    expect(run.diff(await run.forced({ ...cfg, qkv_bias: false }))).toBeGreaterThan(0.2);
     await run.close();
   });
 });
