@@ -285,87 +285,79 @@ function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape
   return tensors;
 }
 
-describe('llama.cpp runs a generated Qwen3 checkpoint as webquant\'s reference forward does', () => {
-  it('qwen3 keys, per-head q/k norms, head_dim 32 of a 64-wide model: the same log-probabilities', async () => {
-    const dir = tempDir('qwen3');
-    const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 2;
-    // Norm weights around 1 but uneven, so that a norm applied to the wrong values shows; an output
-    // head of its own (a tied one would predict the input token back with certainty), scaled for
-    // next-token distributions that are neither flat nor certain.
-    const tensors = decoder(5, { H, HEADS, KV, HD, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], qkNorm: [1.5, 1] });
-    const config = {
-      architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
-      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false,
-      attention_bias: false, hidden_act: 'silu', rope_scaling: null,
-    };
-    const run = await againstLlamaCpp(dir, tensors, config);
-    const cfg = llamaConfig(config);
-    expect(cfg.qk_norm).toBe(true);
-    await expectAgreement(run, cfg);
-    // Without the q/k norms (the tensors are then left unread) the comparison fails by far: it can
-    // tell a model that leaves them out.
-    expect(run.diff(await run.forced({ ...cfg, qk_norm: false }))).toBeGreaterThan(0.2);
-    await run.close();
-  });
+type Cfg = ReturnType<typeof llamaConfig>;
+
+/**
+ * One architecture against llama.cpp: the generated decoder and its config.json, what the parsed
+ * config must say, and the same config without the architecture's feature, with which the
+ * comparison must fail by far (so that it can tell a forward or a file that leaves it out).
+ */
+interface Case {
+  title: string;
+  seed: number;
+  decoder: Decoder;
+  config: Record<string, unknown>;
+  expectConfig(cfg: Cfg): void;
+  without(cfg: Cfg): Cfg;
+}
+
+const D = { H: 64, HEADS: 4, KV: 2, FF: 128, V: 300 };
+const hfConfig = (d: Decoder, model: string, type: string) => ({
+  architectures: [model], model_type: type, hidden_size: d.H, intermediate_size: d.FF, num_hidden_layers: d.LAYERS, num_attention_heads: d.HEADS,
+  num_key_value_heads: d.KV, head_dim: d.HD, vocab_size: d.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, tie_word_embeddings: false,
 });
 
-describe('llama.cpp runs a generated Gemma 3 checkpoint as webquant\'s reference forward does', () => {
-  it('gemma3 keys, norms + 1, sandwich norms, local layers with a sliding window: the same log-probabilities', async () => {
-    const dir = tempDir('gemma3');
-    // Six layers: five local (window 4, shorter than the 13 positions run) and one global. Norm
-    // weights are the w of Gemma's 1 + w: small and uneven around 0.
-    const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, V = 300, LAYERS = 6, WINDOW = 4;
-    const tensors = decoder(9, { H, HEADS, KV, HD, FF, V, LAYERS, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true });
-    const config = {
-      architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
-      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
-      sliding_window: WINDOW, sliding_window_pattern: 6, query_pre_attn_scalar: HD, tie_word_embeddings: false, attention_bias: false,
-      hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, attn_logit_softcapping: null, final_logit_softcapping: null,
-    };
-    const run = await againstLlamaCpp(dir, tensors, config);
-    const cfg = llamaConfig(config);
-    expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]);
-    await expectAgreement(run, cfg);
-    // With every layer global the comparison fails by far: the window matters to it.
-    expect(run.diff(await run.forced({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } }))).toBeGreaterThan(0.2);
-    await run.close();
-  });
-});
+// Norm weights around 1 but uneven (Gemma's w of 1 + w: around 0), so that a norm applied to the
+// wrong values shows; heads scaled for next-token distributions neither flat nor certain.
+const qwen3: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], qkNorm: [1.5, 1] };
+// Six layers: five local (window 4, shorter than the 13 positions run) and one global.
+const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true };
+const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
+const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
 
-describe('llama.cpp runs a generated Llama 3.2-shaped checkpoint with llama3 rope scaling as the reference forward does', () => {
-  it('rope_freqs.weight carries the scaling: the same log-probabilities, and without the scaling they differ', async () => {
-    const dir = tempDir('llama3');
-    const H = 64, HEADS = 4, KV = 2, FF = 128, V = 300, LAYERS = 2;
-    const tensors = decoder(17, { H, HEADS, KV, HD: H / HEADS, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] });
+const CASES: Case[] = [
+  {
+    title: 'Qwen3: per-head q/k norms, head_dim 32 of a 64-wide model', seed: 5, decoder: qwen3,
+    config: { ...hfConfig(qwen3, 'Qwen3ForCausalLM', 'qwen3'), rope_theta: 1000000, attention_bias: false, hidden_act: 'silu', rope_scaling: null },
+    expectConfig: (cfg) => expect(cfg.qk_norm).toBe(true),
+    without: (cfg) => ({ ...cfg, qk_norm: false }),
+  },
+  {
+    title: 'Gemma 3: norms + 1 around attention and FFN, local layers with a sliding window', seed: 9, decoder: gemma3,
+    config: {
+      ...hfConfig(gemma3, 'Gemma3ForCausalLM', 'gemma3_text'), rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 4, sliding_window_pattern: 6,
+      query_pre_attn_scalar: 32, attention_bias: false, hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, attn_logit_softcapping: null, final_logit_softcapping: null,
+    },
+    expectConfig: (cfg) => expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]),
+    without: (cfg) => ({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } }),
+  },
+  {
     // Llama 3.2's scaling with a short original context, so that it moves most frequencies here.
-    const config = {
-      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
-      num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-5, rope_theta: 500000, tie_word_embeddings: false,
-      rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 16 }, hidden_act: 'silu',
-    };
-    const run = await againstLlamaCpp(dir, tensors, config);
-    const cfg = llamaConfig(config);
-    expect(cfg.rope_factors).toBeDefined();
-    await expectAgreement(run, cfg);
-    expect(run.diff(await run.forced({ ...cfg, rope_factors: undefined }))).toBeGreaterThan(0.2);
-    await run.close();
-  });
-});
+    title: 'Llama 3 rope scaling as rope_freqs.weight', seed: 17, decoder: llama3,
+    config: {
+      ...hfConfig(llama3, 'LlamaForCausalLM', 'llama'), rms_norm_eps: 1e-5, rope_theta: 500000, hidden_act: 'silu',
+      rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 16 },
+    },
+    expectConfig: (cfg) => expect(cfg.rope_factors).toBeDefined(),
+    without: (cfg) => ({ ...cfg, rope_factors: undefined }),
+  },
+  {
+    title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
+    config: { ...hfConfig(qwen2, 'Qwen2ForCausalLM', 'qwen2'), rope_theta: 1000000, hidden_act: 'silu' },
+    expectConfig: (cfg) => expect(cfg.qkv_bias).toBe(true),
+    without: (cfg) => ({ ...cfg, qkv_bias: false }),
+  },
+];
 
-describe('llama.cpp runs a generated Qwen2 checkpoint as webquant\'s reference forward does', () => {
-  it('q/k/v biases in the Hugging Face row order: the same log-probabilities, and without the biases they differ', async () => {
-    const dir = tempDir('qwen2-forward');
-    const H = 64, HEADS = 4, KV = 2, FF = 128, V = 300, LAYERS = 2;
-    const tensors = decoder(23, { H, HEADS, KV, HD: H / HEADS, FF, V, LAYERS, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 });
-    const config = {
-      architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
-      num_key_value_heads: KV, vocab_size: V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 1000000, tie_word_embeddings: false, hidden_act: 'silu',
-    };
-    const run = await againstLlamaCpp(dir, tensors, config);
-    const cfg = llamaConfig(config);
-    expect(cfg.qkv_bias).toBe(true);
-    await expectAgreement(run, cfg);
-    expect(run.diff(await run.forced({ ...cfg, qkv_bias: false }))).toBeGreaterThan(0.2);
-    await run.close();
-  });
+describe('llama.cpp runs generated checkpoints as webquant\'s reference forward does', () => {
+  for (const c of CASES) {
+    it(`${c.title}: the same log-probabilities, and without it they differ`, async () => {
+      const run = await againstLlamaCpp(tempDir(String(c.config.model_type)), decoder(c.seed, c.decoder), c.config);
+      const cfg = llamaConfig(c.config);
+      c.expectConfig(cfg);
+      await expectAgreement(run, cfg);
+      expect(run.diff(await run.forced(c.without(cfg)))).toBeGreaterThan(0.2);
+      await run.close();
+    });
+  }
 });
