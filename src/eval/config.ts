@@ -1,0 +1,188 @@
+// The model configuration the reference forward (llama.ts) runs: config.json validated, Hugging
+// Face's defaults filled in, and what each supported family adds (Qwen2 biases, Qwen3 q/k norms,
+// Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
+import { ErrorCodes, fail } from '../errors.js';
+import { llama3RopeFactors } from '../convert/llama-gguf.js';
+
+/** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
+export interface LlamaConfig {
+  hidden_size: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  vocab_size: number;
+  rms_norm_eps: number;
+  rope_theta: number;
+  tie_word_embeddings: boolean;
+  /** Defaults to hidden_size / num_attention_heads. */
+  head_dim?: number;
+  max_position_embeddings?: number;
+  /** config.json's model_type ('llama' when absent): decides the GGUF q/k layout (see quantized.ts). */
+  model_type?: string;
+  /**
+   * An RMSNorm over each head of q and of k before the rotation (self_attn.q_norm / k_norm, one
+   * weight per head dimension): Qwen3. Set for model_type "qwen3".
+   */
+  qk_norm?: boolean;
+  /** Gemma 3 (model_type "gemma3_text"): see Gemma3Options. */
+  gemma3?: Gemma3Options;
+  /** Biases on the q, k and v projections (self_attn.{q,k,v}_proj.bias): Qwen2, or attention_bias. */
+  qkv_bias?: boolean;
+  /**
+   * What each rotary frequency is divided by (head_dim/2 values), from config.json's rope_scaling:
+   * "llama3" (Llama 3.1+, see llama3RopeFactors) or "linear" (one factor). Absent: none.
+   */
+  rope_factors?: Float32Array;
+}
+
+/**
+ * What Gemma 3 does beyond Llama (Hugging Face Gemma3ForCausalLM): RMSNorms multiply by 1 + w;
+ * embeddings are scaled by sqrt(hidden_size); every block has norms after attention and after the
+ * FFN as well as before (post_attention_layernorm, pre_/post_feedforward_layernorm); the FFN is
+ * GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2; local layers attend to the
+ * last `slidingWindow` positions with rope base `localRopeTheta`; logits may be soft-capped.
+ */
+export interface Gemma3Options {
+  slidingWindow: number;
+  /** Per layer: true for local (sliding-window) attention. */
+  sliding: boolean[];
+  localRopeTheta: number;
+  queryPreAttnScalar: number;
+  finalLogitSoftcapping?: number;
+}
+
+const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * Validates a parsed config.json (or the ModelConfig of src/io's readConfig, through its `raw`)
+ * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
+ * num_attention_heads, rms_norm_eps 1e-6, rope_theta 10000, untied head).
+ * Rejects what this forward does not implement (rope_scaling other than "llama3" and "linear",
+ * attention_bias with model types other than llama, mlp_bias, activations other than silu). model_type
+ * "qwen2" has q/k/v biases.
+ * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
+ * "gemma3_text" the Gemma 3 text model (Gemma3Options, with Gemma3TextConfig's defaults).
+ */
+export function llamaConfig(json: unknown): LlamaConfig {
+  if (typeof json !== 'object' || json === null) {
+    fail(ErrorCodes.MODEL, '[llama] config must be an object (a parsed config.json)', { option: 'config', value: json });
+  }
+  // readConfig's ModelConfig keeps the file's own snake_case keys in `raw`.
+  const o = json as Record<string, unknown>;
+  const j = (o.hidden_size === undefined && typeof o.raw === 'object' && o.raw !== null ? o.raw : o) as Record<string, unknown>;
+  const int = (key: string, dflt?: number): number => {
+    const v = j[key] ?? dflt;
+    if (!num(v) || !Number.isInteger(v) || v <= 0) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} must be a positive integer but got ${String(v)}`, { option: key, value: v, expected: 'a positive integer' });
+    }
+    return v;
+  };
+  const pos = (key: string, dflt: number): number => {
+    const v = j[key] ?? dflt;
+    if (!num(v) || v <= 0) fail(ErrorCodes.MODEL, `[llama] config.${key} must be a positive number but got ${String(v)}`, { option: key, value: v, expected: 'a positive number' });
+    return v;
+  };
+  const heads = int('num_attention_heads');
+  const gemma = j.model_type === 'gemma3_text';
+  const cfg: LlamaConfig = {
+    hidden_size: int('hidden_size'),
+    intermediate_size: int('intermediate_size'),
+    num_hidden_layers: int('num_hidden_layers'),
+    num_attention_heads: heads,
+    num_key_value_heads: int('num_key_value_heads', heads),
+    vocab_size: int('vocab_size'),
+    rms_norm_eps: pos('rms_norm_eps', 1e-6),
+    rope_theta: pos('rope_theta', gemma ? 1000000 : 10000),
+    // Gemma3TextConfig ties the head unless told otherwise; LlamaConfig does not.
+    tie_word_embeddings: gemma ? j.tie_word_embeddings !== false : j.tie_word_embeddings === true,
+  };
+  if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
+    fail(ErrorCodes.MODEL, `[llama] config.tie_word_embeddings must be a boolean but got ${JSON.stringify(j.tie_word_embeddings)}`, { option: 'tie_word_embeddings', value: j.tie_word_embeddings, expected: 'boolean' });
+  }
+  if (j.head_dim !== undefined && j.head_dim !== null) cfg.head_dim = int('head_dim');
+  if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
+  if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
+  if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (gemma) {
+    cfg.qk_norm = true;
+    cfg.head_dim ??= 256;
+    const window = int('sliding_window', 4096);
+    const pattern = int('sliding_window_pattern', 6);
+    const types = Array.isArray(j.layer_types) && j.layer_types.length === cfg.num_hidden_layers ? j.layer_types : undefined;
+    cfg.gemma3 = {
+      slidingWindow: window,
+      // layer_types when config.json has them; otherwise every pattern-th layer is global.
+      sliding: Array.from({ length: cfg.num_hidden_layers }, (_, l) => (types ? types[l] === 'sliding_attention' : (l + 1) % pattern !== 0)),
+      localRopeTheta: pos('rope_local_base_freq', 10000),
+      queryPreAttnScalar: pos('query_pre_attn_scalar', cfg.head_dim),
+      ...(j.final_logit_softcapping !== undefined && j.final_logit_softcapping !== null ? { finalLogitSoftcapping: pos('final_logit_softcapping', 0) } : {}),
+    };
+  }
+  const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
+    if (j[key] !== undefined && !ok(j[key])) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
+    }
+  };
+  const rs = j.rope_scaling as Record<string, unknown> | null | undefined;
+  const ropeType = rs && typeof rs === 'object' ? rs.rope_type ?? rs.type : undefined;
+  unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+  if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
+  else if (ropeType === 'linear') cfg.rope_factors = new Float32Array((cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads) / 2).fill(rs!.factor as number);
+  // Qwen2 has q/k/v biases without saying so; a Llama config says attention_bias (which also
+  // biases o_proj, which this forward does not implement).
+  if (j.model_type === 'qwen2') cfg.qkv_bias = true;
+  else unsupported('attention_bias', (v) => v === false, 'false');
+  unsupported('mlp_bias', (v) => v === false, 'false');
+  if (gemma) {
+    unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
+    unsupported('attn_logit_softcapping', (v) => v === null, 'null');
+  } else {
+    unsupported('hidden_act', (v) => v === 'silu', '"silu"');
+  }
+  checkShape(cfg);
+  return cfg;
+}
+
+export interface Dims {
+  dim: number; ffn: number; layers: number; heads: number; kvHeads: number; headDim: number;
+  qDim: number; kvDim: number; vocab: number;
+}
+
+export function checkShape(c: LlamaConfig): Dims {
+  const headDim = c.head_dim ?? c.hidden_size / c.num_attention_heads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
+    fail(ErrorCodes.MODEL, `[llama] head dimension ${headDim} must be an even integer (hidden_size ${c.hidden_size} / num_attention_heads ${c.num_attention_heads}, or head_dim)`, {
+      option: 'head_dim', value: headDim, expected: 'an even integer',
+    });
+  }
+  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+    fail(ErrorCodes.MODEL, `[llama] num_attention_heads ${c.num_attention_heads} must be a multiple of num_key_value_heads ${c.num_key_value_heads}`, {
+      option: 'num_key_value_heads', value: c.num_key_value_heads, expected: `a divisor of ${c.num_attention_heads}`,
+    });
+  }
+  return {
+    dim: c.hidden_size, ffn: c.intermediate_size, layers: c.num_hidden_layers, heads: c.num_attention_heads,
+    kvHeads: c.num_key_value_heads, headDim, qDim: c.num_attention_heads * headDim,
+    kvDim: c.num_key_value_heads * headDim, vocab: c.vocab_size,
+  };
+}
+
+export const layerPrefix = (i: number) => `model.layers.${i}.`;
+
+/** Every tensor name the forward reads, in load order. */
+export function llamaTensorNames(config: LlamaConfig): string[] {
+  const names = ['model.embed_tokens.weight'];
+  for (let i = 0; i < config.num_hidden_layers; i++) {
+    const p = layerPrefix(i);
+    names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
+    if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
+    if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
+    names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
+    if (config.gemma3) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
+    names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+  }
+  names.push('model.norm.weight');
+  if (!config.tie_word_embeddings) names.push('lm_head.weight');
+  return names;
+}
