@@ -232,7 +232,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma3_text). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma2, gemma3_text). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -253,7 +253,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
-    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping'] as const),
+    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping'] as const),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }
@@ -287,7 +287,7 @@ export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer:
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
   else kv.push(...vocabMetadata(tokenizer.vocab));
   // Gemma's SentencePiece model adds no space before the text (convert_hf_to_gguf's Gemma3Model).
-  if (arch.name === 'gemma3' && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
+  if ((arch.name === 'gemma2' || arch.name === 'gemma3') && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
     kv.push({ key: 'tokenizer.ggml.add_space_prefix', type: 'bool', value: false });
   }
   return kv;

@@ -29,8 +29,10 @@ export interface LlamaConfig {
   sliding_window?: number;
   /** Gemma 3: every this-many-th layer attends globally (1: all of them; default 6). */
   sliding_window_pattern?: number;
-  /** Gemma 3: logits = cap * tanh(logits / cap), when set. */
+  /** Gemma 2 and 3: logits = cap * tanh(logits / cap), when set. */
   final_logit_softcapping?: number;
+  /** Gemma 2: attention scores capped the same way. */
+  attn_logit_softcapping?: number;
 }
 
 const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
@@ -50,9 +52,9 @@ const LAYER_NAMES: Record<string, string> = {
   'mlp.up_proj.weight': 'ffn_up.weight',
   'mlp.down_proj.weight': 'ffn_down.weight',
 };
-// Gemma 3 norms around each block: its post_attention_layernorm normalizes the attention output
-// (llama.cpp's post_attention_norm), the FFN input norm is pre_feedforward_layernorm.
-const GEMMA3_LAYER_NAMES: Record<string, string> = {
+// Gemma 2 and 3 norms around each block: their post_attention_layernorm normalizes the attention
+// output (llama.cpp's post_attention_norm), the FFN input norm is pre_feedforward_layernorm.
+const GEMMA_LAYER_NAMES: Record<string, string> = {
   ...LAYER_NAMES,
   'post_attention_layernorm.weight': 'post_attention_norm.weight',
   'pre_feedforward_layernorm.weight': 'ffn_norm.weight',
@@ -69,11 +71,13 @@ const GLOBAL_NAMES: Record<string, string> = {
  * does not store (rotary caches).
  */
 export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
+  // Gemma 2's converter drops lm_head: llama.cpp runs the tied embedding.
+  if (arch === 'gemma2' && hf === 'lm_head.weight') return undefined;
   if (hf in GLOBAL_NAMES) return GLOBAL_NAMES[hf];
   const m = LAYER.exec(hf);
   if (m) {
     if (m[2].endsWith('rotary_emb.inv_freq')) return undefined;
-    const t = (arch === 'gemma3' ? GEMMA3_LAYER_NAMES : LAYER_NAMES)[m[2]];
+    const t = (arch === 'gemma2' || arch === 'gemma3' ? GEMMA_LAYER_NAMES : LAYER_NAMES)[m[2]];
     if (t) return `blk.${m[1]}.${t}`;
   }
   if (hf.endsWith('rotary_emb.inv_freq')) return undefined;
@@ -222,21 +226,15 @@ export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   return qwenMetadata('qwen3', cfg, name);
 }
 
-/**
- * The `general.*` and `gemma3.*` keys llama.cpp reads for a Gemma 3 text model (convert_hf_to_gguf's
- * Gemma3Model, with its defaults for keys config.json leaves out). llama.cpp itself fixes what the
- * file does not say: local layers use rope base 10000, every 6th layer is global, queries are
- * scaled by 1/sqrt(head_dim), embeddings by sqrt(hidden_size).
- */
-export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+/** The keys Gemma 2 and 3 share, with their converters' defaults for what config.json leaves out. */
+function gemmaKeys(arch: 'gemma2' | 'gemma3', cfg: LlamaConfig, name: string, context: number, headDim: number): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
-  const k = (key: string) => `gemma3.${key}`;
-  const headDim = cfg.head_dim_in_config && cfg.head_dim !== undefined ? cfg.head_dim : 256;
-  const md: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: 'gemma3' },
+  const k = (key: string) => `${arch}.${key}`;
+  return {
+    'general.architecture': { type: 'string', value: arch },
     'general.name': llama['general.name'],
-    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 131072 },
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? context },
     [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
     [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
     [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
@@ -245,8 +243,20 @@ export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
     [k('attention.layer_norm_rms_epsilon')]: { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
     [k('attention.key_length')]: { type: 'u32', value: headDim },
     [k('attention.value_length')]: { type: 'u32', value: headDim },
-    [k('rope.freq_base')]: { type: 'f32', value: cfg.rope_theta ?? 1000000 },
   };
+}
+
+/**
+ * The `general.*` and `gemma3.*` keys llama.cpp reads for a Gemma 3 text model (convert_hf_to_gguf's
+ * Gemma3Model, with its defaults for keys config.json leaves out). llama.cpp itself fixes what the
+ * file does not say: local layers use rope base 10000, every 6th layer is global, queries are
+ * scaled by 1/sqrt(head_dim), embeddings by sqrt(hidden_size).
+ */
+export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const headDim = cfg.head_dim_in_config && cfg.head_dim !== undefined ? cfg.head_dim : 256;
+  const md = gemmaKeys('gemma3', cfg, name, 131072, headDim);
+  const k = (key: string) => `gemma3.${key}`;
+  md[k('rope.freq_base')] = { type: 'f32', value: cfg.rope_theta ?? 1000000 };
   if (cfg.final_logit_softcapping) md[k('final_logit_softcapping')] = { type: 'f32', value: cfg.final_logit_softcapping };
   if ((cfg.sliding_window_pattern ?? 6) !== 1) {
     if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) {
@@ -262,10 +272,28 @@ export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
   return md;
 }
 
+/**
+ * The `general.*` and `gemma2.*` keys llama.cpp reads for a Gemma 2 model (convert_hf_to_gguf's
+ * Gemma2Model). llama.cpp itself alternates local and global layers and scales embeddings by
+ * sqrt(hidden_size).
+ */
+export function gemma2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  for (const key of ['sliding_window', 'attn_logit_softcapping', 'final_logit_softcapping'] as const) {
+    if (typeof cfg[key] !== 'number' || !(cfg[key]! > 0)) {
+      fail(ErrorCodes.CONFIG, `[gguf] config.json: a Gemma 2 model needs "${key}" (a positive number) but has ${String(cfg[key])}`, { option: key, value: cfg[key] });
+    }
+  }
+  const md = gemmaKeys('gemma2', cfg, name, 8192, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
+  md['gemma2.attn_logit_softcapping'] = { type: 'f32', value: cfg.attn_logit_softcapping! };
+  md['gemma2.final_logit_softcapping'] = { type: 'f32', value: cfg.final_logit_softcapping! };
+  md['gemma2.attention.sliding_window'] = { type: 'u32', value: cfg.sliding_window! };
+  return md;
+}
+
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'qwen2' | 'qwen3' | 'gemma3';
+  name: 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -283,6 +311,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'llama', modelTypes: ['llama', 'mistral'], permuteQK: true, metadata: llamaMetadata },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
+  { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, metadata: gemma2Metadata },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal "gemma3" nests its text config.
   { name: 'gemma3', modelTypes: ['gemma3_text'], permuteQK: false, normShift: 1, metadata: gemma3Metadata },
 ];

@@ -25,8 +25,8 @@ export interface LlamaConfig {
    * weight per head dimension): Qwen3. Set for model_type "qwen3".
    */
   qk_norm?: boolean;
-  /** Gemma 3 (model_type "gemma3_text"): see Gemma3Options. */
-  gemma3?: Gemma3Options;
+  /** Gemma 2 or 3 (model_type "gemma2", "gemma3_text"): see GemmaOptions. */
+  gemma?: GemmaOptions;
   /** Biases on the q, k and v projections (self_attn.{q,k,v}_proj.bias): Qwen2, or attention_bias. */
   qkv_bias?: boolean;
   /**
@@ -37,18 +37,22 @@ export interface LlamaConfig {
 }
 
 /**
- * What Gemma 3 does beyond Llama (Hugging Face Gemma3ForCausalLM): RMSNorms multiply by 1 + w;
- * embeddings are scaled by sqrt(hidden_size); every block has norms after attention and after the
- * FFN as well as before (post_attention_layernorm, pre_/post_feedforward_layernorm); the FFN is
- * GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2; local layers attend to the
- * last `slidingWindow` positions with rope base `localRopeTheta`; logits may be soft-capped.
+ * What Gemma 2 and 3 do beyond Llama (Hugging Face Gemma2ForCausalLM, Gemma3ForCausalLM): RMSNorms
+ * multiply by 1 + w; embeddings are scaled by sqrt(hidden_size); every block has norms after
+ * attention and after the FFN as well as before (post_attention_layernorm, pre_/post_feedforward_
+ * layernorm); the FFN is GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2; local
+ * layers (Gemma 2: every other one, Gemma 3: five of six) attend to the last `slidingWindow`
+ * positions, with rope base `localRopeTheta` (Gemma 3: 10000; Gemma 2: rope_theta); attention
+ * scores (Gemma 2) and logits may be soft-capped: cap * tanh(x / cap). Gemma 3 adds q/k norms.
  */
-export interface Gemma3Options {
+export interface GemmaOptions {
+  version: 2 | 3;
   slidingWindow: number;
   /** Per layer: true for local (sliding-window) attention. */
   sliding: boolean[];
   localRopeTheta: number;
   queryPreAttnScalar: number;
+  attnLogitSoftcapping?: number;
   finalLogitSoftcapping?: number;
 }
 
@@ -62,7 +66,8 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
  * attention_bias with model types other than llama, mlp_bias, activations other than silu). model_type
  * "qwen2" has q/k/v biases.
  * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
- * "gemma3_text" the Gemma 3 text model (Gemma3Options, with Gemma3TextConfig's defaults).
+ * "gemma2" and "gemma3_text" the Gemma 2 and Gemma 3 text models (GemmaOptions, with Gemma2Config's
+ * and Gemma3TextConfig's defaults).
  */
 export function llamaConfig(json: unknown): LlamaConfig {
   if (typeof json !== 'object' || json === null) {
@@ -84,7 +89,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     return v;
   };
   const heads = int('num_attention_heads');
-  const gemma = j.model_type === 'gemma3_text';
+  const gemma = j.model_type === 'gemma3_text' ? 3 : j.model_type === 'gemma2' ? 2 : 0;
   const cfg: LlamaConfig = {
     hidden_size: int('hidden_size'),
     intermediate_size: int('intermediate_size'),
@@ -93,8 +98,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
     num_key_value_heads: int('num_key_value_heads', heads),
     vocab_size: int('vocab_size'),
     rms_norm_eps: pos('rms_norm_eps', 1e-6),
-    rope_theta: pos('rope_theta', gemma ? 1000000 : 10000),
-    // Gemma3TextConfig ties the head unless told otherwise; LlamaConfig does not.
+    rope_theta: pos('rope_theta', gemma === 3 ? 1000000 : 10000),
+    // Gemma's configs tie the head unless told otherwise; LlamaConfig does not.
     tie_word_embeddings: gemma ? j.tie_word_embeddings !== false : j.tie_word_embeddings === true,
   };
   if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
@@ -105,18 +110,22 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
   if (gemma) {
-    cfg.qk_norm = true;
+    if (gemma === 3) cfg.qk_norm = true;
     cfg.head_dim ??= 256;
     const window = int('sliding_window', 4096);
-    const pattern = int('sliding_window_pattern', 6);
+    // Gemma 2 alternates local and global layers; Gemma 3 has sliding_window_pattern (6).
+    const pattern = gemma === 2 ? 2 : int('sliding_window_pattern', 6);
     const types = Array.isArray(j.layer_types) && j.layer_types.length === cfg.num_hidden_layers ? j.layer_types : undefined;
-    cfg.gemma3 = {
+    const cap = (key: string) => (j[key] !== undefined && j[key] !== null ? pos(key, 0) : undefined);
+    cfg.gemma = {
+      version: gemma,
       slidingWindow: window,
       // layer_types when config.json has them; otherwise every pattern-th layer is global.
       sliding: Array.from({ length: cfg.num_hidden_layers }, (_, l) => (types ? types[l] === 'sliding_attention' : (l + 1) % pattern !== 0)),
-      localRopeTheta: pos('rope_local_base_freq', 10000),
+      localRopeTheta: gemma === 3 ? pos('rope_local_base_freq', 10000) : cfg.rope_theta,
       queryPreAttnScalar: pos('query_pre_attn_scalar', cfg.head_dim),
-      ...(j.final_logit_softcapping !== undefined && j.final_logit_softcapping !== null ? { finalLogitSoftcapping: pos('final_logit_softcapping', 0) } : {}),
+      attnLogitSoftcapping: cap('attn_logit_softcapping'),
+      finalLogitSoftcapping: cap('final_logit_softcapping'),
     };
   }
   const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
@@ -136,7 +145,6 @@ export function llamaConfig(json: unknown): LlamaConfig {
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
-    unsupported('attn_logit_softcapping', (v) => v === null, 'null');
   } else {
     unsupported('hidden_act', (v) => v === 'silu', '"silu"');
   }
@@ -179,7 +187,7 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
     names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
-    if (config.gemma3) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
+    if (config.gemma) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
     names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
   names.push('model.norm.weight');

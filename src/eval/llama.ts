@@ -14,7 +14,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, layerPrefix, type Dims, type LlamaConfig } from './config.js';
 
-export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type Gemma3Options } from './config.js';
+export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
 /** Where weights come from: original tensors, or a quantized checkpoint. Row-major [rows, cols]. */
 export interface WeightSource {
@@ -158,7 +158,7 @@ export class LlamaModel {
     const embed = await getChecked(source, 'model.embed_tokens.weight', d.vocab * d.dim, `[${d.vocab}, ${d.dim}]`);
     const layers: LayerWeights[] = [];
     // Gemma's RMSNorm multiplies by 1 + w (in float32, as Gemma3RMSNorm).
-    const gemma = config.gemma3;
+    const gemma = config.gemma;
     const norm = async (name: string, n: number) => {
       const w = await getChecked(source, name, n, `[${n}]`);
       return gemma ? w.map((v) => v + 1) : w;
@@ -215,7 +215,7 @@ export class LlamaModel {
         fail(ErrorCodes.BAD_INPUT, `[llama] token id ${tok} at position ${t} is outside the vocabulary [0, ${d.vocab})`, { index: t, value: tok, expected: `0..${d.vocab - 1}` });
       }
     }
-    const gemma = this.config.gemma3;
+    const gemma = this.config.gemma;
     const global = this.rope(this.config.rope_theta, n, this.config.rope_factors);
     const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
     const ws = this.workspace(n);
@@ -243,7 +243,7 @@ export class LlamaModel {
       const r = sliding ? local : global;
       rope(q, n, d.heads, d.headDim, r.cos, r.sin);
       rope(k, n, d.kvHeads, d.headDim, r.cos, r.sin);
-      attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, scores, att);
+      attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, gemma?.attnLogitSoftcapping, scores, att);
       L.o.apply(att, n, xb2);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
@@ -321,7 +321,7 @@ const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a
 
 // Causal grouped-query attention: position t of head h attends to positions t-window+1..t of KV
 // head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64.
-function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, scores: Float64Array, att: Float32Array): void {
+function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, cap: number | undefined, scores: Float64Array, att: Float32Array): void {
   const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
   for (let t = 0; t < n; t++) {
     const s0 = Math.max(0, t - window + 1);
@@ -333,6 +333,7 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
         let sc = 0;
         for (let i = 0; i < hd; i++) sc += q[qo + i] * k[base + i];
         sc *= scale;
+        if (cap) sc = cap * Math.tanh(sc / cap);
         scores[s] = sc;
         if (sc > max) max = sc;
       }

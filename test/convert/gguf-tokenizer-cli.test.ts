@@ -273,13 +273,15 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
     }
   });
 
-  it('refuses a Gemma 3 config without a sliding window, naming the option', async () => {
-    const tmp = tempDir('gemma3-bad');
-    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: 'gemma3_text', hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4, vocab_size: 8 }));
-    const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/config.json: a Gemma 3 model needs "sliding_window"/);
+  it('refuses Gemma configs without the keys llama.cpp needs, naming the option', async () => {
+    for (const [type, extra, missing] of [['gemma3_text', {}, 'a Gemma 3 model needs "sliding_window"'], ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"']] as const) {
+      const tmp = tempDir('gemma-bad');
+      writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
+      writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: type, hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4, vocab_size: 8, ...extra }));
+      const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(`config.json: ${missing}`);
+    }
   });
 });
 

@@ -4,8 +4,8 @@
 // greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
 // its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
-// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), Gemma 3 (1 + w sandwich
-// norms, sliding-window layers) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
+// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), Gemma 2 and 3 (1 + w
+// sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
 // must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
 // (as test/browser does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -209,14 +209,15 @@ async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: stri
   const V = config.vocab_size as number, H = config.hidden_size as number;
   const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
   const added = tok.added_tokens as { id: number; content: string }[];
-  const head = tensors.find((x) => x.name === 'lm_head.weight')!.data;
-  for (let id = 0; id < V; id++) if (!((id >= 32 && id <= 126) || (id >= 256 && id < added[0].id))) head.fill(0, id * H, (id + 1) * H);
+  // With a tied head the embedding rows are the output rows; the prompt's token keeps its own.
+  const start = added.find((a) => a.content === '<|im_start|>')!.id;
+  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight')!).data;
+  for (let id = 0; id < V; id++) if (!((id >= 32 && id <= 126) || (id >= 256 && id < added[0].id) || id === start)) head.fill(0, id * H, (id + 1) * H);
   writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
   const gguf = await quantize(dir, `${String(config.model_type)}.gguf`);
-  const start = added.find((a) => a.content === '<|im_start|>')!.id;
   const r = await logprobs(gguf, '<|im_start|>', 12);
   expect(r.promptTokens).toBe(1);
   expect(r.steps).toHaveLength(12);
@@ -265,14 +266,19 @@ interface Decoder {
   gemma?: boolean;
   /** Scale of q/k/v biases (Qwen2). */
   bias?: number;
+  /** No lm_head: the embedding is the output head too (Gemma 2, whose converter drops lm_head). */
+  tied?: boolean;
+  /** Scale and offset of the final norm, when not `norm`'s. */
+  finalNorm?: [number, number];
 }
 
-/** The tensors of a generated Hugging Face decoder with a separate output head (lm_head). */
+/** The tensors of a generated Hugging Face decoder, with a separate output head (lm_head) unless tied. */
 function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape: number[]; data: Float32Array }[] {
   const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
   const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
   const { H, HEADS, KV, HD, FF, V } = d;
-  const tensors = [t('model.embed_tokens.weight', [V, H], d.embed), t('model.norm.weight', [H], ...d.norm), t('lm_head.weight', [V, H], d.head)];
+  const tensors = [t('model.embed_tokens.weight', [V, H], d.embed), t('model.norm.weight', [H], ...(d.finalNorm ?? d.norm))];
+  if (!d.tied) tensors.push(t('lm_head.weight', [V, H], d.head));
   for (let l = 0; l < d.LAYERS; l++) {
     const p = `model.layers.${l}.`;
     tensors.push(t(`${p}input_layernorm.weight`, [H], ...d.norm), t(`${p}post_attention_layernorm.weight`, [H], ...d.norm));
@@ -308,12 +314,16 @@ const hfConfig = (d: Decoder, model: string, type: string) => ({
 });
 
 // Norm weights around 1 but uneven (Gemma's w of 1 + w: around 0), so that a norm applied to the
-// wrong values shows; heads scaled for next-token distributions neither flat nor certain.
+// wrong values shows; heads scaled for next-token distributions neither flat nor certain (a tied
+// head would mostly predict the input token back; Gemma's embedding scale and norms prevent that).
 const qwen3: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], qkNorm: [1.5, 1] };
 // Six layers: five local (window 4, shorter than the 13 positions run) and one global.
 const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true };
 const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
+// Four layers, local and global in turn (window 4). Its head is the embedding: a final norm of
+// about -1 (1 + w, w near -2) keeps it from predicting the input token back every time.
+const gemma2: Decoder = { ...D, HD: 32, LAYERS: 4, embed: 0.5, head: 0, qk: 2, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], finalNorm: [0.5, -2], gemma: true, tied: true };
 
 const CASES: Case[] = [
   {
@@ -328,8 +338,18 @@ const CASES: Case[] = [
       ...hfConfig(gemma3, 'Gemma3ForCausalLM', 'gemma3_text'), rope_theta: 1000000, rope_local_base_freq: 10000, sliding_window: 4, sliding_window_pattern: 6,
       query_pre_attn_scalar: 32, attention_bias: false, hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, attn_logit_softcapping: null, final_logit_softcapping: null,
     },
-    expectConfig: (cfg) => expect(cfg.gemma3?.sliding).toEqual([true, true, true, true, true, false]),
-    without: (cfg) => ({ ...cfg, gemma3: { ...cfg.gemma3!, sliding: cfg.gemma3!.sliding.map(() => false) } }),
+    expectConfig: (cfg) => expect(cfg.gemma?.sliding).toEqual([true, true, true, true, true, false]),
+    without: (cfg) => ({ ...cfg, gemma: { ...cfg.gemma!, sliding: cfg.gemma!.sliding.map(() => false) } }),
+  },
+  {
+    // Attention scores capped at 0.2 (large q/k weights) so that the cap matters here.
+    title: 'Gemma 2: norms + 1, alternating local layers, capped attention scores and logits, tied head', seed: 29, decoder: gemma2,
+    config: {
+      ...hfConfig(gemma2, 'Gemma2ForCausalLM', 'gemma2'), rope_theta: 10000, sliding_window: 4, query_pre_attn_scalar: 32, attn_logit_softcapping: 0.2,
+      final_logit_softcapping: 30, tie_word_embeddings: true, attention_bias: false, hidden_activation: 'gelu_pytorch_tanh', hidden_act: 'gelu_pytorch_tanh',
+    },
+    expectConfig: (cfg) => expect([cfg.gemma?.version, cfg.gemma?.sliding, cfg.gemma?.attnLogitSoftcapping]).toEqual([2, [true, false, true, false], 0.2]),
+    without: (cfg) => ({ ...cfg, gemma: { ...cfg.gemma!, attnLogitSoftcapping: undefined } }),
   },
   {
     // Llama 3.2's scaling with a short original context, so that it moves most frequencies here.
