@@ -91,7 +91,7 @@ interface LayerWeights {
   inNorm: Float32Array; ffnNorm: Float32Array;
   /** Per-head q and k norms (qk_norm). */
   qNorm?: Float32Array; kNorm?: Float32Array;
-  /** Gemma 3: norms of the attention output and of the FFN output. */
+  /** Gemma: norms of the attention output and of the FFN output. */
   attnOutNorm?: Float32Array; ffnOutNorm?: Float32Array;
   /** q/k/v biases (qkv_bias). */
   qBias?: Float32Array; kBias?: Float32Array; vBias?: Float32Array;
