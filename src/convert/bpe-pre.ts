@@ -1,7 +1,8 @@
 // Which of llama.cpp's BPE pre-tokenizers (tokenizer.ggml.pre) a tokenizer.json uses.
 // llama.cpp's converter finds it by hashing the token ids a reference tokenizer gives for a test
 // text; without that tokenizer at hand, webquant recognises the pre_tokenizer section itself: the
-// Split regex before a ByteLevel step, or a lone ByteLevel with its built-in GPT-2 regex. The
+// Split regex before a ByteLevel step, a lone ByteLevel with its built-in GPT-2 regex, or single
+// digits split off before such a ByteLevel. The
 // regexes are the ones llama.cpp quotes as "original regex from tokenizer.json" (src/llama-vocab.cpp).
 // Tokenizers that share a regex but differ elsewhere cannot be told apart this way: `pre` overrides.
 import { ErrorCodes, fail } from '../errors.js';
@@ -32,8 +33,12 @@ export function bpePre(tokenizer: Json, file: string): string {
   }
   // A lone ByteLevel splits with the GPT-2 regex (use_regex defaults to true).
   if (steps.length === 1 && byteLevel.length === 1 && byteLevel[0].use_regex !== false) return 'gpt-2';
+  // Every digit on its own, then GPT-2's regex (SmolLM, SmolLM2, SmolLM3; StarCoder2 splits the
+  // same way): llama.cpp's "smollm" runs \p{N} before that regex.
+  const digits = steps[0];
+  if (steps.length === 2 && obj(digits) && digits.type === 'Digits' && digits.individual_digits === true && byteLevel.length === 1 && steps[1] === byteLevel[0] && byteLevel[0].use_regex !== false) return 'smollm';
   const regex = split.map(regexOf).find((r) => r !== undefined);
   return fail(ErrorCodes.TOKENIZER, `[tokenizer] ${file}: the BPE pre-tokenizer ${regex ? `regex ${JSON.stringify(regex)}` : JSON.stringify(pre)?.slice(0, 200)} is not one webquant recognises; name llama.cpp's pre-tokenizer for it (CLI --tokenizer-pre, API option pre)`, {
-    file, option: 'pre', value: regex ?? pre, expected: [...Object.values(BPE_PRE_REGEXES), 'gpt-2'],
+    file, option: 'pre', value: regex ?? pre, expected: [...Object.values(BPE_PRE_REGEXES), 'gpt-2', 'smollm'],
   });
 }

@@ -155,6 +155,20 @@ describe.skipIf(!hasShared)('llama.cpp runs stories260K GGUF with the converted 
     expect(r.promptTokens).toBe(6);
     expect(r.ids).toHaveLength(4);
   });
+
+  it('byte-level BPE (SmolLM shape): llama.cpp splits every digit off, as the smollm pre-tokenizer does', async () => {
+    const dir = tempDir('smollm');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(STORIES, f), join(dir, f));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({ added: [{ content: '<|endoftext|>', special: true }], digitsPre: true })));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>' }));
+    const gguf = await quantize(dir, 'stories-smollm.gguf');
+    // "x12": "x" "1" "2"; with the digits left together the "1" "2" merge would make "x" "12".
+    const r = await complete(gguf, 'x12', 2);
+    expect(r.promptTokens).toBe(3 + (r.addBos ? 1 : 0));
+    // The same files written with GPT-2's pre-tokenizer: llama.cpp then merges the digits.
+    const gpt2 = await complete(await quantize(dir, 'stories-gpt2.gguf', ['--tokenizer-pre', 'gpt-2']), 'x12', 2);
+    expect(gpt2.promptTokens).toBe(2 + (gpt2.addBos ? 1 : 0));
+  });
 });
 
 describe('llama.cpp loads and runs a generated Qwen2 checkpoint', () => {

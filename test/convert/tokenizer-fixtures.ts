@@ -60,10 +60,12 @@ export const BPE_MERGES: [string, string][] = [['Ġ', 't'], ['h', 'e'], ['Ġt', 
 export interface AddedSpec { content: string; special: boolean }
 
 /** A byte-level BPE tokenizer.json: 256 byte tokens, the merges' results, then added tokens. */
-export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pairMerges?: boolean; bosTemplate?: string; gpt2Pre?: boolean }): Record<string, unknown> {
+export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pairMerges?: boolean; bosTemplate?: string; gpt2Pre?: boolean; digitsPre?: boolean }): Record<string, unknown> {
   const vocab: Record<string, number> = {};
   byteChars().forEach((c, i) => { vocab[c] = i; });
-  for (const [a, b] of BPE_MERGES) vocab[a + b] ??= Object.keys(vocab).length;
+  // SmolLM's shape also merges two digits, which its pre-tokenizer never lets meet.
+  const merges: [string, string][] = o.digitsPre ? [...BPE_MERGES, ['1', '2']] : BPE_MERGES;
+  for (const [a, b] of merges) vocab[a + b] ??= Object.keys(vocab).length;
   let id = Object.keys(vocab).length;
   const added = o.added.map((a) => ({ id: id++, content: a.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: a.special }));
   return {
@@ -72,7 +74,10 @@ export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pair
     padding: null,
     added_tokens: added,
     normalizer: null,
-    pre_tokenizer: o.gpt2Pre
+    pre_tokenizer: o.digitsPre
+      // SmolLM's: every digit on its own, then GPT-2's regex.
+      ? { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] }
+      : o.gpt2Pre
       ? { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }
       : {
         type: 'Sequence',
@@ -100,7 +105,7 @@ export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pair
       type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
       fuse_unk: false, byte_fallback: false, ignore_merges: !!o.bosTemplate,
       vocab,
-      merges: o.pairMerges ? BPE_MERGES.map((m) => [...m]) : BPE_MERGES.map((m) => m.join(' ')),
+      merges: o.pairMerges ? merges.map((m) => [...m]) : merges.map((m) => m.join(' ')),
     },
   };
 }

@@ -203,9 +203,15 @@ describe('tokenizer.json, byte-level BPE (gpt2)', () => {
     expect(v.add).toEqual({ bos: true, eos: true });
   });
 
-  it('recognises GPT-2 (lone ByteLevel), refuses unknown regexes unless pre is given', async () => {
+  it('recognises GPT-2 (lone ByteLevel) and SmolLM (single digits, then GPT-2), refuses unknown regexes unless pre is given', async () => {
     const gpt2 = byteLevelTokenizer({ added: [{ content: '<|endoftext|>', special: true }], gpt2Pre: true });
     expect((await readGgufVocab(files({ 'tokenizer.json': gpt2 })))!.pre).toBe('gpt-2');
+    const smol = byteLevelTokenizer({ added: [{ content: '<|endoftext|>', special: true }], digitsPre: true });
+    expect((await readGgufVocab(files({ 'tokenizer.json': smol })))!.pre).toBe('smollm');
+    // Digits grouped (individual_digits false) are another pre-tokenizer: refused.
+    const grouped = JSON.parse(JSON.stringify(smol));
+    grouped.pre_tokenizer.pretokenizers[0].individual_digits = false;
+    expect((await tokenizerError(readGgufVocab(files({ 'tokenizer.json': grouped })))).code).toBe('E_TOKENIZER');
     const odd = byteLevelTokenizer({ regex: String.raw`\p{L}+|\s+`, added: [] });
     const e = await tokenizerError(readGgufVocab(files({ 'tokenizer.json': odd })));
     expect(e.message).toContain('/ckpt/tokenizer.json');
