@@ -8,7 +8,7 @@ import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../i
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
-import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, llama3RopeFactors, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -105,11 +105,10 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     tensors.push(info);
   }
 
-  // Llama 3.1+ rope scaling becomes llama.cpp's per-frequency divisors (llama3RopeFactors).
-  const ropeFactors = arch?.name === 'llama' ? llama3RopeFactors(config.rope_scaling, config.rope_theta ?? 10000, config.head_dim ?? config.hidden_size / config.num_attention_heads) : undefined;
-  if (ropeFactors) {
-    const info: TensorInfo = { name: 'rope_freqs.weight', dtype: 'F32', shape: [ropeFactors.length], offset: 0, byteLength: ropeFactors.byteLength };
-    entries.set(info.name, { info, src: info, widened: false, shift: 0, synth: ropeFactors });
+  // Tensors the converter adds (rope factors: Llama 3.1+ rope_freqs, Phi-3's LongRoPE), first.
+  for (const x of (arch?.extraTensors?.(config) ?? []).reverse()) {
+    const info: TensorInfo = { name: x.name, dtype: 'F32', shape: [x.values.length], offset: 0, byteLength: x.values.byteLength };
+    entries.set(info.name, { info, src: info, widened: false, shift: 0, synth: x.values });
     tensors.unshift(info);
   }
 
@@ -232,7 +231,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma2, gemma3_text). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -253,7 +252,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
-    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping'] as const),
+    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings'] as const),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }

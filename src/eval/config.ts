@@ -2,7 +2,7 @@
 // Face's defaults filled in, and what each supported family adds (Qwen2 biases, Qwen3 q/k norms,
 // Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
 import { ErrorCodes, fail } from '../errors.js';
-import { llama3RopeFactors } from '../convert/llama-gguf.js';
+import { llama3RopeFactors, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
 export interface LlamaConfig {
@@ -34,6 +34,13 @@ export interface LlamaConfig {
    * "llama3" (Llama 3.1+, see llama3RopeFactors) or "linear" (one factor). Absent: none.
    */
   rope_factors?: Float32Array;
+  /**
+   * Phi-3 (model_type "phi3"): q/k/v in one self_attn.qkv_proj, gate and up in one mlp.gate_up_proj
+   * (gate first), only the first `rotary_dims` of each head rotated, and LongRoPE when
+   * rope_scaling says so: the short factors up to `original` positions, the long ones beyond, cos
+   * and sin scaled by `attnFactor`.
+   */
+  phi3?: { rotaryDims: number; longrope?: { short: Float32Array; long: Float32Array; original: number; attnFactor: number } };
 }
 
 /**
@@ -135,8 +142,18 @@ export function llamaConfig(json: unknown): LlamaConfig {
   };
   const rs = j.rope_scaling as Record<string, unknown> | null | undefined;
   const ropeType = rs && typeof rs === 'object' ? rs.rope_type ?? rs.type : undefined;
-  unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
-  if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
+  if (j.model_type === 'phi3') {
+    const partial = j.partial_rotary_factor === undefined ? 1 : pos('partial_rotary_factor', 1);
+    const rotaryDims = phi3RopeDims({ partial_rotary_factor: partial, hidden_size: cfg.hidden_size, num_attention_heads: heads });
+    if (rotaryDims % 2 !== 0 || rotaryDims > (cfg.head_dim ?? cfg.hidden_size / heads)) {
+      fail(ErrorCodes.MODEL, `[llama] config.partial_rotary_factor ${partial} gives ${rotaryDims} rotated dimensions; expected an even number up to head_dim`, { option: 'partial_rotary_factor', value: partial });
+    }
+    const lr = rs ? phi3LongRope({ ...cfg, rope_scaling: rs, partial_rotary_factor: partial, original_max_position_embeddings: num(j.original_max_position_embeddings) ? j.original_max_position_embeddings : undefined }) : undefined;
+    cfg.phi3 = { rotaryDims, ...(lr ? { longrope: { short: lr.short, long: lr.long, original: j.original_max_position_embeddings as number, attnFactor: lr.attnFactor } } : {}) };
+  } else {
+    unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+  }
+  if (cfg.phi3) { /* LongRoPE above */ } else if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
   else if (ropeType === 'linear') cfg.rope_factors = new Float32Array((cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads) / 2).fill(rs!.factor as number);
   // Qwen2 has q/k/v biases without saying so; a Llama config says attention_bias (which also
   // biases o_proj, which this forward does not implement).
@@ -183,6 +200,11 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
   for (let i = 0; i < config.num_hidden_layers; i++) {
     const p = layerPrefix(i);
+    if (config.phi3) {
+      names.push(`${p}input_layernorm.weight`, `${p}self_attn.qkv_proj.weight`, `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`,
+        `${p}mlp.gate_up_proj.weight`, `${p}mlp.down_proj.weight`);
+      continue;
+    }
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
     if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);

@@ -95,7 +95,10 @@ interface LayerWeights {
   attnOutNorm?: Float32Array; ffnOutNorm?: Float32Array;
   /** q/k/v biases (qkv_bias). */
   qBias?: Float32Array; kBias?: Float32Array; vBias?: Float32Array;
-  q: Linear; k: Linear; v: Linear; o: Linear; gate: Linear; up: Linear; down: Linear;
+  /** Separate projections, or Phi-3's fused ones (qkv: q, k, v rows; gateUp: gate, up rows). */
+  q?: Linear; k?: Linear; v?: Linear; gate?: Linear; up?: Linear;
+  qkv?: Linear; gateUp?: Linear;
+  o: Linear; down: Linear;
 }
 
 async function getChecked(src: WeightSource, name: string, length: number, shape: string): Promise<Float32Array> {
@@ -167,9 +170,16 @@ export class LlamaModel {
       const p = layerPrefix(i);
       layers.push({
         inNorm: await norm(`${p}input_layernorm.weight`, d.dim),
-        q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
-        k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
-        v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
+        ...(config.phi3 ? {
+          qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, d.qDim + 2 * d.kvDim, d.dim),
+          gateUp: await linear(source, `${p}mlp.gate_up_proj.weight`, 2 * d.ffn, d.dim),
+        } : {
+          q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
+          k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
+          v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
+          gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
+          up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
+        }),
         ...(config.qkv_bias ? {
           qBias: await getChecked(source, `${p}self_attn.q_proj.bias`, d.qDim, `[${d.qDim}]`),
           kBias: await getChecked(source, `${p}self_attn.k_proj.bias`, d.kvDim, `[${d.kvDim}]`),
@@ -185,8 +195,6 @@ export class LlamaModel {
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
         } : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
-        gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
-        up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
         down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
       });
     }
@@ -216,10 +224,13 @@ export class LlamaModel {
       }
     }
     const gemma = this.config.gemma;
-    const global = this.rope(this.config.rope_theta, n, this.config.rope_factors);
+    // Phi-3's LongRoPE: the short factors within the original context, the long ones beyond.
+    const lr = this.config.phi3?.longrope;
+    const global = this.rope(this.config.rope_theta, n, lr ? (n > lr.original ? lr.long : lr.short) : this.config.rope_factors, lr?.attnFactor ?? 1);
     const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
+    const rot = this.config.phi3?.rotaryDims ?? d.headDim;
     const ws = this.workspace(n);
-    const { x, xb, xb2, q, k, v, att, g, u, logits, scores } = ws;
+    const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
     const xn = x.subarray(0, n * d.dim);
@@ -232,25 +243,35 @@ export class LlamaModel {
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
       rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
-      L.q.apply(xb, n, q);
-      L.k.apply(xb, n, k);
-      L.v.apply(xb, n, v);
+      if (L.qkv) {
+        L.qkv.apply(xb, n, fused);
+        splitRows(fused, n, [[q, d.qDim], [k, d.kvDim], [v, d.kvDim]]);
+      } else {
+        L.q!.apply(xb, n, q);
+        L.k!.apply(xb, n, k);
+        L.v!.apply(xb, n, v);
+      }
       if (L.qBias) { addBias(q, n, L.qBias); addBias(k, n, L.kBias!); addBias(v, n, L.vBias!); }
       // In place: each head's sum of squares is taken before its values are overwritten.
       if (L.qNorm) rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q);
       if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
       const r = sliding ? local : global;
-      rope(q, n, d.heads, d.headDim, r.cos, r.sin);
-      rope(k, n, d.kvHeads, d.headDim, r.cos, r.sin);
+      rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
+      rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, gemma?.attnLogitSoftcapping, scores, att);
       L.o.apply(att, n, xb2);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
 
       rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
-      L.gate.apply(xb, n, g);
-      L.up.apply(xb, n, u);
+      if (L.gateUp) {
+        L.gateUp.apply(xb, n, fused);
+        splitRows(fused, n, [[g, d.ffn], [u, d.ffn]]);
+      } else {
+        L.gate!.apply(xb, n, g);
+        L.up!.apply(xb, n, u);
+      }
       for (let i = 0; i < n * d.ffn; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
       L.down.apply(g, n, xb2);
       if (L.ffnOutNorm) rmsNorm(xb2, n, d.dim, L.ffnOutNorm, eps, xb2);
@@ -265,20 +286,22 @@ export class LlamaModel {
     return out;
   }
 
-  // cos/sin of pos * theta^(-2i/headDim) / factor_i for i < headDim/2, in float64 like the
-  // reference forward; one table per rope base (Gemma 3's local layers have their own).
+  // cos/sin of pos * theta^(-2i/rot) / factor_i for i < rot/2 (rot: the rotated dimensions of a
+  // head), times `mscale`, in float64 like the reference forward; one table per base and factors
+  // (Gemma 3's local layers, Phi-3's short and long factors have their own).
   private ropes = new Map<string, { cos: Float64Array; sin: Float64Array }>();
-  private rope(theta: number, n: number, factors?: Float32Array): { cos: Float64Array; sin: Float64Array } {
-    const half = this.dims.headDim / 2;
-    const key = `${theta}${factors ? ' scaled' : ''}`;
+  private rope(theta: number, n: number, factors?: Float32Array, mscale = 1): { cos: Float64Array; sin: Float64Array } {
+    const rot = this.config.phi3?.rotaryDims ?? this.dims.headDim;
+    const half = rot / 2;
+    const key = `${theta} ${mscale} ${factors ? Array.from(factors).join(',') : ''}`;
     const have = this.ropes.get(key);
     if (have && have.cos.length >= n * half) return have;
     const cos = new Float64Array(n * half), sin = new Float64Array(n * half);
     for (let i = 0; i < half; i++) {
-      const invFreq = 1 / Math.pow(theta, (2 * i) / this.dims.headDim) / (factors ? factors[i] : 1);
+      const invFreq = 1 / Math.pow(theta, (2 * i) / rot) / (factors ? factors[i] : 1);
       for (let p = 0; p < n; p++) {
-        cos[p * half + i] = Math.cos(p * invFreq);
-        sin[p * half + i] = Math.sin(p * invFreq);
+        cos[p * half + i] = Math.cos(p * invFreq) * mscale;
+        sin[p * half + i] = Math.sin(p * invFreq) * mscale;
       }
     }
     const r = { cos, sin };
@@ -294,6 +317,7 @@ export class LlamaModel {
     this.ws = {
       capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvDim),
       att: f(d.qDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
+      fused: this.config.phi3 ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
     };
     return this.ws;
   }
@@ -308,6 +332,20 @@ interface Workspace {
   capacity: number;
   x: Float32Array; xb: Float32Array; xb2: Float32Array; q: Float32Array; k: Float32Array; v: Float32Array;
   att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array; scores: Float64Array;
+  /** Output of a fused projection (Phi-3), before it is split. */
+  fused: Float32Array;
+}
+
+/** Splits n rows of concatenated parts (row t: part 0, part 1, ...) into one array per part. */
+function splitRows(src: Float32Array, n: number, parts: [Float32Array, number][]): void {
+  const width = parts.reduce((a, [, w]) => a + w, 0);
+  for (let t = 0; t < n; t++) {
+    let at = t * width;
+    for (const [dst, w] of parts) {
+      dst.set(src.subarray(at, at + w), t * w);
+      at += w;
+    }
+  }
 }
 
 const silu = (a: number) => a / (1 + Math.exp(-a));
@@ -362,9 +400,10 @@ function rmsNorm(x: Float32Array, n: number, dim: number, w: Float32Array, eps: 
   }
 }
 
-// Hugging Face rotate-half layout: dimension i pairs with i + headDim/2 within each head.
-function rope(v: Float32Array, n: number, heads: number, headDim: number, cos: Float64Array, sin: Float64Array): void {
-  const half = headDim / 2;
+// Hugging Face rotate-half layout: dimension i pairs with i + rot/2 within the first `rot`
+// dimensions of each head (all of them but for Phi-3's partial rotary); the rest pass unrotated.
+function rope(v: Float32Array, n: number, heads: number, headDim: number, rot: number, cos: Float64Array, sin: Float64Array): void {
+  const half = rot / 2;
   for (let t = 0; t < n; t++) {
     const c0 = t * half;
     for (let h = 0; h < heads; h++) {

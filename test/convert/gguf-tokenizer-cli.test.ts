@@ -273,8 +273,13 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
     }
   });
 
-  it('refuses Gemma configs without the keys llama.cpp needs, naming the option', async () => {
-    for (const [type, extra, missing] of [['gemma3_text', {}, 'a Gemma 3 model needs "sliding_window"'], ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"']] as const) {
+  it('refuses Gemma and Phi-3 configs without the keys llama.cpp needs, naming the option', async () => {
+    for (const [type, extra, missing] of [
+      ['gemma3_text', {}, 'a Gemma 3 model needs "sliding_window"'],
+      ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"'],
+      ['phi3', { max_position_embeddings: 4096 }, 'a Phi-3 model needs "max_position_embeddings" and "original_max_position_embeddings"'],
+      ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1, 2] } }, 'rope_scaling.short_factor must be 2 numbers'],
+    ] as const) {
       const tmp = tempDir('gemma-bad');
       writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
       writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: type, hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4, vocab_size: 8, ...extra }));
