@@ -21,7 +21,7 @@ import { llama2cVocab } from '../../src/convert/llama2c-tokenizer.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { splitDocuments } from '../../src/eval/tokens.js';
-import { byteLevelTokenizer, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+import { byteLevelTokenizer, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { fromPath } from '../../src/io/node.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { LlamaModel, checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
@@ -169,6 +169,18 @@ describe.skipIf(!hasShared)('llama.cpp runs stories260K GGUF with the converted 
     // The same files written with GPT-2's pre-tokenizer: llama.cpp then merges the digits.
     const gpt2 = await complete(await quantize(dir, 'stories-gpt2.gguf', ['--tokenizer-pre', 'gpt-2']), 'x12', 2);
     expect(gpt2.promptTokens).toBe(2 + (gpt2.addBos ? 1 : 0));
+  });
+
+  it('byte-level BPE (GPT-4o / Phi-4 shape): recognised as gpt-4o, which llama.cpp loads and applies (digits in threes)', async () => {
+    const dir = tempDir('o200k');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(STORIES, f), join(dir, f));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(byteLevelTokenizer({ regex: GPT4O_REGEX, added: [{ content: '<|endoftext|>', special: true }], extraMerges: [['1', '2'], ['3', '4']] })));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>' }));
+    // "x1234": "x" | "123" "4", merged to "x" "12" "3" "4"; GPT-2's regex keeps "1234" whole: "x" "12" "34".
+    const r = await complete(await quantize(dir, 'stories-o200k.gguf'), 'x1234', 2);
+    expect(r.promptTokens).toBe(4 + (r.addBos ? 1 : 0));
+    const gpt2 = await complete(await quantize(dir, 'stories-o200k-gpt2.gguf', ['--tokenizer-pre', 'gpt-2']), 'x1234', 2);
+    expect(gpt2.promptTokens).toBe(3 + (gpt2.addBos ? 1 : 0));
   });
 });
 

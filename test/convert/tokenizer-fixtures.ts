@@ -52,6 +52,7 @@ export function byteChars(): string[] {
 }
 
 export const LLAMA3_REGEX = String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+export const GPT4O_REGEX = String.raw`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
 export const QWEN2_REGEX = String.raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
 
 /** Merges over byte-level text ("Ġ" = space): each merge's result is a vocabulary token. */
@@ -60,11 +61,11 @@ export const BPE_MERGES: [string, string][] = [['Ġ', 't'], ['h', 'e'], ['Ġt', 
 export interface AddedSpec { content: string; special: boolean }
 
 /** A byte-level BPE tokenizer.json: 256 byte tokens, the merges' results, then added tokens. */
-export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pairMerges?: boolean; bosTemplate?: string; gpt2Pre?: boolean; digitsPre?: boolean }): Record<string, unknown> {
+export function byteLevelTokenizer(o: { regex?: string; added: AddedSpec[]; pairMerges?: boolean; bosTemplate?: string; gpt2Pre?: boolean; digitsPre?: boolean; extraMerges?: [string, string][] }): Record<string, unknown> {
   const vocab: Record<string, number> = {};
   byteChars().forEach((c, i) => { vocab[c] = i; });
   // SmolLM's shape also merges two digits, which its pre-tokenizer never lets meet.
-  const merges: [string, string][] = o.digitsPre ? [...BPE_MERGES, ['1', '2']] : BPE_MERGES;
+  const merges: [string, string][] = [...BPE_MERGES, ...(o.digitsPre ? [['1', '2'] as [string, string]] : []), ...(o.extraMerges ?? [])];
   for (const [a, b] of merges) vocab[a + b] ??= Object.keys(vocab).length;
   let id = Object.keys(vocab).length;
   const added = o.added.map((a) => ({ id: id++, content: a.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: a.special }));

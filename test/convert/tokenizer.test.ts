@@ -9,7 +9,7 @@ import { TOKEN_TYPE, vocabMetadata, type GgufVocab } from '../../src/convert/ggu
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { WebquantError } from '../../src/errors.js';
-import { BPE_MERGES, byteChars, byteLevelTokenizer, files, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
+import { BPE_MERGES, byteChars, byteLevelTokenizer, files, GPT4O_REGEX, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
 
 const { NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE } = TOKEN_TYPE;
 const f32 = (x: number) => Math.fround(x);
@@ -203,9 +203,11 @@ describe('tokenizer.json, byte-level BPE (gpt2)', () => {
     expect(v.add).toEqual({ bos: true, eos: true });
   });
 
-  it('recognises GPT-2 (lone ByteLevel) and SmolLM (single digits, then GPT-2), refuses unknown regexes unless pre is given', async () => {
+  it('recognises GPT-2 (lone ByteLevel), GPT-4o\'s regex and SmolLM (single digits, then GPT-2), refuses unknown regexes unless pre is given', async () => {
     const gpt2 = byteLevelTokenizer({ added: [{ content: '<|endoftext|>', special: true }], gpt2Pre: true });
     expect((await readGgufVocab(files({ 'tokenizer.json': gpt2 })))!.pre).toBe('gpt-2');
+    const o200k = byteLevelTokenizer({ regex: GPT4O_REGEX, added: [{ content: '<|endoftext|>', special: true }] });
+    expect((await readGgufVocab(files({ 'tokenizer.json': o200k })))!.pre).toBe('gpt-4o');
     const smol = byteLevelTokenizer({ added: [{ content: '<|endoftext|>', special: true }], digitsPre: true });
     expect((await readGgufVocab(files({ 'tokenizer.json': smol })))!.pre).toBe('smollm');
     // Digits grouped (individual_digits false) are another pre-tokenizer: refused.
