@@ -80,6 +80,14 @@ const GLOBAL_NAMES: Record<string, string> = {
 export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
   // Gemma 2's converter drops lm_head: llama.cpp runs the tied embedding.
   if (arch === 'gemma2' && hf === 'lm_head.weight') return undefined;
+  if (arch === 'gemma3') {
+    // A multimodal Gemma 3 checkpoint: its language model under language_model.model.* (or, as
+    // newer transformers save it, model.language_model.*); the vision tower and the projector
+    // are not part of the text GGUF (llama.cpp's converter writes them to a separate mmproj file).
+    if (/^(?:model\.)?(?:vision_tower|multi_modal_projector)\./.test(hf)) return undefined;
+    if (hf.startsWith('language_model.')) hf = hf.slice('language_model.'.length);
+    else if (hf.startsWith('model.language_model.')) hf = `model.${hf.slice('model.language_model.'.length)}`;
+  }
   if (hf in GLOBAL_NAMES) return GLOBAL_NAMES[hf];
   const m = LAYER.exec(hf);
   if (m) {
@@ -398,7 +406,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
       return lr ? [{ name: 'rope_factors_long.weight', values: lr.long }, { name: 'rope_factors_short.weight', values: lr.short }] : [];
     },
   },
-  // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal "gemma3" nests its text config.
+  // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
+  // gemma3_text too (readConfig merges it over the top level).
   { name: 'gemma3', modelTypes: ['gemma3_text'], permuteQK: false, normShift: 1, metadata: gemma3Metadata },
 ];
 

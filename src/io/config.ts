@@ -31,6 +31,19 @@ export interface ModelConfig {
 
 const MAX_CONFIG = 16 << 20;
 
+/**
+ * Defaults of a model type's transformers config class, for the keys its config.json leaves out:
+ * the multimodal Gemma 3 checkpoints (4B and up) give their text_config only what differs from
+ * Gemma3TextConfig.
+ */
+const CONFIG_DEFAULTS: Record<string, Record<string, unknown>> = {
+  gemma3_text: {
+    vocab_size: 262208, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 256, rms_norm_eps: 1e-6, rope_theta: 1000000,
+    rope_local_base_freq: 10000, max_position_embeddings: 131072, query_pre_attn_scalar: 256, sliding_window: 4096,
+    hidden_activation: 'gelu_pytorch_tanh', tie_word_embeddings: true, attention_bias: false,
+  },
+};
+
 export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   const file = src.name;
   const bad = (msg: string, d: { option?: string; value?: unknown; expected?: unknown } = {}): never =>
@@ -47,9 +60,11 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad('not a JSON object', { expected: 'object' });
   const top = json as Record<string, unknown>;
   const tc = top.text_config;
-  const c: Record<string, unknown> = typeof tc === 'object' && tc !== null && !Array.isArray(tc) && top.hidden_size === undefined
+  const merged: Record<string, unknown> = typeof tc === 'object' && tc !== null && !Array.isArray(tc) && top.hidden_size === undefined
     ? Object.fromEntries([...Object.entries(top), ...Object.entries(tc)])
     : top;
+  const defaults = typeof merged.model_type === 'string' ? CONFIG_DEFAULTS[merged.model_type] : undefined;
+  const c: Record<string, unknown> = defaults ? { ...defaults, ...merged } : merged;
 
   const int = (key: string, required: boolean, min = 1): number | undefined => {
     const v = c[key];

@@ -11,7 +11,10 @@ import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
-import { llama3RopeFactors, permuteRows } from '../../src/convert/llama-gguf.js';
+import { gemma3Metadata, llama3RopeFactors, permuteRows } from '../../src/convert/llama-gguf.js';
+import { llamaConfigFrom } from '../../src/convert/hf-view.js';
+import { readConfig } from '../../src/io/config.js';
+import { fromPath } from '../../src/io/node.js';
 import { byteLevelTokenizer, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { bf16ToF32, f32ToBf16 } from '../../src/util/half.js';
 
@@ -218,6 +221,20 @@ describe('quantize a generated Qwen3 checkpoint to GGUF', () => {
   });
 });
 
+/** A Gemma 3 text model's tensors (Hugging Face names), made by `t`. */
+function gemma3Tensors<T>(t: (name: string, shape: number[]) => T, d: { H: number; HEADS: number; KV: number; HD: number; FF: number; V: number; LAYERS: number }): T[] {
+  const { H, HEADS, KV, HD, FF, V } = d;
+  const tensors = [t('model.embed_tokens.weight', [V, H]), t('model.norm.weight', [H])];
+  for (let l = 0; l < d.LAYERS; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H]), t(`${p}post_attention_layernorm.weight`, [H]), t(`${p}pre_feedforward_layernorm.weight`, [H]),
+      t(`${p}post_feedforward_layernorm.weight`, [H]), t(`${p}self_attn.q_norm.weight`, [HD]), t(`${p}self_attn.k_norm.weight`, [HD]),
+      t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H]), t(`${p}self_attn.k_proj.weight`, [KV * HD, H]), t(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
+      t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]), t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
+  }
+  return tensors;
+}
+
 describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
   it('writes gemma3.* keys, llama.cpp\'s Gemma norm names, norms + 1 rounded in bf16, and a SentencePiece vocabulary without a space prefix', async () => {
     const tmp = tempDir('gemma3');
@@ -227,14 +244,7 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
     let seed = 13;
     const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
     const bf16 = (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
-    const tensors = [bf16('model.embed_tokens.weight', [V, H]), bf16('model.norm.weight', [H])];
-    for (let l = 0; l < LAYERS; l++) {
-      const p = `model.layers.${l}.`;
-      tensors.push(bf16(`${p}input_layernorm.weight`, [H]), bf16(`${p}post_attention_layernorm.weight`, [H]), bf16(`${p}pre_feedforward_layernorm.weight`, [H]),
-        bf16(`${p}post_feedforward_layernorm.weight`, [H]), bf16(`${p}self_attn.q_norm.weight`, [HD]), bf16(`${p}self_attn.k_norm.weight`, [HD]),
-        bf16(`${p}self_attn.q_proj.weight`, [HEADS * HD, H]), bf16(`${p}self_attn.k_proj.weight`, [KV * HD, H]), bf16(`${p}self_attn.v_proj.weight`, [KV * HD, H]),
-        bf16(`${p}self_attn.o_proj.weight`, [H, HEADS * HD]), bf16(`${p}mlp.gate_proj.weight`, [FF, H]), bf16(`${p}mlp.up_proj.weight`, [FF, H]), bf16(`${p}mlp.down_proj.weight`, [H, FF]));
-    }
+    const tensors = gemma3Tensors(bf16, { H, HEADS, KV, HD, FF, V, LAYERS });
     writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
     writeFileSync(join(tmp, 'config.json'), JSON.stringify({
       architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
@@ -275,14 +285,15 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
 
   it('refuses Gemma and Phi-3 configs without the keys llama.cpp needs, naming the option', async () => {
     for (const [type, extra, missing] of [
-      ['gemma3_text', {}, 'a Gemma 3 model needs "sliding_window"'],
+      // (left out it takes Gemma3TextConfig's default, 4096; null says there is none)
+      ['gemma3_text', { sliding_window: null }, 'a Gemma 3 model needs "sliding_window"'],
       ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"'],
       ['phi3', { max_position_embeddings: 4096 }, 'a Phi-3 model needs "max_position_embeddings" and "original_max_position_embeddings"'],
       ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1, 2] } }, 'rope_scaling.short_factor must be 2 numbers'],
     ] as const) {
       const tmp = tempDir('gemma-bad');
       writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
-      writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: type, hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4, vocab_size: 8, ...extra }));
+      writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: type, hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, num_key_value_heads: 1, head_dim: 4, vocab_size: 8, ...extra }));
       const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
       expect(r.code).not.toBe(0);
       expect(r.stderr).toContain(`config.json: ${missing}`);
@@ -320,5 +331,55 @@ describe('quantize a generated Llama 3.2-shaped checkpoint to GGUF', () => {
     expect([f[0], f[31]]).toEqual([1, 32]);
     for (let i = 1; i < 32; i++) expect(f[i]).toBeGreaterThanOrEqual(f[i - 1]);
     expect(f.some((x) => x > 1 && x < 32)).toBe(true);
+  });
+});
+
+describe('quantize a multimodal Gemma 3 checkpoint (Gemma3ForConditionalGeneration) to GGUF', () => {
+  it('writes the GGUF of its language model: the same tensors and keys as the text-only checkpoint of the same weights', async () => {
+    const H = 64, HEADS = 4, KV = 2, HD = 32, FF = 128, LAYERS = 2;
+    const pieces = llamaPieces(['▁a', '▁b', 'c']);
+    const V = pieces.length;
+    let seed = 37;
+    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
+    const t = (name: string, shape: number[]) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1)) });
+    const text = gemma3Tensors(t, { H, HEADS, KV, HD, FF, V, LAYERS });
+    const textConfig = {
+      model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS, num_key_value_heads: KV, head_dim: HD,
+      vocab_size: V, sliding_window: 512, max_position_embeddings: 32768,
+    };
+    const convert = async (dir: string, tensors: typeof text, config: unknown) => {
+      writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+      writeFileSync(join(dir, 'tokenizer.model'), spModel(pieces));
+      const out = join(dir, 'g.gguf');
+      const r = await cli(['quantize', dir, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: dir });
+      expect(r.code, r.stderr).toBe(0);
+      return out;
+    };
+    const plain = await convert(tempDir('gemma3-text'), text, { architectures: ['Gemma3ForCausalLM'], ...textConfig });
+    // The multimodal layout as transformers 4.50 saves it: the language model under
+    // language_model., a vision tower and a projector beside it; text_config gives only what
+    // differs from Gemma3TextConfig's defaults (here everything the tiny shape needs).
+    const multimodal = [
+      ...text.map((x) => ({ ...x, name: `language_model.${x.name}` })),
+      t('vision_tower.vision_model.embeddings.patch_embedding.weight', [8, 12]), t('multi_modal_projector.mm_soft_emb_norm.weight', [12]),
+    ];
+    const mm = await convert(tempDir('gemma3-mm'), multimodal, {
+      architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', text_config: textConfig, vision_config: { hidden_size: 12 }, image_token_index: V,
+    });
+    const [a, b] = [await read(plain), await read(mm)];
+    const keys = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => k.startsWith('gemma3.') || k.startsWith('tokenizer.')));
+    expect(keys(b.metadata)).toEqual(keys(a.metadata));
+    expect(b.tensorInfos.map((x) => [x.name, x.shape, x.dtype])).toEqual(a.tensorInfos.map((x) => [x.name, x.shape, x.dtype]));
+    const [ca, cb] = [await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(plain)), plain)), await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(mm)), mm))];
+    for (const x of ca.tensors) expect(await cb.readRaw(x.name), x.name).toEqual(await ca.readRaw(x.name));
+  });
+
+  it('fills Gemma3TextConfig\'s defaults for what text_config leaves out', async () => {
+    const dir = tempDir('gemma3-defaults');
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', text_config: { hidden_size: 2560, intermediate_size: 10240, model_type: 'gemma3_text', num_hidden_layers: 34, rope_scaling: { factor: 8, rope_type: 'linear' }, sliding_window: 1024 } }));
+    const c = await readConfig(fromPath(join(dir, 'config.json')));
+    expect([c.architecture, c.modelType, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, c.tieWordEmbeddings, c.ropeTheta]).toEqual(['Gemma3ForConditionalGeneration', 'gemma3_text', 8, 4, 256, 262208, true, 1000000]);
+    expect(gemma3Metadata(llamaConfigFrom(c))).toMatchObject({ 'gemma3.attention.sliding_window': { value: 1024 }, 'gemma3.rope.scaling.type': { value: 'linear' }, 'gemma3.rope.scaling.factor': { value: 8 } });
   });
 });
