@@ -33,9 +33,18 @@ export interface WeightSource {
   matmul?(name: string, x: Float32Array, n: number): Float32Array;
 }
 
-/** A WeightSource over a Checkpoint from src/io (or anything else with readF32). */
-export function checkpointWeights(ckpt: { readF32(name: string): Promise<Float32Array> }): WeightSource {
-  return { get: (name) => ckpt.readF32(name) };
+/**
+ * A WeightSource over a Checkpoint from src/io (or anything else with readF32). A multimodal
+ * checkpoint keeps its language model under `language_model.model.*` or `model.language_model.*`
+ * (Gemma 3 4B and up); when its tensor list says so, the forward's `model.*` names are read there.
+ */
+export function checkpointWeights(ckpt: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
+  const names = new Set(ckpt.tensors?.map((t) => t.name));
+  const nested = names.has('model.embed_tokens.weight') ? undefined
+    : names.has('language_model.model.embed_tokens.weight') ? (n: string) => `language_model.${n}`
+    : names.has('model.language_model.embed_tokens.weight') ? (n: string) => n.replace(/^model\./, 'model.language_model.')
+    : undefined;
+  return { get: (name) => ckpt.readF32(nested ? nested(name) : name) };
 }
 
 /**

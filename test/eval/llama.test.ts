@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LlamaModel, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
+import { LlamaModel, checkpointWeights, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
@@ -159,6 +159,17 @@ describe('Llama config and input validation', () => {
     expect(code(() => llamaConfig(null))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, tie_word_embeddings: 'true' }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, rope_scaling: null, attention_bias: false, hidden_act: 'silu' }))).toBe('no error');
+  });
+  it('reads a multimodal checkpoint\'s language model under its prefix', async () => {
+    for (const prefix of ['language_model.model.', 'model.language_model.']) {
+      const read: string[] = [];
+      const ck = { tensors: [{ name: `${prefix}embed_tokens.weight` }, { name: 'vision_tower.x' }], readF32: async (n: string) => { read.push(n); return new Float32Array(1); } };
+      await checkpointWeights(ck).get('model.layers.3.mlp.up_proj.weight');
+      expect(read).toEqual([`${prefix}layers.3.mlp.up_proj.weight`]);
+    }
+    const read: string[] = [];
+    await checkpointWeights({ tensors: [{ name: 'model.embed_tokens.weight' }], readF32: async (n: string) => { read.push(n); return new Float32Array(1); } }).get('model.norm.weight');
+    expect(read).toEqual(['model.norm.weight']);
   });
   it('takes linear and llama3 rope scaling as per-frequency divisors', () => {
     const hd = base.hidden_size / base.num_attention_heads;
