@@ -152,9 +152,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
     cfg.phi3 = { rotaryDims, ...(lr ? { longrope: { short: lr.short, long: lr.long, original: j.original_max_position_embeddings as number, attnFactor: lr.attnFactor } } : {}) };
   } else {
     unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+    const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;
+    if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, half * 2);
+    else if (ropeType === 'linear') cfg.rope_factors = new Float32Array(half).fill(rs!.factor as number);
   }
-  if (cfg.phi3) { /* LongRoPE above */ } else if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
-  else if (ropeType === 'linear') cfg.rope_factors = new Float32Array((cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads) / 2).fill(rs!.factor as number);
   // Qwen2 has q/k/v biases without saying so; a Llama config says attention_bias (which also
   // biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2') cfg.qkv_bias = true;
