@@ -348,6 +348,10 @@ export function phi3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
   if (!cfg.max_position_embeddings || !cfg.original_max_position_embeddings) {
     fail(ErrorCodes.CONFIG, '[gguf] config.json: a Phi-3 model needs "max_position_embeddings" and "original_max_position_embeddings"', { option: 'original_max_position_embeddings', value: cfg.original_max_position_embeddings });
   }
+  const dims = phi3RopeDims(cfg), headDim = cfg.hidden_size / cfg.num_attention_heads;
+  if (dims < 2 || dims % 2 !== 0 || dims > headDim) {
+    fail(ErrorCodes.CONFIG, `[gguf] config.json: partial_rotary_factor ${cfg.partial_rotary_factor ?? 1} rotates ${dims} of ${headDim} dimensions per head; expected an even number from 2 to ${headDim}`, { option: 'partial_rotary_factor', value: cfg.partial_rotary_factor });
+  }
   const md: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: 'phi3' },
     'general.name': llama['general.name'],

@@ -290,6 +290,7 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
       ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"'],
       ['phi3', { max_position_embeddings: 4096 }, 'a Phi-3 model needs "max_position_embeddings" and "original_max_position_embeddings"'],
       ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1, 2] } }, 'rope_scaling.short_factor must be 2 numbers'],
+      ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, partial_rotary_factor: 0.75 }, 'partial_rotary_factor 0.75 rotates 3 of 4 dimensions per head'],
     ] as const) {
       const tmp = tempDir('gemma-bad');
       writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
