@@ -163,8 +163,11 @@ export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined
   return out;
 }
 
-/** The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model. */
-export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+/**
+ * The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model; SmolLM3 (the
+ * converter's LlamaModel subclass) writes the same keys under `smollm3.`.
+ */
+export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama' | 'smollm3' = 'llama'): Record<string, GgufValue> {
   for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
     if (!Number.isInteger(cfg[k]) || cfg[k] <= 0) {
       fail(ErrorCodes.CONFIG ?? ErrorCodes.MODEL, `[gguf] config.json: ${k} must be a positive integer but is ${String(cfg[k])}`, { option: k, value: cfg[k] });
@@ -173,24 +176,24 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   const heads = cfg.num_attention_heads;
   const headDim = cfg.head_dim ?? cfg.hidden_size / heads;
   const md: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: 'llama' },
+    'general.architecture': { type: 'string', value: arch },
     'general.name': { type: 'string', value: name },
-    'llama.context_length': { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
-    'llama.embedding_length': { type: 'u32', value: cfg.hidden_size },
-    'llama.block_count': { type: 'u32', value: cfg.num_hidden_layers },
-    'llama.feed_forward_length': { type: 'u32', value: cfg.intermediate_size },
-    'llama.rope.dimension_count': { type: 'u32', value: headDim },
-    'llama.attention.head_count': { type: 'u32', value: heads },
-    'llama.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
-    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: cfg.rms_norm_eps ?? 1e-5 },
-    'llama.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
-    'llama.vocab_size': { type: 'u32', value: cfg.vocab_size },
+    [`${arch}.context_length`]: { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
+    [`${arch}.embedding_length`]: { type: 'u32', value: cfg.hidden_size },
+    [`${arch}.block_count`]: { type: 'u32', value: cfg.num_hidden_layers },
+    [`${arch}.feed_forward_length`]: { type: 'u32', value: cfg.intermediate_size },
+    [`${arch}.rope.dimension_count`]: { type: 'u32', value: headDim },
+    [`${arch}.attention.head_count`]: { type: 'u32', value: heads },
+    [`${arch}.attention.head_count_kv`]: { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    [`${arch}.attention.layer_norm_rms_epsilon`]: { type: 'f32', value: cfg.rms_norm_eps ?? 1e-5 },
+    [`${arch}.rope.freq_base`]: { type: 'f32', value: cfg.rope_theta ?? 10000 },
+    [`${arch}.vocab_size`]: { type: 'u32', value: cfg.vocab_size },
   };
   // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
   const rs = cfg.rope_scaling;
   if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
-    md['llama.rope.scaling.type'] = { type: 'string', value: 'linear' };
-    md['llama.rope.scaling.factor'] = { type: 'f32', value: rs.factor };
+    md[`${arch}.rope.scaling.type`] = { type: 'string', value: 'linear' };
+    md[`${arch}.rope.scaling.factor`] = { type: 'f32', value: rs.factor };
   }
   return md;
 }
@@ -376,7 +379,7 @@ export function phi3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
+  name: 'llama' | 'smollm3' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -400,6 +403,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
       return f ? [{ name: 'rope_freqs.weight', values: f }] : [];
     },
   },
+  // SmolLM3: Llama with every 4th layer without rope (llama.cpp fixes the step at 4).
+  { name: 'smollm3', modelTypes: ['smollm3'], permuteQK: true, metadata: (cfg, name) => llamaMetadata(cfg, name, 'smollm3') },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
   { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, metadata: gemma2Metadata },

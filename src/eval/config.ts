@@ -41,6 +41,8 @@ export interface LlamaConfig {
    * and sin scaled by `attnFactor`.
    */
   phi3?: { rotaryDims: number; longrope?: { short: Float32Array; long: Float32Array; original: number; attnFactor: number } };
+  /** Per layer: true where q and k are not rotated (SmolLM3: no_rope_layers 0, every 4th layer). */
+  no_rope?: boolean[];
 }
 
 /**
@@ -116,6 +118,11 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (j.model_type === 'smollm3') {
+    // no_rope_layers: 1 where a layer uses rope; without it every 4th layer has none (llama.cpp's step).
+    const flags = Array.isArray(j.no_rope_layers) && j.no_rope_layers.length === cfg.num_hidden_layers ? j.no_rope_layers : undefined;
+    cfg.no_rope = Array.from({ length: cfg.num_hidden_layers }, (_, l) => (flags ? flags[l] === 0 : (l + 1) % 4 === 0));
+  }
   if (gemma) {
     if (gemma === 3) cfg.qk_norm = true;
     cfg.head_dim ??= 256;

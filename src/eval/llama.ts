@@ -266,8 +266,10 @@ export class LlamaModel {
       if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
       const r = sliding ? local : global;
-      rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
-      rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
+      if (!this.config.no_rope?.[l]) {
+        rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
+        rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
+      }
       attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, gemma?.attnLogitSoftcapping, scores, att);
       L.o.apply(att, n, xb2);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);

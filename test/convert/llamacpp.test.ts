@@ -4,7 +4,8 @@
 // greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
 // its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
-// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), Phi-3 (fused projections,
+// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), SmolLM3 (layers without
+// rope), Phi-3 (fused projections,
 // partial rotary, LongRoPE), Gemma 2 and 3 (1 + w
 // sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
 // must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
@@ -376,6 +377,7 @@ const qwen3: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, 
 const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true };
 const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
+const smollm3: Decoder = { ...D, HD: 16, LAYERS: 4, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const phi3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], fused: true };
 // Four layers, local and global in turn (window 4). Its head is the embedding: a final norm of
 // about -1 (1 + w, w near -2) keeps it from predicting the input token back every time.
@@ -429,6 +431,13 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.phi3?.rotaryDims, cfg.phi3?.longrope?.attnFactor]).toEqual([12, Math.sqrt(1 + Math.log(8) / Math.log(512))]),
     without: (cfg) => ({ ...cfg, phi3: { rotaryDims: cfg.phi3!.rotaryDims } }),
+  },
+  {
+    // Layer 3 of 4 without rope, as SmolLM3's no_rope_layers say and llama.cpp assumes.
+    title: 'SmolLM3: every 4th layer without rope', seed: 41, decoder: smollm3,
+    config: { ...hfConfig(smollm3, 'SmolLM3ForCausalLM', 'smollm3'), rope_theta: 5000000, hidden_act: 'silu', no_rope_layers: [1, 1, 1, 0], rope_scaling: null },
+    expectConfig: (cfg) => expect(cfg.no_rope).toEqual([false, false, false, true]),
+    without: (cfg) => ({ ...cfg, no_rope: undefined }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
