@@ -59,8 +59,9 @@ const LAYER_NAMES: Record<string, string> = {
   'mlp.up_proj.weight': 'ffn_up.weight',
   'mlp.down_proj.weight': 'ffn_down.weight',
 };
-// Gemma 2 and 3 norms around each block: their post_attention_layernorm normalizes the attention
-// output (llama.cpp's post_attention_norm), the FFN input norm is pre_feedforward_layernorm.
+// Gemma 2 and 3 (and OLMo 2) norms around each block: their post_attention_layernorm normalizes
+// the attention output (llama.cpp's post_attention_norm), the FFN input norm (Gemma) is
+// pre_feedforward_layernorm.
 const GEMMA_LAYER_NAMES: Record<string, string> = {
   ...LAYER_NAMES,
   'post_attention_layernorm.weight': 'post_attention_norm.weight',
@@ -92,7 +93,7 @@ export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
   const m = LAYER.exec(hf);
   if (m) {
     if (m[2].endsWith('rotary_emb.inv_freq')) return undefined;
-    const t = (arch === 'gemma2' || arch === 'gemma3' ? GEMMA_LAYER_NAMES : LAYER_NAMES)[m[2]];
+    const t = (arch === 'gemma2' || arch === 'gemma3' || arch === 'olmo2' ? GEMMA_LAYER_NAMES : LAYER_NAMES)[m[2]];
     if (t) return `blk.${m[1]}.${t}`;
   }
   if (hf.endsWith('rotary_emb.inv_freq')) return undefined;
@@ -202,7 +203,7 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
  * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
  * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
  */
-function qwenMetadata(arch: 'qwen2' | 'qwen3', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
+function qwenMetadata(arch: 'qwen2' | 'qwen3' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -379,7 +380,7 @@ export function phi3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3' | 'phi3';
+  name: 'llama' | 'smollm3' | 'qwen2' | 'qwen3' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -407,6 +408,9 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'smollm3', modelTypes: ['smollm3'], permuteQK: true, metadata: (cfg, name) => llamaMetadata(cfg, name, 'smollm3') },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
+  // OLMo 2: norms after attention and after the FFN only, q/k norms over the whole projection;
+  // the converter's TextModel keys, as Qwen's, under olmo2.
+  { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },
   { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, metadata: gemma2Metadata },
   {
     name: 'phi3', modelTypes: ['phi3'], permuteQK: false, metadata: phi3Metadata,

@@ -43,6 +43,11 @@ export interface LlamaConfig {
   phi3?: { rotaryDims: number; longrope?: { short: Float32Array; long: Float32Array; original: number; attnFactor: number } };
   /** Per layer: true where q and k are not rotated (SmolLM3: no_rope_layers 0, every 4th layer). */
   no_rope?: boolean[];
+  /**
+   * OLMo 2: no norm before attention or the FFN, one after each (post_attention_layernorm,
+   * post_feedforward_layernorm), and q_norm / k_norm over the whole q and k projections.
+   */
+  olmo2?: boolean;
 }
 
 /**
@@ -118,6 +123,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (j.model_type === 'olmo2') {
+    cfg.olmo2 = true;
+    cfg.qk_norm = true;
+  }
   if (j.model_type === 'smollm3') {
     // no_rope_layers: 1 where a layer uses rope; without it every 4th layer has none (llama.cpp's step).
     const flags = Array.isArray(j.no_rope_layers) && j.no_rope_layers.length === cfg.num_hidden_layers ? j.no_rope_layers : undefined;
@@ -211,6 +220,12 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     if (config.phi3) {
       names.push(`${p}input_layernorm.weight`, `${p}self_attn.qkv_proj.weight`, `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`,
         `${p}mlp.gate_up_proj.weight`, `${p}mlp.down_proj.weight`);
+      continue;
+    }
+    if (config.olmo2) {
+      names.push(`${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`, `${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`,
+        `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`, `${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`,
+        `${p}post_feedforward_layernorm.weight`);
       continue;
     }
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);

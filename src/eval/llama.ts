@@ -96,9 +96,9 @@ interface Linear {
 }
 
 interface LayerWeights {
-  /** Norms of the attention input and of the FFN input. */
-  inNorm: Float32Array; ffnNorm: Float32Array;
-  /** Per-head q and k norms (qk_norm). */
+  /** Norms of the attention input and of the FFN input (none in OLMo 2). */
+  inNorm?: Float32Array; ffnNorm?: Float32Array;
+  /** q and k norms (qk_norm): per head, or over the whole projection (OLMo 2). */
   qNorm?: Float32Array; kNorm?: Float32Array;
   /** Gemma: norms of the attention output and of the FFN output. */
   attnOutNorm?: Float32Array; ffnOutNorm?: Float32Array;
@@ -178,7 +178,11 @@ export class LlamaModel {
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
       layers.push({
-        inNorm: await norm(`${p}input_layernorm.weight`, d.dim),
+        ...(config.olmo2 ? {
+          ...(config.qk_norm ? { qNorm: await norm(`${p}self_attn.q_norm.weight`, d.qDim), kNorm: await norm(`${p}self_attn.k_norm.weight`, d.kvDim) } : {}),
+          attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
+          ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
+        } : { inNorm: await norm(`${p}input_layernorm.weight`, d.dim) }),
         ...(config.phi3 ? {
           qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, d.qDim + 2 * d.kvDim, d.dim),
           gateUp: await linear(source, `${p}mlp.gate_up_proj.weight`, 2 * d.ffn, d.dim),
@@ -194,7 +198,7 @@ export class LlamaModel {
           kBias: await getChecked(source, `${p}self_attn.k_proj.bias`, d.kvDim, `[${d.kvDim}]`),
           vBias: await getChecked(source, `${p}self_attn.v_proj.bias`, d.kvDim, `[${d.kvDim}]`),
         } : {}),
-        ...(config.qk_norm ? {
+        ...(config.qk_norm && !config.olmo2 ? {
           qNorm: await norm(`${p}self_attn.q_norm.weight`, d.headDim),
           kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
         } : {}),
@@ -203,7 +207,7 @@ export class LlamaModel {
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
-        } : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
+        } : config.olmo2 ? {} : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
         down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
       });
     }
@@ -251,7 +255,8 @@ export class LlamaModel {
 
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
-      rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
+      if (L.inNorm) rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
+      else xb.set(x.subarray(0, n * d.dim));
       if (L.qkv) {
         L.qkv.apply(xb, n, fused);
         splitRows(fused, n, [[q, d.qDim], [k, d.kvDim], [v, d.kvDim]]);
@@ -262,8 +267,9 @@ export class LlamaModel {
       }
       if (L.qBias) { addBias(q, n, L.qBias); addBias(k, n, L.kBias!); addBias(v, n, L.vBias!); }
       // In place: each head's sum of squares is taken before its values are overwritten.
-      if (L.qNorm) rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q);
-      if (L.kNorm) rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k);
+      // Per head (Qwen3, Gemma 3), or over each position's whole q and k (OLMo 2).
+      if (L.qNorm) L.qNorm.length === d.headDim ? rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q) : rmsNorm(q, n, d.qDim, L.qNorm, eps, q);
+      if (L.kNorm) L.kNorm.length === d.headDim ? rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k) : rmsNorm(k, n, d.kvDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
       const r = sliding ? local : global;
       if (!this.config.no_rope?.[l]) {
@@ -275,7 +281,8 @@ export class LlamaModel {
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
 
-      rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
+      if (L.ffnNorm) rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
+      else xb.set(x.subarray(0, n * d.dim));
       if (L.gateUp) {
         L.gateUp.apply(xb, n, fused);
         splitRows(fused, n, [[g, d.ffn], [u, d.ffn]]);

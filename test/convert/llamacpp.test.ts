@@ -4,8 +4,8 @@
 // greedy text its model card documents (from llama2.c's run.c), both with the llama2.c tokenizer
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
 // its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
-// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), SmolLM3 (layers without
-// rope), Phi-3 (fused projections,
+// biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), OLMo 2 (post-norms,
+// whole-projection q/k norms), SmolLM3 (layers without rope), Phi-3 (fused projections,
 // partial rotary, LongRoPE), Gemma 2 and 3 (1 + w
 // sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
 // must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
@@ -312,6 +312,8 @@ interface Decoder {
   finalNorm?: [number, number];
   /** Phi-3's fused self_attn.qkv_proj and mlp.gate_up_proj. */
   fused?: boolean;
+  /** OLMo 2's layers: no norm before attention or the FFN, one after each; q/k norms over the whole projection. */
+  olmo2?: boolean;
 }
 
 /** The tensors of a generated Hugging Face decoder, with a separate output head (lm_head) unless tied. */
@@ -323,8 +325,15 @@ function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape
   if (!d.tied) tensors.push(t('lm_head.weight', [V, H], d.head));
   for (let l = 0; l < d.LAYERS; l++) {
     const p = `model.layers.${l}.`;
-    tensors.push(t(`${p}input_layernorm.weight`, [H], ...d.norm), t(`${p}post_attention_layernorm.weight`, [H], ...d.norm));
+    if (!d.olmo2) tensors.push(t(`${p}input_layernorm.weight`, [H], ...d.norm), t(`${p}post_attention_layernorm.weight`, [H], ...d.norm));
     if (d.gemma) tensors.push(t(`${p}pre_feedforward_layernorm.weight`, [H], ...d.norm), t(`${p}post_feedforward_layernorm.weight`, [H], ...d.norm));
+    if (d.olmo2) {
+      tensors.push(t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], d.qk), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], d.qk), t(`${p}self_attn.v_proj.weight`, [KV * HD, H], d.v),
+        t(`${p}self_attn.q_norm.weight`, [HEADS * HD], ...d.qkNorm!), t(`${p}self_attn.k_norm.weight`, [KV * HD], ...d.qkNorm!), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], d.o),
+        t(`${p}post_attention_layernorm.weight`, [H], ...d.norm), t(`${p}mlp.gate_proj.weight`, [FF, H], d.mlp), t(`${p}mlp.up_proj.weight`, [FF, H], d.mlp),
+        t(`${p}mlp.down_proj.weight`, [H, FF], d.mlp), t(`${p}post_feedforward_layernorm.weight`, [H], ...d.norm));
+      continue;
+    }
     if (d.fused) {
       const q = t(`${p}q`, [HEADS * HD, H], d.qk), k = t(`${p}k`, [KV * HD, H], d.qk), v = t(`${p}v`, [KV * HD, H], d.v);
       const qkv = new Float32Array(q.data.length + k.data.length + v.data.length);
@@ -377,6 +386,7 @@ const qwen3: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, 
 const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true };
 const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
+const olmo2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], qkNorm: [1.5, 1], olmo2: true };
 const smollm3: Decoder = { ...D, HD: 16, LAYERS: 4, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const phi3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], fused: true };
 // Four layers, local and global in turn (window 4). Its head is the embedding: a final norm of
@@ -431,6 +441,12 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.phi3?.rotaryDims, cfg.phi3?.longrope?.attnFactor]).toEqual([12, Math.sqrt(1 + Math.log(8) / Math.log(512))]),
     without: (cfg) => ({ ...cfg, phi3: { rotaryDims: cfg.phi3!.rotaryDims } }),
+  },
+  {
+    title: 'OLMo 2: norms after attention and FFN only, q/k norms over the whole projection', seed: 43, decoder: olmo2,
+    config: { ...hfConfig(olmo2, 'Olmo2ForCausalLM', 'olmo2'), rope_theta: 500000, hidden_act: 'silu', attention_bias: false, rope_scaling: null },
+    expectConfig: (cfg) => expect([cfg.olmo2, cfg.qk_norm]).toEqual([true, true]),
+    without: (cfg) => ({ ...cfg, qk_norm: false }),
   },
   {
     // Layer 3 of 4 without rope, as SmolLM3's no_rope_layers say and llama.cpp assumes.
