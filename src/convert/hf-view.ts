@@ -231,7 +231,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, qwen2, qwen3, gemma2, gemma3_text, phi3). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, smollm3, granite, qwen2, qwen3, olmo2, gemma2, gemma3_text, phi3). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -252,7 +252,8 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
-    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings'] as const),
+    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
+      'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling'] as const),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }

@@ -37,6 +37,11 @@ export interface LlamaConfig {
   partial_rotary_factor?: number;
   /** Phi-3: the context the model was trained with before LongRoPE. */
   original_max_position_embeddings?: number;
+  /** Granite: embeddings, residual branches and attention scores are scaled, logits divided. */
+  embedding_multiplier?: number;
+  residual_multiplier?: number;
+  attention_multiplier?: number;
+  logits_scaling?: number;
 }
 
 const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
@@ -168,7 +173,7 @@ export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined
  * The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model; SmolLM3 (the
  * converter's LlamaModel subclass) writes the same keys under `smollm3.`.
  */
-export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama' | 'smollm3' = 'llama'): Record<string, GgufValue> {
+export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama' | 'smollm3' | 'granite' = 'llama'): Record<string, GgufValue> {
   for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
     if (!Number.isInteger(cfg[k]) || cfg[k] <= 0) {
       fail(ErrorCodes.CONFIG ?? ErrorCodes.MODEL, `[gguf] config.json: ${k} must be a positive integer but is ${String(cfg[k])}`, { option: k, value: cfg[k] });
@@ -377,10 +382,23 @@ export function phi3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
   return md;
 }
 
+/**
+ * The keys of a Granite (3.x dense) model: Llama's under `granite.`, and its four scales
+ * (convert_hf_to_gguf's GraniteModel): attention.scale, embedding_scale, residual_scale, logit_scale.
+ */
+export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const md = llamaMetadata(cfg, name, 'granite');
+  for (const [key, gguf] of [['attention_multiplier', 'attention.scale'], ['embedding_multiplier', 'embedding_scale'], ['residual_multiplier', 'residual_scale'], ['logits_scaling', 'logit_scale']] as const) {
+    const v = cfg[key];
+    if (v !== undefined) md[`granite.${gguf}`] = { type: 'f32', value: v };
+  }
+  return md;
+}
+
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'qwen2' | 'qwen3' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -404,6 +422,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
       return f ? [{ name: 'rope_freqs.weight', values: f }] : [];
     },
   },
+  { name: 'granite', modelTypes: ['granite'], permuteQK: true, metadata: graniteMetadata },
   // SmolLM3: Llama with every 4th layer without rope (llama.cpp fixes the step at 4).
   { name: 'smollm3', modelTypes: ['smollm3'], permuteQK: true, metadata: (cfg, name) => llamaMetadata(cfg, name, 'smollm3') },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },

@@ -48,6 +48,11 @@ export interface LlamaConfig {
    * post_feedforward_layernorm), and q_norm / k_norm over the whole q and k projections.
    */
   olmo2?: boolean;
+  /**
+   * Granite: embeddings times `embedding`, each residual branch times `residual` before it is
+   * added, attention scores times `attention` (instead of 1/sqrt(head_dim)), logits divided by `logits`.
+   */
+  granite?: { embedding: number; residual: number; attention: number; logits: number };
 }
 
 /**
@@ -123,6 +128,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (j.model_type === 'granite') {
+    cfg.granite = { embedding: pos('embedding_multiplier', 1), residual: pos('residual_multiplier', 1), attention: pos('attention_multiplier', 1), logits: pos('logits_scaling', 1) };
+  }
   if (j.model_type === 'olmo2') {
     cfg.olmo2 = true;
     cfg.qk_norm = true;

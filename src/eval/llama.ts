@@ -247,11 +247,13 @@ export class LlamaModel {
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
     const xn = x.subarray(0, n * d.dim);
-    if (gemma) {
-      const scale = Math.fround(Math.sqrt(d.dim));
+    const granite = this.config.granite;
+    if (gemma || granite) {
+      const scale = gemma ? Math.fround(Math.sqrt(d.dim)) : granite!.embedding;
       for (let i = 0; i < n * d.dim; i++) x[i] *= scale;
     }
-    const attnScale = 1 / Math.sqrt(gemma ? gemma.queryPreAttnScalar : d.headDim);
+    const attnScale = granite ? granite.attention : 1 / Math.sqrt(gemma ? gemma.queryPreAttnScalar : d.headDim);
+    const residual = granite?.residual ?? 1;
 
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
@@ -279,7 +281,7 @@ export class LlamaModel {
       attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, gemma?.attnLogitSoftcapping, scores, att);
       L.o.apply(att, n, xb2);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
-      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
+      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
 
       if (L.ffnNorm) rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
       else xb.set(x.subarray(0, n * d.dim));
@@ -293,7 +295,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.ffn; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
       L.down.apply(g, n, xb2);
       if (L.ffnOutNorm) rmsNorm(xb2, n, d.dim, L.ffnOutNorm, eps, xb2);
-      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i];
+      for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
       opts.onLayer?.(l, xn);
     }
     rmsNorm(x, n, d.dim, this.finalNorm, eps, xb);
@@ -301,6 +303,7 @@ export class LlamaModel {
     this.head.apply(xb, n, out);
     const cap = gemma?.finalLogitSoftcapping;
     if (cap) for (let i = 0; i < out.length; i++) out[i] = cap * Math.tanh(out[i] / cap);
+    if (granite) for (let i = 0; i < out.length; i++) out[i] /= granite.logits;
     return out;
   }
 

@@ -5,7 +5,8 @@
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
 // its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
 // biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), OLMo 2 (post-norms,
-// whole-projection q/k norms), SmolLM3 (layers without rope), Phi-3 (fused projections,
+// whole-projection q/k norms), Granite (scaled embeddings, branches, scores, logits), SmolLM3
+// (layers without rope), Phi-3 (fused projections,
 // partial rotary, LongRoPE), Gemma 2 and 3 (1 + w
 // sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
 // must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
@@ -386,6 +387,7 @@ const qwen3: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, 
 const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], qkNorm: [1, 0], gemma: true };
 const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
+const granite: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const olmo2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], qkNorm: [1.5, 1], olmo2: true };
 const smollm3: Decoder = { ...D, HD: 16, LAYERS: 4, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const phi3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], fused: true };
@@ -441,6 +443,15 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.phi3?.rotaryDims, cfg.phi3?.longrope?.attnFactor]).toEqual([12, Math.sqrt(1 + Math.log(8) / Math.log(512))]),
     without: (cfg) => ({ ...cfg, phi3: { rotaryDims: cfg.phi3!.rotaryDims } }),
+  },
+  {
+    title: 'Granite: scaled embeddings, residual branches, attention scores and logits', seed: 47, decoder: granite,
+    config: {
+      ...hfConfig(granite, 'GraniteForCausalLM', 'granite'), rope_theta: 10000, hidden_act: 'silu', attention_bias: false, mlp_bias: false, rope_scaling: null,
+      embedding_multiplier: 2, residual_multiplier: 0.5, attention_multiplier: 0.1, logits_scaling: 2,
+    },
+    expectConfig: (cfg) => expect(cfg.granite).toEqual({ embedding: 2, residual: 0.5, attention: 0.1, logits: 2 }),
+    without: (cfg) => ({ ...cfg, granite: undefined }),
   },
   {
     title: 'OLMo 2: norms after attention and FFN only, q/k norms over the whole projection', seed: 43, decoder: olmo2,
