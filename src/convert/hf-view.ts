@@ -8,7 +8,7 @@ import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../i
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
-import { GGUF_ARCHITECTURES, ggufArchitecture, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -34,6 +34,20 @@ interface Entry {
   shift: number;
   /** A tensor the converter adds, not in the source (rope_freqs.weight); `src` is then `info`. */
   synth?: Float32Array;
+  /** A layer's MoE experts stacked into one tensor: the per-expert source tensors, in order. */
+  experts?: TensorInfo[];
+}
+
+/** Values of several tensors of one dtype, one after another. */
+function concatValues(parts: TensorValues[]): TensorValues {
+  const total = parts.reduce((a, p) => a + p.values.length, 0);
+  const values = parts[0].dtype === 'f32' ? new Float32Array(total) : new Uint16Array(total);
+  let at = 0;
+  for (const p of parts) {
+    values.set(p.values as never, at);
+    at += p.values.length;
+  }
+  return { values, dtype: parts[0].dtype } as TensorValues;
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -73,7 +87,17 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   const permute = arch?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];
+  // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
+  const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   for (const src of input.tensors) {
+    const slot = ggufExpertSlot(src.name);
+    if (slot) {
+      let g = experts.get(slot.name);
+      if (!g) experts.set(slot.name, (g = { at: tensors.length, list: [] }));
+      if (g.list[slot.expert]) fail(ErrorCodes.MODEL, `[convert] ${input.source}: two tensors for expert ${slot.expert} of "${slot.name}"`, { file: input.source, tensor: src.name });
+      g.list[slot.expert] = src;
+      continue;
+    }
     const name = ggufTensorName(src.name, arch?.name);
     if (name === undefined) continue;
     if (entries.has(name)) {
@@ -105,6 +129,21 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     tensors.push(info);
   }
 
+  for (const [name, g] of [...experts].reverse()) {
+    const list = g.list, first = list[0];
+    for (let e = 0; e < list.length; e++) {
+      const x = list[e];
+      if (!x || x.dtype !== first?.dtype || x.shape.join() !== first.shape.join() || x.shape.length !== 2 || !(x.dtype in ELEM)) {
+        fail(ErrorCodes.MODEL, `[convert] ${input.source}: the experts of "${name}" must be F32, F16 or BF16 matrices of one dtype and shape; expert ${e} is ${x ? `${x.dtype} [${x.shape}]` : 'missing'}`, {
+          file: input.source, tensor: x?.name ?? name, expected: first ? `${first.dtype} [${first.shape}]` : 'expert 0',
+        });
+      }
+    }
+    const info: TensorInfo = { name, dtype: first.dtype, shape: [list.length, ...first.shape], offset: 0, byteLength: list.reduce((a, x) => a + x.byteLength, 0) };
+    entries.set(name, { info, src: first, widened: false, shift: 0, experts: list });
+    tensors.splice(g.at, 0, info);
+  }
+
   // Tensors the converter adds (rope factors: Llama 3.1+ rope_freqs, Phi-3's LongRoPE), first.
   for (const x of (arch?.extraTensors?.(config) ?? []).reverse()) {
     const info: TensorInfo = { name: x.name, dtype: 'F32', shape: [x.values.length], offset: 0, byteLength: x.values.byteLength };
@@ -134,6 +173,12 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readRaw(name) {
       const e = entry(name);
       if (e.synth) return new Uint8Array(e.synth.slice().buffer);
+      if (e.experts) {
+        const parts = await Promise.all(e.experts.map((x) => input.readRaw(x.name)));
+        const out = new Uint8Array(e.info.byteLength);
+        parts.reduce((at, p) => (out.set(p, at), at + p.byteLength), 0);
+        return out;
+      }
       if (e.widened) {
         const f = vectorF32(await input.readValues(e.src.name), e.shift);
         return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
@@ -146,6 +191,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readF32(name) {
       const e = entry(name);
       if (e.synth) return e.synth.slice();
+      if (e.experts) return concatValues(await Promise.all(e.experts.map(async (x) => ({ values: await input.readF32(x.name), dtype: 'f32' as const })))).values as Float32Array;
       if (e.widened) return vectorF32(await input.readValues(e.src.name), e.shift);
       const f = await input.readF32(e.src.name);
       if (e.heads === undefined) return f;
@@ -156,6 +202,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readValues(name) {
       const e = entry(name);
       if (e.synth) return { values: e.synth.slice(), dtype: 'f32' };
+      if (e.experts) return concatValues(await Promise.all(e.experts.map((x) => input.readValues(x.name))));
       if (e.widened) return { values: vectorF32(await input.readValues(e.src.name), e.shift), dtype: 'f32' };
       const v = await input.readValues(e.src.name);
       return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
@@ -166,7 +213,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     // Only tensors passed through unchanged are stored as the view reads them.
     view.locate = (name, firstRow, rows) => {
       const e = entry(name);
-      return e.widened || e.synth || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
+      return e.widened || e.synth || e.experts || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
     };
   }
   if (readRows) {
@@ -183,6 +230,16 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
       if (e.widened || e.info.shape.length <= 1) {
         const v = await view.readValues(name);
         return rows === 0 ? { values: v.values.subarray(0, 0), dtype: v.dtype } as TensorValues : v;
+      }
+      if (e.experts) {
+        // Rows of the stack: expert e holds rows [e * per, (e + 1) * per).
+        const per = e.experts[0].shape[0];
+        const parts: TensorValues[] = [];
+        for (let x = Math.floor(firstRow / per); x < e.experts.length && x * per < firstRow + rows; x++) {
+          const a = Math.max(firstRow, x * per), b = Math.min(firstRow + rows, (x + 1) * per);
+          parts.push(await readRows.call(input, e.experts[x].name, a - x * per, b - a));
+        }
+        return parts.length ? concatValues(parts) : { values: new Float32Array(0), dtype: 'f32' };
       }
       if (e.heads === undefined) return readRows.call(input, e.src.name, firstRow, rows);
       return permutedRows(e, nrows, rowLen, firstRow, rows);
@@ -231,7 +288,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, smollm3, granite, qwen2, qwen3, olmo2, gemma2, gemma3_text, phi3). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, mixtral, smollm3, granite, qwen2, qwen3, qwen3_moe, olmo2, gemma2, gemma3_text, phi3). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -253,7 +310,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
-      'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling'] as const),
+      'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size'] as const),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }

@@ -37,6 +37,11 @@ export interface LlamaConfig {
   partial_rotary_factor?: number;
   /** Phi-3: the context the model was trained with before LongRoPE. */
   original_max_position_embeddings?: number;
+  /** MoE (Mixtral: num_local_experts, Qwen-MoE: num_experts): experts per layer, used per token, their FFN width. */
+  num_local_experts?: number;
+  num_experts?: number;
+  num_experts_per_tok?: number;
+  moe_intermediate_size?: number;
   /** Granite: embeddings, residual branches and attention scores are scaled, logits divided. */
   embedding_multiplier?: number;
   residual_multiplier?: number;
@@ -55,6 +60,9 @@ const LAYER_NAMES: Record<string, string> = {
   'self_attn.k_proj.bias': 'attn_k.bias',
   'self_attn.v_proj.bias': 'attn_v.bias',
   'self_attn.q_norm.weight': 'attn_q_norm.weight',
+  // MoE routers (Mixtral, Qwen-MoE); their experts are merged (ggufExpertSlot).
+  'block_sparse_moe.gate.weight': 'ffn_gate_inp.weight',
+  'mlp.gate.weight': 'ffn_gate_inp.weight',
   // Phi-3's fused projections stay fused in llama.cpp.
   'self_attn.qkv_proj.weight': 'attn_qkv.weight',
   'mlp.gate_up_proj.weight': 'ffn_up.weight',
@@ -78,6 +86,32 @@ const GLOBAL_NAMES: Record<string, string> = {
   'model.norm.weight': 'output_norm.weight',
   'lm_head.weight': 'output.weight',
 };
+
+// A per-expert MoE matrix: Mixtral's block_sparse_moe.experts.E.w1/w2/w3, Qwen-MoE's
+// mlp.experts.E.gate_proj/up_proj/down_proj.
+const EXPERT = /^model\.layers\.(\d+)\.(?:block_sparse_moe\.experts\.(\d+)\.(w1|w2|w3)|mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj))\.weight$/;
+const EXPERT_NAMES: Record<string, string> = { w1: 'ffn_gate_exps', w3: 'ffn_up_exps', w2: 'ffn_down_exps', gate_proj: 'ffn_gate_exps', up_proj: 'ffn_up_exps', down_proj: 'ffn_down_exps' };
+
+/**
+ * The merged GGUF tensor a per-expert MoE matrix goes to, and its place in it: llama.cpp stores a
+ * layer's experts as one [experts, rows, cols] tensor (blk.N.ffn_gate_exps, ...), as its converter
+ * stacks them. undefined for other tensors.
+ */
+export function ggufExpertSlot(hf: string): { name: string; expert: number } | undefined {
+  const m = EXPERT.exec(hf);
+  if (!m) return undefined;
+  return { name: `blk.${m[1]}.${EXPERT_NAMES[m[3] ?? m[5]]}.weight`, expert: Number(m[2] ?? m[4]) };
+}
+
+/** Experts per MoE layer and experts used per token, from config.json (undefined: dense). */
+export function moeCounts(cfg: LlamaConfig): { experts: number; used: number } | undefined {
+  const experts = cfg.num_local_experts ?? cfg.num_experts;
+  if (!experts) return undefined;
+  if (!cfg.num_experts_per_tok || cfg.num_experts_per_tok > experts) {
+    fail(ErrorCodes.CONFIG, `[gguf] config.json: a MoE model of ${experts} experts needs "num_experts_per_tok" between 1 and ${experts}`, { option: 'num_experts_per_tok', value: cfg.num_experts_per_tok });
+  }
+  return { experts, used: cfg.num_experts_per_tok! };
+}
 
 /**
  * GGUF name of an HF tensor of architecture `arch` (default llama), or undefined for tensors GGUF
@@ -195,6 +229,11 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
     [`${arch}.rope.freq_base`]: { type: 'f32', value: cfg.rope_theta ?? 10000 },
     [`${arch}.vocab_size`]: { type: 'u32', value: cfg.vocab_size },
   };
+  const moe = moeCounts(cfg);
+  if (moe) {
+    md[`${arch}.expert_count`] = { type: 'u32', value: moe.experts };
+    md[`${arch}.expert_used_count`] = { type: 'u32', value: moe.used };
+  }
   // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
   const rs = cfg.rope_scaling;
   if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
@@ -208,7 +247,7 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
  * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
  * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
  */
-function qwenMetadata(arch: 'qwen2' | 'qwen3' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
+function qwenMetadata(arch: 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -243,6 +282,19 @@ function qwenMetadata(arch: 'qwen2' | 'qwen3' | 'olmo2', cfg: LlamaConfig, name:
 /** The keys of a Qwen2 model (Qwen2, Qwen2.5). */
 export function qwen2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   return qwenMetadata('qwen2', cfg, name);
+}
+
+/** The keys of a Qwen3-MoE model: Qwen3's under `qwen3moe.`, and the experts' count, use and width. */
+export function qwen3MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const md = qwenMetadata('qwen3moe', cfg, name);
+  const moe = moeCounts(cfg);
+  if (!moe || !cfg.moe_intermediate_size) {
+    fail(ErrorCodes.CONFIG, '[gguf] config.json: a Qwen3-MoE model needs "num_experts", "num_experts_per_tok" and "moe_intermediate_size"', { option: 'num_experts', value: cfg.num_experts });
+  }
+  md['qwen3moe.expert_count'] = { type: 'u32', value: moe!.experts };
+  md['qwen3moe.expert_used_count'] = { type: 'u32', value: moe!.used };
+  md['qwen3moe.expert_feed_forward_length'] = { type: 'u32', value: cfg.moe_intermediate_size! };
+  return md;
 }
 
 /** The keys of a Qwen3 (dense) model. */
@@ -398,7 +450,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -416,7 +468,8 @@ export interface GgufArchitecture {
 /** One entry per architecture: model types, q/k layout and metadata keys. */
 export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   {
-    name: 'llama', modelTypes: ['llama', 'mistral'], permuteQK: true, metadata: llamaMetadata,
+    // Mixtral is Llama with MoE layers (expert_count, expert_used_count; experts merged).
+    name: 'llama', modelTypes: ['llama', 'mistral', 'mixtral'], permuteQK: true, metadata: llamaMetadata,
     extraTensors: (cfg) => {
       const f = llama3RopeFactors(cfg.rope_scaling, cfg.rope_theta ?? 10000, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
       return f ? [{ name: 'rope_freqs.weight', values: f }] : [];
@@ -427,6 +480,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'smollm3', modelTypes: ['smollm3'], permuteQK: true, metadata: (cfg, name) => llamaMetadata(cfg, name, 'smollm3') },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
+  { name: 'qwen3moe', modelTypes: ['qwen3_moe'], permuteQK: false, metadata: qwen3MoeMetadata },
   // OLMo 2: norms after attention and after the FFN only, q/k norms over the whole projection;
   // the converter's TextModel keys, as Qwen's, under olmo2.
   { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },

@@ -53,6 +53,12 @@ export interface LlamaConfig {
    * added, attention scores times `attention` (instead of 1/sqrt(head_dim)), logits divided by `logits`.
    */
   granite?: { embedding: number; residual: number; attention: number; logits: number };
+  /**
+   * MoE FFN (Mixtral: block_sparse_moe, Qwen3-MoE: mlp.experts): a router picks `used` of
+   * `experts` per token (softmax over all, the top `used`, renormalised), each a SwiGLU of width
+   * `ffn`; the output is their weighted sum.
+   */
+  moe?: { experts: number; used: number; ffn: number; names: 'mixtral' | 'qwen' };
 }
 
 /**
@@ -107,6 +113,11 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (!num(v) || v <= 0) fail(ErrorCodes.MODEL, `[llama] config.${key} must be a positive number but got ${String(v)}`, { option: key, value: v, expected: 'a positive number' });
     return v;
   };
+  const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
+    if (j[key] !== undefined && !ok(j[key])) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
+    }
+  };
   const heads = int('num_attention_heads');
   const gemma = j.model_type === 'gemma3_text' ? 3 : j.model_type === 'gemma2' ? 2 : 0;
   const cfg: LlamaConfig = {
@@ -128,6 +139,18 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
+  if (j.model_type === 'mixtral' || j.model_type === 'qwen3_moe') {
+    const qwen = j.model_type === 'qwen3_moe';
+    const experts = int(qwen ? 'num_experts' : 'num_local_experts');
+    const used = int('num_experts_per_tok');
+    if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
+    // Qwen3-MoE's norm_topk_prob false (scores left as the softmax over all experts gave them) is not implemented.
+    unsupported('norm_topk_prob', (v) => v === true, 'true');
+    unsupported('decoder_sparse_step', (v) => v === 1, '1');
+    unsupported('mlp_only_layers', (v) => Array.isArray(v) && v.length === 0, '[]');
+    cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral' };
+    if (qwen) cfg.qk_norm = true;
+  }
   if (j.model_type === 'granite') {
     cfg.granite = { embedding: pos('embedding_multiplier', 1), residual: pos('residual_multiplier', 1), attention: pos('attention_multiplier', 1), logits: pos('logits_scaling', 1) };
   }
@@ -159,11 +182,6 @@ export function llamaConfig(json: unknown): LlamaConfig {
       finalLogitSoftcapping: cap('final_logit_softcapping'),
     };
   }
-  const unsupported = (key: string, ok: (v: unknown) => boolean, expected: string) => {
-    if (j[key] !== undefined && !ok(j[key])) {
-      fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(j[key])} is not supported; expected ${expected}`, { option: key, value: j[key], expected });
-    }
-  };
   const rs = j.rope_scaling as Record<string, unknown> | null | undefined;
   const ropeType = rs && typeof rs === 'object' ? rs.rope_type ?? rs.type : undefined;
   if (j.model_type === 'phi3') {
@@ -241,9 +259,20 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
     names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
     if (config.gemma) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
-    names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+    if (config.moe) names.push(...moeTensorNames(config.moe, p));
+    else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
   names.push('model.norm.weight');
   if (!config.tie_word_embeddings) names.push('lm_head.weight');
+  return names;
+}
+
+/** A MoE layer's router, then each expert's gate, up and down matrices (Hugging Face names). */
+export function moeTensorNames(moe: NonNullable<LlamaConfig['moe']>, prefix: string): string[] {
+  const names = [moe.names === 'mixtral' ? `${prefix}block_sparse_moe.gate.weight` : `${prefix}mlp.gate.weight`];
+  for (let e = 0; e < moe.experts; e++) {
+    const x = moe.names === 'mixtral' ? `${prefix}block_sparse_moe.experts.${e}.` : `${prefix}mlp.experts.${e}.`;
+    names.push(...(moe.names === 'mixtral' ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj']).map((w) => `${x}${w}.weight`));
+  }
   return names;
 }

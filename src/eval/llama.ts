@@ -12,7 +12,7 @@
 // A WeightSource's matvec hook still sees one activation vector per call, which is what a
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
-import { checkShape, layerPrefix, type Dims, type LlamaConfig } from './config.js';
+import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
@@ -107,7 +107,10 @@ interface LayerWeights {
   /** Separate projections, or Phi-3's fused ones (qkv: q, k, v rows; gateUp: gate, up rows). */
   q?: Linear; k?: Linear; v?: Linear; gate?: Linear; up?: Linear;
   qkv?: Linear; gateUp?: Linear;
-  o: Linear; down: Linear;
+  o: Linear; down?: Linear;
+  /** A MoE FFN instead of gate/up/down: the router and each expert's matrices. */
+  router?: Linear;
+  experts?: { gate: Linear; up: Linear; down: Linear }[];
 }
 
 async function getChecked(src: WeightSource, name: string, length: number, shape: string): Promise<Float32Array> {
@@ -190,8 +193,10 @@ export class LlamaModel {
           q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim),
           k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim),
           v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim),
-          gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
-          up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
+          ...(config.moe ? {} : {
+            gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
+            up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
+          }),
         }),
         ...(config.qkv_bias ? {
           qBias: await getChecked(source, `${p}self_attn.q_proj.bias`, d.qDim, `[${d.qDim}]`),
@@ -208,7 +213,7 @@ export class LlamaModel {
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
         } : config.olmo2 ? {} : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
-        down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
+        ...(config.moe ? await moeWeights(source, config.moe, p, d.dim) : { down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn) }),
       });
     }
     const finalNorm = await norm('model.norm.weight', d.dim);
@@ -285,15 +290,19 @@ export class LlamaModel {
 
       if (L.ffnNorm) rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (L.gateUp) {
-        L.gateUp.apply(xb, n, fused);
-        splitRows(fused, n, [[g, d.ffn], [u, d.ffn]]);
+      if (L.router) {
+        moeFfn(L, this.config.moe!, xb, n, d.dim, xb2);
       } else {
-        L.gate!.apply(xb, n, g);
-        L.up!.apply(xb, n, u);
+        if (L.gateUp) {
+          L.gateUp.apply(xb, n, fused);
+          splitRows(fused, n, [[g, d.ffn], [u, d.ffn]]);
+        } else {
+          L.gate!.apply(xb, n, g);
+          L.up!.apply(xb, n, u);
+        }
+        for (let i = 0; i < n * d.ffn; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
+        L.down!.apply(g, n, xb2);
       }
-      for (let i = 0; i < n * d.ffn; i++) g[i] = (gemma ? geluTanh(g[i]) : silu(g[i])) * u[i];
-      L.down.apply(g, n, xb2);
       if (L.ffnOutNorm) rmsNorm(xb2, n, d.dim, L.ffnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
       opts.onLayer?.(l, xn);
@@ -355,6 +364,49 @@ interface Workspace {
   att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array; scores: Float64Array;
   /** Output of a fused projection (Phi-3), before it is split. */
   fused: Float32Array;
+}
+
+/** A MoE layer's router and experts, read in moeTensorNames' order. */
+async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number): Promise<Pick<LayerWeights, 'router' | 'experts'>> {
+  const names = moeTensorNames(moe, prefix);
+  const router = await linear(source, names[0], moe.experts, dim);
+  const experts: { gate: Linear; up: Linear; down: Linear }[] = [];
+  for (let e = 0; e < moe.experts; e++) {
+    const [g, u, dn] = names.slice(1 + 3 * e, 4 + 3 * e);
+    experts.push({ gate: await linear(source, g, moe.ffn, dim), up: await linear(source, u, moe.ffn, dim), down: await linear(source, dn, dim, moe.ffn) });
+  }
+  return { router, experts };
+}
+
+/**
+ * The MoE FFN of n positions: softmax of the router's scores (float64), the `used` most likely
+ * experts (the lower index first on a tie), their probabilities renormalised to sum 1, and the sum
+ * of their SwiGLU outputs so weighted, into out [n, dim].
+ */
+function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float32Array, n: number, dim: number, out: Float32Array): void {
+  const E = moe.experts;
+  const scores = new Float32Array(n * E);
+  L.router!.apply(x, n, scores);
+  const g = new Float32Array(moe.ffn), u = new Float32Array(moe.ffn), y = new Float32Array(dim);
+  const p = new Float64Array(E);
+  out.fill(0, 0, n * dim);
+  for (let t = 0; t < n; t++) {
+    let max = -Infinity, sum = 0;
+    for (let e = 0; e < E; e++) max = Math.max(max, scores[t * E + e]);
+    for (let e = 0; e < E; e++) sum += (p[e] = Math.exp(scores[t * E + e] - max));
+    const pick = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b).slice(0, moe.used);
+    const total = pick.reduce((a, e) => a + p[e], 0);
+    const xt = x.subarray(t * dim, (t + 1) * dim);
+    for (const e of pick) {
+      const ex = L.experts![e];
+      ex.gate.apply(xt, 1, g);
+      ex.up.apply(xt, 1, u);
+      for (let i = 0; i < g.length; i++) g[i] = silu(g[i]) * u[i];
+      ex.down.apply(g, 1, y);
+      const w = p[e] / total;
+      for (let i = 0; i < dim; i++) out[t * dim + i] += w * y[i];
+    }
+  }
 }
 
 /** Splits n rows of concatenated parts (row t: part 0, part 1, ...) into one array per part. */

@@ -64,6 +64,9 @@ export interface QuantizedWeightsOptions {
  * are read up front (weightSource).
  */
 export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, opts: QuantizedWeightsOptions = {}): Promise<WeightSource> {
+  if (config.moe && ckpt.format === 'gguf') {
+    fail(ErrorCodes.MODEL, `[eval] ${ckpt.source}: a GGUF stores a MoE layer's experts stacked, which the reference forward cannot read yet; evaluate a safetensors output of the same plan instead`, { file: ckpt.source, option: 'model_type', value: config.model_type });
+  }
   const q = await openQuantized(ckpt, opts.serve);
   const isGguf = ckpt.format === 'gguf';
   const arch = ggufArchitecture({ model_type: config.model_type })?.name;

@@ -94,3 +94,41 @@ describe.skipIf(!hasShared)('ggufView on stories260K', () => {
     expect(withVocab.map((e) => e.key)).toEqual(['tokenizer.ggml.model', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.bos_token_id']);
   });
 });
+
+describe('ggufView of a MoE checkpoint', () => {
+  it('stacks each layer\'s experts into one [experts, rows, cols] tensor, on every read path', async () => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const E = 3, FF = 8, H = 4;
+    // Exact in bf16: the expert, the matrix and the element show in the value.
+    const val = (e: number, w: string, i: number) => e * 16 + (w === 'w1' ? 0 : w === 'w3' ? 4 : 8) + (i % 4) * 0.25;
+    const tensors = [];
+    for (let e = 0; e < E; e++) {
+      for (const w of ['w1', 'w3', 'w2']) {
+        const shape = w === 'w2' ? [H, FF] : [FF, H];
+        tensors.push({ name: `model.layers.0.block_sparse_moe.experts.${e}.${w}.weight`, dtype: 'BF16', shape, data: Uint16Array.from({ length: FF * H }, (_, i) => new Uint32Array(new Float32Array([val(e, w, i)]).buffer)[0] >>> 16) });
+      }
+    }
+    tensors.push({ name: 'model.layers.0.block_sparse_moe.gate.weight', dtype: 'F32', shape: [E, H], data: new Float32Array(E * H).fill(0.5) });
+    const ck = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors })), 'moe.safetensors'));
+    const cfg = { model_type: 'mixtral', hidden_size: H, intermediate_size: FF, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 8, num_local_experts: E, num_experts_per_tok: 2 };
+    const view = ggufView(ck, cfg);
+    expect(view.tensors.map((t) => [t.name, t.shape, t.dtype])).toEqual([
+      ['blk.0.ffn_gate_exps.weight', [E, FF, H], 'BF16'], ['blk.0.ffn_up_exps.weight', [E, FF, H], 'BF16'], ['blk.0.ffn_down_exps.weight', [E, H, FF], 'BF16'],
+      ['blk.0.ffn_gate_inp.weight', [E, H], 'F32'],
+    ]);
+    const all = await view.readF32('blk.0.ffn_up_exps.weight');
+    for (let e = 0; e < E; e++) expect(all[e * FF * H + 5]).toBe(val(e, 'w3', 5));
+    expect((await view.readValues('blk.0.ffn_up_exps.weight')).values).toHaveLength(E * FF * H);
+    expect(await view.readRaw('blk.0.ffn_up_exps.weight')).toHaveLength(E * FF * H * 2);
+    // Row ranges within one expert and across two: the same values as the whole.
+    const whole = (await view.readValues('blk.0.ffn_up_exps.weight')).values;
+    for (const [r0, n] of [[0, 3], [6, 5], [7, 10], [0, E * FF]]) {
+      expect((await view.readRows!('blk.0.ffn_up_exps.weight', r0, n)).values, `${r0}+${n}`).toEqual(whole.subarray(r0 * H, (r0 + n) * H));
+    }
+    expect(view.locate?.('blk.0.ffn_up_exps.weight', 0, 1)).toBeUndefined();
+    // Experts of different shapes are refused, naming the tensor.
+    const bad = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [tensors[0], { ...tensors[3], shape: [H, FF] }] })), 'bad.safetensors'));
+    expect(() => ggufView(bad, cfg)).toThrow(/experts of "blk.0.ffn_gate_exps.weight"/);
+  });
+});
