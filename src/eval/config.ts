@@ -55,10 +55,14 @@ export interface LlamaConfig {
   granite?: { embedding: number; residual: number; attention: number; logits: number };
   /**
    * MoE FFN (Mixtral: block_sparse_moe, Qwen3-MoE: mlp.experts): a router picks `used` of
-   * `experts` per token (softmax over all, the top `used`, renormalised), each a SwiGLU of width
+   * `experts` per token (softmax over all, the top `used`, renormalised unless `unnormalized`), each a SwiGLU of width
    * `ffn`; the output is their weighted sum.
    */
-  moe?: { experts: number; used: number; ffn: number; names: 'mixtral' | 'qwen' };
+  moe?: {
+    experts: number; used: number; ffn: number; names: 'mixtral' | 'qwen';
+    /** Qwen3-MoE with norm_topk_prob false (its config class's default): the picked experts keep their softmax probabilities. */
+    unnormalized?: true;
+  };
 }
 
 /**
@@ -144,11 +148,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
     const experts = int(qwen ? 'num_experts' : 'num_local_experts');
     const used = int('num_experts_per_tok');
     if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
-    // Qwen3-MoE's norm_topk_prob false (scores left as the softmax over all experts gave them) is not implemented.
-    unsupported('norm_topk_prob', (v) => v === true, 'true');
     unsupported('decoder_sparse_step', (v) => v === 1, '1');
     unsupported('mlp_only_layers', (v) => Array.isArray(v) && v.length === 0, '[]');
-    cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral' };
+    cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral', ...(qwen && j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
     if (qwen) cfg.qk_norm = true;
   }
   if (j.model_type === 'granite') {

@@ -380,8 +380,8 @@ async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['mo
 
 /**
  * The MoE FFN of n positions: softmax of the router's scores (float64), the `used` most likely
- * experts (the lower index first on a tie), their probabilities renormalised to sum 1, and the sum
- * of their SwiGLU outputs so weighted, into out [n, dim].
+ * experts (the lower index first on a tie), their probabilities renormalised to sum 1 (unless
+ * moe.unnormalized), and the sum of their SwiGLU outputs so weighted, into out [n, dim].
  */
 function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float32Array, n: number, dim: number, out: Float32Array): void {
   const E = moe.experts;
@@ -395,7 +395,7 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
     for (let e = 0; e < E; e++) max = Math.max(max, scores[t * E + e]);
     for (let e = 0; e < E; e++) sum += (p[e] = Math.exp(scores[t * E + e] - max));
     const pick = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b).slice(0, moe.used);
-    const total = pick.reduce((a, e) => a + p[e], 0);
+    const total = moe.unnormalized ? sum : pick.reduce((a, e) => a + p[e], 0);
     const xt = x.subarray(t * dim, (t + 1) * dim);
     for (const e of pick) {
       const ex = L.experts![e];

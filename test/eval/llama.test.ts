@@ -171,6 +171,30 @@ describe('Llama config and input validation', () => {
     await checkpointWeights({ tensors: [{ name: 'model.embed_tokens.weight' }], readF32: async (n: string) => { read.push(n); return new Float32Array(1); } }).get('model.norm.weight');
     expect(read).toEqual(['model.norm.weight']);
   });
+  it('runs Qwen3-MoE\'s unnormalized top-k: the same as renormalised when every expert is used, different otherwise', async () => {
+    const base3 = { model_type: 'qwen3_moe', hidden_size: 8, intermediate_size: 12, moe_intermediate_size: 6, num_hidden_layers: 1, num_attention_heads: 2, head_dim: 4, vocab_size: 16, num_experts: 3 };
+    const logits = async (c: LlamaConfig) => {
+      const w = new Map<string, Float32Array>();
+      const shape = (n: string): number => {
+        const hd = 4, D = 8;
+        if (n.endsWith('embed_tokens.weight') || n === 'lm_head.weight') return 16 * D;
+        if (/norm\.weight$/.test(n)) return n.includes('self_attn') ? hd : D;
+        if (/_proj\.weight$/.test(n) && n.includes('self_attn')) return 2 * hd * D;
+        if (n.endsWith('mlp.gate.weight')) return 3 * D;
+        return 6 * D;
+      };
+      const r = lcg(5);
+      for (const n of llamaTensorNames(c)) w.set(n, Float32Array.from({ length: shape(n) }, () => (n.includes('norm') ? 1 : 0) + r(0.5)));
+      return (await LlamaModel.load(c, mapSource(w))).forward([1, 2, 3]).slice();
+    };
+    const norm = llamaConfig({ ...base3, num_experts_per_tok: 2, norm_topk_prob: true });
+    const raw = llamaConfig({ ...base3, num_experts_per_tok: 2 });
+    expect([norm.moe?.unnormalized, raw.moe?.unnormalized]).toEqual([undefined, true]);
+    expect(await logits(raw)).not.toEqual(await logits(norm));
+    const all = (n: boolean) => llamaConfig({ ...base3, num_experts_per_tok: 3, ...(n ? { norm_topk_prob: true } : {}) });
+    const [a, b] = [await logits(all(false)), await logits(all(true))];
+    for (let i = 0; i < a.length; i++) expect(a[i]).toBeCloseTo(b[i], 5);
+  });
   it('takes linear and llama3 rope scaling as per-frequency divisors', () => {
     const hd = base.hidden_size / base.num_attention_heads;
     expect([...llamaConfig({ ...base, rope_scaling: { type: 'linear', factor: 2 } }).rope_factors!]).toEqual(new Array(hd / 2).fill(2));
