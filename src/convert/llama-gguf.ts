@@ -114,6 +114,17 @@ export function moeCounts(cfg: LlamaConfig): { experts: number; used: number } |
 }
 
 /**
+ * A multimodal checkpoint's language-model tensor under the name a text-only checkpoint gives it:
+ * transformers saves it as language_model.model.* (4.50) or model.language_model.* (later), as in
+ * Gemma 3 4B and up. Other names are returned as they are.
+ */
+export function languageModelName(hf: string): string {
+  if (hf.startsWith('language_model.')) return hf.slice('language_model.'.length);
+  if (hf.startsWith('model.language_model.')) return `model.${hf.slice('model.language_model.'.length)}`;
+  return hf;
+}
+
+/**
  * GGUF name of an HF tensor of architecture `arch` (default llama), or undefined for tensors GGUF
  * does not store (rotary caches).
  */
@@ -121,12 +132,10 @@ export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
   // Gemma 2's converter drops lm_head: llama.cpp runs the tied embedding.
   if (arch === 'gemma2' && hf === 'lm_head.weight') return undefined;
   if (arch === 'gemma3') {
-    // A multimodal Gemma 3 checkpoint: its language model under language_model.model.* (or, as
-    // newer transformers save it, model.language_model.*); the vision tower and the projector
-    // are not part of the text GGUF (llama.cpp's converter writes them to a separate mmproj file).
+    // The vision tower and the projector of a multimodal checkpoint are not part of the text GGUF
+    // (llama.cpp's converter writes them to a separate mmproj file).
     if (/^(?:model\.)?(?:vision_tower|multi_modal_projector)\./.test(hf)) return undefined;
-    if (hf.startsWith('language_model.')) hf = hf.slice('language_model.'.length);
-    else if (hf.startsWith('model.language_model.')) hf = `model.${hf.slice('model.language_model.'.length)}`;
+    hf = languageModelName(hf);
   }
   if (hf in GLOBAL_NAMES) return GLOBAL_NAMES[hf];
   const m = LAYER.exec(hf);

@@ -13,6 +13,7 @@
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
+import { languageModelName } from '../convert/llama-gguf.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
@@ -34,17 +35,17 @@ export interface WeightSource {
 }
 
 /**
- * A WeightSource over a Checkpoint from src/io (or anything else with readF32). A multimodal
- * checkpoint keeps its language model under `language_model.model.*` or `model.language_model.*`
- * (Gemma 3 4B and up); when its tensor list says so, the forward's `model.*` names are read there.
+ * A WeightSource over a Checkpoint from src/io (or anything else with readF32). The language model
+ * of a multimodal checkpoint (Gemma 3 4B and up) is read under its prefixed names (see
+ * languageModelName) when its tensor list holds them.
  */
 export function checkpointWeights(ckpt: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
-  const names = new Set(ckpt.tensors?.map((t) => t.name));
-  const nested = names.has('model.embed_tokens.weight') ? undefined
-    : names.has('language_model.model.embed_tokens.weight') ? (n: string) => `language_model.${n}`
-    : names.has('model.language_model.embed_tokens.weight') ? (n: string) => n.replace(/^model\./, 'model.language_model.')
-    : undefined;
-  return { get: (name) => ckpt.readF32(nested ? nested(name) : name) };
+  // The prefix the stored embedding has in place of "model.", applied to every model.* name.
+  const embed = 'embed_tokens.weight';
+  const names = ckpt.tensors ?? [];
+  const stored = names.some((t) => t.name === `model.${embed}`) ? undefined : names.find((t) => languageModelName(t.name) === `model.${embed}`)?.name;
+  const prefix = stored?.slice(0, -embed.length);
+  return { get: (name) => ckpt.readF32(prefix && name.startsWith('model.') ? prefix + name.slice('model.'.length) : name) };
 }
 
 /**
