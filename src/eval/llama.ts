@@ -320,12 +320,15 @@ export class LlamaModel {
   // cos/sin of pos * theta^(-2i/rot) / factor_i for i < rot/2 (rot: the rotated dimensions of a
   // head), times `mscale`, in float64 like the reference forward; one table per base and factors
   // (Gemma 3's local layers, Phi-3's short and long factors have their own).
-  private ropes = new Map<string, { cos: Float64Array; sin: Float64Array }>();
+  // Keyed by the factors array (the config's own, so one object per set) and the base and scale.
+  private ropes = new Map<Float32Array | undefined, Map<string, { cos: Float64Array; sin: Float64Array }>>();
   private rope(theta: number, n: number, factors?: Float32Array, mscale = 1): { cos: Float64Array; sin: Float64Array } {
     const rot = this.config.phi3?.rotaryDims ?? this.dims.headDim;
     const half = rot / 2;
-    const key = `${theta} ${mscale} ${factors ? Array.from(factors).join(',') : ''}`;
-    const have = this.ropes.get(key);
+    const key = `${theta} ${mscale}`;
+    let tables = this.ropes.get(factors);
+    if (!tables) this.ropes.set(factors, (tables = new Map()));
+    const have = tables.get(key);
     if (have && have.cos.length >= n * half) return have;
     const cos = new Float64Array(n * half), sin = new Float64Array(n * half);
     for (let i = 0; i < half; i++) {
@@ -336,7 +339,7 @@ export class LlamaModel {
       }
     }
     const r = { cos, sin };
-    this.ropes.set(key, r);
+    tables.set(key, r);
     return r;
   }
 

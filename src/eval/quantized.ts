@@ -4,7 +4,7 @@
 // the Hugging Face order the forward expects (where the converter permuted them: llama, not qwen). What `webquant eval` and the demo page's Worker use,
 // in any runtime (no Node module here).
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufArchitecture, ggufTensorName, permuteHeads } from '../convert/llama-gguf.js';
+import { ggufArchitecture, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
 import { unpermuteRows } from '../convert/hf-view.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { openQuantized, weightSource, type OpenQuantizedOptions, type QuantizedWeightSource } from '../serve/index.js';
@@ -13,8 +13,7 @@ import { llamaTensorNames, type LlamaConfig, type WeightSource } from './llama.j
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
-function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig): WeightSource {
-  const arch = ggufArchitecture({ model_type: cfg.model_type });
+function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig, arch: GgufArchitecture | undefined): WeightSource {
   const gguf = (hf: string) => ggufTensorName(hf, arch?.name) ?? hf;
   // Only architectures whose q/k rows the converter permutes (llama) are put back.
   const heads = (hf: string) => ((arch?.permuteQK ?? true) ? permuteHeads(hf, cfg) : undefined);
@@ -64,13 +63,13 @@ export interface QuantizedWeightsOptions {
  * are read up front (weightSource).
  */
 export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, opts: QuantizedWeightsOptions = {}): Promise<WeightSource> {
-  if (config.moe && ckpt.format === 'gguf') {
+  const isGguf = ckpt.format === 'gguf';
+  if (config.moe && isGguf) {
     fail(ErrorCodes.MODEL, `[eval] ${ckpt.source}: a GGUF stores a MoE layer's experts stacked, which the reference forward cannot read yet; evaluate a safetensors output of the same plan instead`, { file: ckpt.source, option: 'model_type', value: config.model_type });
   }
   const q = await openQuantized(ckpt, opts.serve);
-  const isGguf = ckpt.format === 'gguf';
-  const arch = ggufArchitecture({ model_type: config.model_type })?.name;
-  const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n, arch) ?? n : n));
+  const arch = ggufArchitecture({ model_type: config.model_type });
+  const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n, arch?.name) ?? n : n));
   for (const n of want) {
     if (!q.has(n)) {
       fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${n}"; is it a quantization of ${opts.original ?? 'the original'}?`, { file: ckpt.source, tensor: n });
@@ -78,5 +77,5 @@ export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, op
   }
   const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
   const ws = await weightSource(q, { names: matrices });
-  return isGguf ? ggufAsHf(ws, config) : ws;
+  return isGguf ? ggufAsHf(ws, config, arch) : ws;
 }
