@@ -2,6 +2,7 @@
 // Face's defaults filled in, and what each supported family adds (Qwen2 biases, Qwen3 q/k norms,
 // Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
 import { ErrorCodes, fail } from '../errors.js';
+import { withConfigDefaults } from '../io/config.js';
 import { llama3RopeFactors, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
@@ -104,7 +105,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
   }
   // readConfig's ModelConfig keeps the file's own snake_case keys in `raw`.
   const o = json as Record<string, unknown>;
-  const j = (o.hidden_size === undefined && typeof o.raw === 'object' && o.raw !== null ? o.raw : o) as Record<string, unknown>;
+  // The model type's defaults, as readConfig gives them (a no-op on its result's raw).
+  const j = withConfigDefaults((o.hidden_size === undefined && typeof o.raw === 'object' && o.raw !== null ? o.raw : o) as Record<string, unknown>);
   const int = (key: string, dflt?: number): number => {
     const v = j[key] ?? dflt;
     if (!num(v) || !Number.isInteger(v) || v <= 0) {
@@ -132,9 +134,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
     num_key_value_heads: int('num_key_value_heads', heads),
     vocab_size: int('vocab_size'),
     rms_norm_eps: pos('rms_norm_eps', 1e-6),
-    rope_theta: pos('rope_theta', gemma === 3 ? 1000000 : 10000),
-    // Gemma's configs tie the head unless told otherwise; LlamaConfig does not.
-    tie_word_embeddings: gemma ? j.tie_word_embeddings !== false : j.tie_word_embeddings === true,
+    rope_theta: pos('rope_theta', 10000),
+    tie_word_embeddings: j.tie_word_embeddings === true,
   };
   if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
     fail(ErrorCodes.MODEL, `[llama] config.tie_word_embeddings must be a boolean but got ${JSON.stringify(j.tie_word_embeddings)}`, { option: 'tie_word_embeddings', value: j.tie_word_embeddings, expected: 'boolean' });
@@ -167,8 +168,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   }
   if (gemma) {
     if (gemma === 3) cfg.qk_norm = true;
-    cfg.head_dim ??= 256;
-    const window = int('sliding_window', 4096);
+    const window = int('sliding_window');
     // Gemma 2 alternates local and global layers; Gemma 3 has sliding_window_pattern (6).
     const pattern = gemma === 2 ? 2 : int('sliding_window_pattern', 6);
     const types = Array.isArray(j.layer_types) && j.layer_types.length === cfg.num_hidden_layers ? j.layer_types : undefined;
@@ -179,7 +179,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
       // layer_types when config.json has them; otherwise every pattern-th layer is global.
       sliding: Array.from({ length: cfg.num_hidden_layers }, (_, l) => (types ? types[l] === 'sliding_attention' : (l + 1) % pattern !== 0)),
       localRopeTheta: gemma === 3 ? pos('rope_local_base_freq', 10000) : cfg.rope_theta,
-      queryPreAttnScalar: pos('query_pre_attn_scalar', cfg.head_dim),
+      queryPreAttnScalar: pos('query_pre_attn_scalar', cfg.head_dim ?? cfg.hidden_size / heads),
       attnLogitSoftcapping: cap('attn_logit_softcapping'),
       finalLogitSoftcapping: cap('final_logit_softcapping'),
     };

@@ -34,7 +34,7 @@ const MAX_CONFIG = 16 << 20;
 /**
  * Defaults of a model type's transformers config class, for the keys its config.json leaves out:
  * the multimodal Gemma 3 checkpoints (4B and up) give their text_config only what differs from
- * Gemma3TextConfig.
+ * Gemma3TextConfig. Gemma 2's soft-caps are not defaulted: a GGUF needs them stated.
  */
 const CONFIG_DEFAULTS: Record<string, Record<string, unknown>> = {
   gemma3_text: {
@@ -42,7 +42,14 @@ const CONFIG_DEFAULTS: Record<string, Record<string, unknown>> = {
     rope_local_base_freq: 10000, max_position_embeddings: 131072, query_pre_attn_scalar: 256, sliding_window: 4096,
     hidden_activation: 'gelu_pytorch_tanh', tie_word_embeddings: true, attention_bias: false,
   },
+  gemma2: { head_dim: 256, sliding_window: 4096, tie_word_embeddings: true },
 };
+
+/** A parsed config.json (or its merged text_config) with its model type's defaults under it. */
+export function withConfigDefaults(c: Record<string, unknown>): Record<string, unknown> {
+  const defaults = typeof c.model_type === 'string' ? CONFIG_DEFAULTS[c.model_type] : undefined;
+  return defaults ? { ...defaults, ...c } : c;
+}
 
 export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   const file = src.name;
@@ -63,8 +70,7 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   const merged: Record<string, unknown> = typeof tc === 'object' && tc !== null && !Array.isArray(tc) && top.hidden_size === undefined
     ? Object.fromEntries([...Object.entries(top), ...Object.entries(tc)])
     : top;
-  const defaults = typeof merged.model_type === 'string' ? CONFIG_DEFAULTS[merged.model_type] : undefined;
-  const c: Record<string, unknown> = defaults ? { ...defaults, ...merged } : merged;
+  const c = withConfigDefaults(merged);
 
   const int = (key: string, required: boolean, min = 1): number | undefined => {
     const v = c[key];
