@@ -344,7 +344,7 @@ export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer:
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
   else kv.push(...vocabMetadata(tokenizer.vocab));
   // Gemma's SentencePiece model adds no space before the text (convert_hf_to_gguf's Gemma3Model).
-  if ((arch.name === 'gemma2' || arch.name === 'gemma3') && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
+  if (arch.noSpacePrefix && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
     kv.push({ key: 'tokenizer.ggml.add_space_prefix', type: 'bool', value: false });
   }
   return kv;

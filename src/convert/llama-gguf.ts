@@ -129,9 +129,9 @@ export function languageModelName(hf: string): string {
  * does not store (rotary caches).
  */
 export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
-  // Gemma 2's converter drops lm_head: llama.cpp runs the tied embedding.
-  if (arch === 'gemma2' && hf === 'lm_head.weight') return undefined;
-  if (arch === 'gemma3') {
+  const a = GGUF_ARCHITECTURES.find((x) => x.name === arch);
+  if (a?.dropsLmHead && hf === 'lm_head.weight') return undefined;
+  if (a?.multimodal) {
     // The vision tower and the projector of a multimodal checkpoint are not part of the text GGUF
     // (llama.cpp's converter writes them to a separate mmproj file).
     if (/^(?:model\.)?(?:vision_tower|multi_modal_projector)\./.test(hf)) return undefined;
@@ -141,7 +141,7 @@ export function ggufTensorName(hf: string, arch = 'llama'): string | undefined {
   const m = LAYER.exec(hf);
   if (m) {
     if (m[2].endsWith('rotary_emb.inv_freq')) return undefined;
-    const t = (arch === 'gemma2' || arch === 'gemma3' || arch === 'olmo2' ? GEMMA_LAYER_NAMES : LAYER_NAMES)[m[2]];
+    const t = (a?.layerNames ?? LAYER_NAMES)[m[2]];
     if (t) return `blk.${m[1]}.${t}`;
   }
   if (hf.endsWith('rotary_emb.inv_freq')) return undefined;
@@ -472,6 +472,14 @@ export interface GgufArchitecture {
   metadata(cfg: LlamaConfig, name?: string): Record<string, GgufValue>;
   /** Tensors the converter adds that the checkpoint does not hold (rope factors), F32. */
   extraTensors?(cfg: LlamaConfig): { name: string; values: Float32Array }[];
+  /** Layer tensor names, when not Llama's (LAYER_NAMES). */
+  layerNames?: Record<string, string>;
+  /** lm_head is dropped: llama.cpp runs the tied embedding (Gemma 2's converter). */
+  dropsLmHead?: true;
+  /** May be a multimodal checkpoint: the language model's tensors are prefixed, the vision ones left out. */
+  multimodal?: true;
+  /** A SentencePiece vocabulary gets add_space_prefix = false (Gemma's). */
+  noSpacePrefix?: true;
 }
 
 /** One entry per architecture: model types, q/k layout and metadata keys. */
@@ -492,8 +500,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'qwen3moe', modelTypes: ['qwen3_moe'], permuteQK: false, metadata: qwen3MoeMetadata },
   // OLMo 2: norms after attention and after the FFN only, q/k norms over the whole projection;
   // the converter's TextModel keys, as Qwen's, under olmo2.
-  { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },
-  { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, metadata: gemma2Metadata },
+  { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, layerNames: GEMMA_LAYER_NAMES, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },
+  { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, layerNames: GEMMA_LAYER_NAMES, dropsLmHead: true, noSpacePrefix: true, metadata: gemma2Metadata },
   {
     name: 'phi3', modelTypes: ['phi3'], permuteQK: false, metadata: phi3Metadata,
     extraTensors: (cfg) => {
@@ -503,7 +511,10 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).
-  { name: 'gemma3', modelTypes: ['gemma3_text'], permuteQK: false, normShift: 1, metadata: gemma3Metadata },
+  {
+    name: 'gemma3', modelTypes: ['gemma3_text'], permuteQK: false, normShift: 1, layerNames: GEMMA_LAYER_NAMES, multimodal: true, noSpacePrefix: true,
+    metadata: gemma3Metadata,
+  },
 ];
 
 /** The architecture of a config's model_type (undefined: not one webquant writes as GGUF). */
