@@ -8,6 +8,8 @@ import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../i
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
+import type { DerivedTensor } from './deepseek-gguf.js';
+import { SCALE_SUFFIX } from '../io/safetensors.js';
 import { GGUF_ARCHITECTURES, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
@@ -36,7 +38,11 @@ interface Entry {
   synth?: Float32Array;
   /** A layer's MoE experts stacked into one tensor: the per-expert source tensors, in order. */
   experts?: TensorInfo[];
+  /** Made from `src`'s values (DeepSeek's attn_k_b / attn_v_b). */
+  derive?: DerivedTensor;
 }
+
+const LAYER_OF = /^model\.layers\.(\d+)\.(.+)$/;
 
 /** Values of several tensors of one dtype, one after another. */
 function concatValues(parts: TensorValues[]): TensorValues {
@@ -90,6 +96,25 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   for (const src of input.tensors) {
+    if (src.name.endsWith(SCALE_SUFFIX) && input.tensors.some((t) => t.name === src.name.slice(0, -SCALE_SUFFIX.length) && t.dtype.startsWith('F8_'))) {
+      fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" scales an FP8 weight; FP8 block-scaled checkpoints are not written as GGUF yet (write .safetensors, or convert the checkpoint to BF16 first, as llama.cpp's converter also needs)`, {
+        file: input.source, tensor: src.name, expected: 'F32, F16 or BF16 weights',
+      });
+    }
+    const layer = LAYER_OF.exec(src.name);
+    if (layer && arch?.extraLayers === 'drop' && Number(layer[1]) >= config.num_hidden_layers) continue;
+    const derived = layer && arch?.derived?.(layer[2], src.shape, config);
+    if (derived) {
+      if (!(src.dtype in ELEM)) {
+        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 tensors can be reshaped for GGUF`, { file: input.source, tensor: src.name, value: src.dtype, expected: Object.keys(ELEM) });
+      }
+      for (const d of derived) {
+        const info: TensorInfo = { name: `blk.${layer[1]}.${d.name}`, dtype: src.dtype, shape: d.shape, offset: 0, byteLength: numel(d.shape) * ELEM[src.dtype] };
+        entries.set(info.name, { info, src, widened: false, shift: 0, derive: d });
+        tensors.push(info);
+      }
+      continue;
+    }
     const slot = ggufExpertSlot(src.name);
     if (slot) {
       let g = experts.get(slot.name);
@@ -173,6 +198,10 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readRaw(name) {
       const e = entry(name);
       if (e.synth) return new Uint8Array(e.synth.slice().buffer);
+      if (e.derive) {
+        const v = e.derive.make(await input.readValues(e.src.name)).values;
+        return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+      }
       if (e.experts) {
         const parts = await Promise.all(e.experts.map((x) => input.readRaw(x.name)));
         const out = new Uint8Array(e.info.byteLength);
@@ -191,6 +220,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readF32(name) {
       const e = entry(name);
       if (e.synth) return e.synth.slice();
+      if (e.derive) return e.derive.make({ values: await input.readF32(e.src.name), dtype: 'f32' }).values as Float32Array;
       if (e.experts) return concatValues(await Promise.all(e.experts.map(async (x) => ({ values: await input.readF32(x.name), dtype: 'f32' as const })))).values as Float32Array;
       if (e.widened) return vectorF32(await input.readValues(e.src.name), e.shift);
       const f = await input.readF32(e.src.name);
@@ -202,6 +232,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readValues(name) {
       const e = entry(name);
       if (e.synth) return { values: e.synth.slice(), dtype: 'f32' };
+      if (e.derive) return e.derive.make(await input.readValues(e.src.name));
       if (e.experts) return concatValues(await Promise.all(e.experts.map((x) => input.readValues(x.name))));
       if (e.widened) return { values: vectorF32(await input.readValues(e.src.name), e.shift), dtype: 'f32' };
       const v = await input.readValues(e.src.name);
@@ -213,7 +244,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     // Only tensors passed through unchanged are stored as the view reads them.
     view.locate = (name, firstRow, rows) => {
       const e = entry(name);
-      return e.widened || e.synth || e.experts || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
+      return e.widened || e.synth || e.experts || e.derive || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
     };
   }
   if (readRows) {
@@ -230,6 +261,11 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
       if (e.widened || e.info.shape.length <= 1) {
         const v = await view.readValues(name);
         return rows === 0 ? { values: v.values.subarray(0, 0), dtype: v.dtype } as TensorValues : v;
+      }
+      // A derived tensor is made whole (from a source of about its size), then cut.
+      if (e.derive) {
+        const v = await view.readValues(name);
+        return { values: v.values.subarray(firstRow * rowLen, (firstRow + rows) * rowLen), dtype: v.dtype } as TensorValues;
       }
       if (e.experts) {
         // Rows of the stack: expert e holds rows [e * per, (e + 1) * per).
@@ -310,7 +346,11 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
-      'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size'] as const),
+      'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
+      'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
+      'n_group', 'topk_group'] as const),
+    ...(typeof c.raw.norm_topk_prob === 'boolean' ? { norm_topk_prob: c.raw.norm_topk_prob } : {}),
+    ...(typeof c.raw.scoring_func === 'string' ? { scoring_func: c.raw.scoring_func } : {}),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),
   };
 }

@@ -6,8 +6,9 @@
 // (self_attn.q_norm / k_norm, [head_dim]) before the rotation; its head_dim is set in config.json
 // and often differs from hidden_size / num_attention_heads.
 import { ErrorCodes, fail } from '../errors.js';
+import { DEEPSEEK_LAYER_NAMES, deepseek2Metadata, deepseekKvB, type DeepseekConfig, type DerivedTensor } from './deepseek-gguf.js';
 
-export interface LlamaConfig {
+export interface LlamaConfig extends DeepseekConfig {
   architectures?: string[];
   model_type?: string;
   hidden_size: number;
@@ -105,7 +106,7 @@ export function ggufExpertSlot(hf: string): { name: string; expert: number } | u
 
 /** Experts per MoE layer and experts used per token, from config.json (undefined: dense). */
 export function moeCounts(cfg: LlamaConfig): { experts: number; used: number } | undefined {
-  const experts = cfg.num_local_experts ?? cfg.num_experts;
+  const experts = cfg.num_local_experts ?? cfg.num_experts ?? cfg.n_routed_experts;
   if (!experts) return undefined;
   if (!cfg.num_experts_per_tok || cfg.num_experts_per_tok > experts) {
     fail(ErrorCodes.CONFIG, `[gguf] config.json: a MoE model of ${experts} experts needs "num_experts_per_tok" between 1 and ${experts}`, { option: 'num_experts_per_tok', value: cfg.num_experts_per_tok });
@@ -459,7 +460,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -473,13 +474,20 @@ export interface GgufArchitecture {
   /** Tensors the converter adds that the checkpoint does not hold (rope factors), F32. */
   extraTensors?(cfg: LlamaConfig): { name: string; values: Float32Array }[];
   /** Layer tensor names, when not Llama's (LAYER_NAMES). */
-  layerNames?: Record<string, string>;
+  layerNames?: Readonly<Record<string, string>>;
   /** lm_head is dropped: llama.cpp runs the tied embedding (Gemma 2's converter). */
   dropsLmHead?: true;
   /** May be a multimodal checkpoint: the language model's tensors are prefixed, the vision ones left out. */
   multimodal?: true;
   /** A SentencePiece vocabulary gets add_space_prefix = false (Gemma's). */
   noSpacePrefix?: true;
+  /**
+   * The tensors a layer tensor (its name after `model.layers.N.`) becomes instead of itself, when
+   * the converter reshapes it (DeepSeek's kv_b_proj split into attn_k_b and attn_v_b).
+   */
+  derived?(layerTensor: string, shape: readonly number[], cfg: LlamaConfig): DerivedTensor[] | undefined;
+  /** Layers numbered num_hidden_layers and up are not part of the model (DeepSeek-V3's multi-token prediction). */
+  extraLayers?: 'drop';
 }
 
 /** One entry per architecture: model types, q/k layout and metadata keys. */
@@ -508,6 +516,10 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
       const lr = phi3LongRope(cfg);
       return lr ? [{ name: 'rope_factors_long.weight', values: lr.long }, { name: 'rope_factors_short.weight', values: lr.short }] : [];
     },
+  },
+  {
+    name: 'deepseek2', modelTypes: ['deepseek_v2', 'deepseek_v3'], permuteQK: false, layerNames: DEEPSEEK_LAYER_NAMES, extraLayers: 'drop', metadata: deepseek2Metadata,
+    derived: (t, shape, cfg) => (t === 'self_attn.kv_b_proj.weight' ? deepseekKvB(cfg, shape) : undefined),
   },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).

@@ -4,6 +4,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { withConfigDefaults } from '../io/config.js';
 import { llama3RopeFactors, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
+import { deepseekRouting, mlaDims } from '../convert/deepseek-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
 export interface LlamaConfig {
@@ -60,10 +61,45 @@ export interface LlamaConfig {
    * `ffn`; the output is their weighted sum.
    */
   moe?: {
-    experts: number; used: number; ffn: number; names: 'mixtral' | 'qwen';
+    experts: number; used: number; ffn: number; names: 'mixtral' | 'qwen' | 'deepseek';
     /** Qwen3-MoE with norm_topk_prob false (its config class's default): the picked experts keep their softmax probabilities. */
     unnormalized?: true;
+    /** DeepSeek: see DeepseekMoe. */
+    deepseek?: DeepseekMoe;
   };
+  /**
+   * DeepSeek-V2/V3 multi-head latent attention: q from x (q_proj) or through a rank-qLora pair
+   * (q_a_proj, q_a_layernorm, q_b_proj); a latent of kvLora values and one rope key of `rope`
+   * dims shared by all heads from kv_a_proj_with_mqa; the latent, normalised (kv_a_layernorm),
+   * gives every head's `nope` key dims and `v` value dims through kv_b_proj. A head's q and k are
+   * its nope dims then its rope dims, whose adjacent pairs are rotated. head_dim is nope + rope.
+   */
+  mla?: { qLora?: number; kvLora: number; nope: number; rope: number; v: number };
+  /**
+   * YaRN as DeepSeek's rotary embedding computes it (rope_scaling type "yarn"): frequencies blended
+   * between theta^(-2i/d) and that over `factor` by a ramp over the wavelengths that fit
+   * `original` positions (betaFast..betaSlow rotations), cos and sin times
+   * mscale(factor, mscale) / mscale(factor, mscaleAllDim), attention scores times
+   * mscale(factor, mscaleAllDim)^2, where mscale(s, m) = 0.1 m ln s + 1.
+   */
+  yarn?: { factor: number; original: number; betaFast: number; betaSlow: number; mscale: number; mscaleAllDim: number };
+}
+
+/**
+ * DeepSeek's MoE layers (DeepseekV2MoE, DeepseekV3MoE): the first `denseLayers` layers are dense
+ * SwiGLUs of intermediate_size; the others score experts by softmax (V2) or sigmoid (V3), choose
+ * by the scores plus e_score_correction_bias (V3, `bias`) within the best `groups.used` of
+ * `groups.count` groups (by each group's best score, V2, or its two best summed, V3), weight the
+ * chosen by their scores (renormalised unless moe.unnormalized), times `scale`, and add a shared
+ * SwiGLU of width `shared` (n_shared_experts * moe_intermediate_size; 0: none).
+ */
+export interface DeepseekMoe {
+  gating: 'softmax' | 'sigmoid';
+  bias: boolean;
+  scale: number;
+  shared: number;
+  denseLayers: number;
+  groups?: { count: number; used: number; by: 'max' | 'top2' };
 }
 
 /**
@@ -154,6 +190,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral', ...(qwen && j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
     if (qwen) cfg.qk_norm = true;
   }
+  if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
   if (j.model_type === 'granite') {
     cfg.granite = { embedding: pos('embedding_multiplier', 1), residual: pos('residual_multiplier', 1), attention: pos('attention_multiplier', 1), logits: pos('logits_scaling', 1) };
   }
@@ -195,7 +232,20 @@ export function llamaConfig(json: unknown): LlamaConfig {
     const lr = rs ? phi3LongRope({ ...cfg, rope_scaling: rs, partial_rotary_factor: partial, original_max_position_embeddings: num(j.original_max_position_embeddings) ? j.original_max_position_embeddings : undefined }) : undefined;
     cfg.phi3 = { rotaryDims, ...(lr ? { longrope: { short: lr.short, long: lr.long, original: j.original_max_position_embeddings as number, attnFactor: lr.attnFactor } } : {}) };
   } else {
-    unsupported('rope_scaling', (v) => v === null || ((ropeType === 'llama3' || ropeType === 'linear') && num((v as Record<string, unknown>).factor)), 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+    const yarn = cfg.mla !== undefined && ropeType === 'yarn';
+    unsupported('rope_scaling', (v) => v === null || ((((ropeType === 'llama3' || ropeType === 'linear') && !cfg.mla) || yarn) && num((v as Record<string, unknown>).factor)), cfg.mla ? 'null, or {"type": "yarn", "factor": ...}' : 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+    if (yarn) {
+      const r = rs as Record<string, unknown>;
+      const opt = (key: string, dflt: number) => {
+        const v = r[key] ?? dflt;
+        if (!num(v) || v < 0) fail(ErrorCodes.MODEL, `[llama] config.rope_scaling.${key} must be a number >= 0 but got ${String(v)}`, { option: `rope_scaling.${key}`, value: v });
+        return v;
+      };
+      cfg.yarn = {
+        factor: r.factor as number, original: opt('original_max_position_embeddings', 4096), betaFast: opt('beta_fast', 32), betaSlow: opt('beta_slow', 1),
+        mscale: opt('mscale', 1), mscaleAllDim: opt('mscale_all_dim', 0),
+      };
+    }
     const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;
     if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, half * 2);
     else if (ropeType === 'linear') cfg.rope_factors = new Float32Array(half).fill(rs!.factor as number);
@@ -214,9 +264,54 @@ export function llamaConfig(json: unknown): LlamaConfig {
   return cfg;
 }
 
+/**
+ * DeepSeek-V2/V3 (model_type deepseek_v2, deepseek_v3): MLA, MoE with shared experts and dense
+ * first layers, as DeepseekV2/V3ForCausalLM compute them (their config classes' defaults).
+ */
+function deepseek(j: Record<string, unknown>, cfg: LlamaConfig, int: (key: string, dflt?: number) => number): void {
+  const d = j as Parameters<typeof mlaDims>[0] & { model_type?: string };
+  const m = mlaDims(d);
+  cfg.mla = m;
+  // Every head has its own keys and values (num_key_value_heads is the head count).
+  cfg.head_dim = m.nope + m.rope;
+  cfg.num_key_value_heads = cfg.num_attention_heads;
+  const experts = int('n_routed_experts'), used = int('num_experts_per_tok'), ffn = int('moe_intermediate_size');
+  if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
+  if ((j.moe_layer_freq ?? 1) !== 1) fail(ErrorCodes.MODEL, `[llama] config.moe_layer_freq ${String(j.moe_layer_freq)} is not supported; expected 1`, { option: 'moe_layer_freq', value: j.moe_layer_freq, expected: 1 });
+  const r = deepseekRouting(d);
+  const v3 = j.model_type === 'deepseek_v3';
+  const method = typeof j.topk_method === 'string' ? j.topk_method : v3 ? 'noaux_tc' : 'greedy';
+  if (!['greedy', 'group_limited_greedy', 'noaux_tc'].includes(method)) {
+    fail(ErrorCodes.MODEL, `[llama] config.topk_method "${method}" is not supported; expected "greedy", "group_limited_greedy" or "noaux_tc"`, { option: 'topk_method', value: method });
+  }
+  const count = j.n_group === undefined || j.n_group === null ? 1 : int('n_group');
+  const groupsUsed = j.topk_group === undefined || j.topk_group === null ? count : int('topk_group');
+  if (experts % count !== 0 || groupsUsed > count) {
+    fail(ErrorCodes.MODEL, `[llama] config.n_group ${count} / topk_group ${groupsUsed} do not fit ${experts} experts`, { option: 'n_group', value: count, expected: `a divisor of ${experts}, and topk_group <= n_group` });
+  }
+  const shared = j.n_shared_experts === undefined || j.n_shared_experts === null ? 0 : int('n_shared_experts');
+  const dense = j.first_k_dense_replace === undefined || j.first_k_dense_replace === null ? 0 : (j.first_k_dense_replace as number);
+  if (!Number.isInteger(dense) || dense < 0) fail(ErrorCodes.MODEL, `[llama] config.first_k_dense_replace must be an integer >= 0 but got ${String(dense)}`, { option: 'first_k_dense_replace', value: dense });
+  cfg.moe = {
+    experts, used, ffn, names: 'deepseek',
+    ...(r.norm ? {} : { unnormalized: true as const }),
+    deepseek: {
+      gating: r.gating,
+      bias: v3,
+      // V2's code scales only weights it does not renormalise.
+      scale: !v3 && r.norm ? 1 : r.scale,
+      shared: shared * ffn,
+      denseLayers: dense,
+      ...(method !== 'greedy' && count > 1 && groupsUsed < count ? { groups: { count, used: groupsUsed, by: method === 'noaux_tc' ? 'top2' as const : 'max' as const } } : {}),
+    },
+  };
+}
+
 export interface Dims {
   dim: number; ffn: number; layers: number; heads: number; kvHeads: number; headDim: number;
   qDim: number; kvDim: number; vocab: number;
+  /** Value dims per head (MLA: v_head_dim; otherwise headDim), and the attention output's width. */
+  vHeadDim: number; attDim: number;
 }
 
 export function checkShape(c: LlamaConfig): Dims {
@@ -235,6 +330,7 @@ export function checkShape(c: LlamaConfig): Dims {
     dim: c.hidden_size, ffn: c.intermediate_size, layers: c.num_hidden_layers, heads: c.num_attention_heads,
     kvHeads: c.num_key_value_heads, headDim, qDim: c.num_attention_heads * headDim,
     kvDim: c.num_key_value_heads * headDim, vocab: c.vocab_size,
+    vHeadDim: c.mla?.v ?? headDim, attDim: c.num_attention_heads * (c.mla?.v ?? headDim),
   };
 }
 
@@ -256,6 +352,13 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
         `${p}post_feedforward_layernorm.weight`);
       continue;
     }
+    if (config.mla) {
+      names.push(`${p}input_layernorm.weight`, ...mlaTensorNames(config.mla, p), `${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
+      const ds = config.moe?.deepseek;
+      if (ds && i >= ds.denseLayers) names.push(...moeTensorNames(config.moe!, p));
+      else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
+      continue;
+    }
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
     if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
@@ -269,12 +372,23 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
   return names;
 }
 
-/** A MoE layer's router, then each expert's gate, up and down matrices (Hugging Face names). */
+/**
+ * A MoE layer's router (and DeepSeek-V3's correction bias), then each expert's gate, up and down
+ * matrices, then DeepSeek's shared experts' (Hugging Face names).
+ */
 export function moeTensorNames(moe: NonNullable<LlamaConfig['moe']>, prefix: string): string[] {
   const names = [moe.names === 'mixtral' ? `${prefix}block_sparse_moe.gate.weight` : `${prefix}mlp.gate.weight`];
+  if (moe.deepseek?.bias) names.push(`${prefix}mlp.gate.e_score_correction_bias`);
   for (let e = 0; e < moe.experts; e++) {
     const x = moe.names === 'mixtral' ? `${prefix}block_sparse_moe.experts.${e}.` : `${prefix}mlp.experts.${e}.`;
     names.push(...(moe.names === 'mixtral' ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj']).map((w) => `${x}${w}.weight`));
   }
+  if (moe.deepseek?.shared) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${prefix}mlp.shared_experts.${w}.weight`));
   return names;
+}
+
+/** The attention tensors of an MLA layer, in load order (o_proj aside). */
+export function mlaTensorNames(mla: NonNullable<LlamaConfig['mla']>, p: string): string[] {
+  const q = mla.qLora ? [`${p}self_attn.q_a_proj.weight`, `${p}self_attn.q_a_layernorm.weight`, `${p}self_attn.q_b_proj.weight`] : [`${p}self_attn.q_proj.weight`];
+  return [...q, `${p}self_attn.kv_a_proj_with_mqa.weight`, `${p}self_attn.kv_a_layernorm.weight`, `${p}self_attn.kv_b_proj.weight`];
 }

@@ -14,6 +14,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
 import { languageModelName } from '../convert/llama-gguf.js';
+import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
@@ -91,7 +92,7 @@ export function matmulF32(w: Float32Array, rows: number, cols: number, x: Float3
   }
 }
 
-interface Linear {
+export interface Linear {
   /** Y = X W^T for n positions. */
   apply(x: Float32Array, n: number, out: Float32Array): void;
 }
@@ -112,6 +113,11 @@ interface LayerWeights {
   /** A MoE FFN instead of gate/up/down: the router and each expert's matrices. */
   router?: Linear;
   experts?: { gate: Linear; up: Linear; down: Linear }[];
+  /** DeepSeek: the router's correction bias (V3) and the shared experts. */
+  routerBias?: Float32Array;
+  shared?: { gate: Linear; up: Linear; down: Linear };
+  /** DeepSeek's latent attention instead of q/k/v. */
+  mla?: MlaWeights;
 }
 
 async function getChecked(src: WeightSource, name: string, length: number, shape: string): Promise<Float32Array> {
@@ -181,6 +187,22 @@ export class LlamaModel {
     };
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
+      const mla = config.mla;
+      if (mla) {
+        const moe = config.moe?.deepseek && i >= config.moe.deepseek.denseLayers ? config.moe : undefined;
+        layers.push({
+          inNorm: await norm(`${p}input_layernorm.weight`, d.dim),
+          mla: await mlaWeights(mla, d.heads, d.dim, p, (name, rows, cols) => linear(source, name, rows, cols), norm),
+          o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim),
+          ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
+          ...(moe ? await moeWeights(source, moe, p, d.dim) : {
+            gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
+            up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
+            down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
+          }),
+        });
+        continue;
+      }
       layers.push({
         ...(config.olmo2 ? {
           ...(config.qk_norm ? { qNorm: await norm(`${p}self_attn.q_norm.weight`, d.qDim), kNorm: await norm(`${p}self_attn.k_norm.weight`, d.kvDim) } : {}),
@@ -208,7 +230,7 @@ export class LlamaModel {
           qNorm: await norm(`${p}self_attn.q_norm.weight`, d.headDim),
           kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
         } : {}),
-        o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.qDim),
+        o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim),
         ...(gemma ? {
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
@@ -245,9 +267,13 @@ export class LlamaModel {
     const gemma = this.config.gemma;
     // Phi-3's LongRoPE: the short factors within the original context, the long ones beyond.
     const lr = this.config.phi3?.longrope;
-    const global = this.rope(this.config.rope_theta, n, lr ? (n > lr.original ? lr.long : lr.short) : this.config.rope_factors, lr?.attnFactor ?? 1);
+    const yarn = this.config.yarn;
+    const ropeFactors = lr ? (n > lr.original ? lr.long : lr.short) : yarn ? (this.yarn ??= yarnFactors(yarn, this.config.rope_theta, this.rotaryDims)) : this.config.rope_factors;
+    const ropeScale = lr?.attnFactor ?? (yarn ? yarnMscale(yarn.factor, yarn.mscale) / yarnMscale(yarn.factor, yarn.mscaleAllDim) : 1);
+    const global = this.rope(this.config.rope_theta, n, ropeFactors, ropeScale);
     const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
-    const rot = this.config.phi3?.rotaryDims ?? d.headDim;
+    const rot = this.rotaryDims;
+    const mla = this.config.mla;
     const ws = this.workspace(n);
     const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
@@ -258,14 +284,16 @@ export class LlamaModel {
       const scale = gemma ? Math.fround(Math.sqrt(d.dim)) : granite!.embedding;
       for (let i = 0; i < n * d.dim; i++) x[i] *= scale;
     }
-    const attnScale = granite ? granite.attention : 1 / Math.sqrt(gemma ? gemma.queryPreAttnScalar : d.headDim);
+    const attnScale = granite ? granite.attention : (yarn ? yarnMscale(yarn.factor, yarn.mscaleAllDim) ** 2 : 1) / Math.sqrt(gemma ? gemma.queryPreAttnScalar : d.headDim);
     const residual = granite?.residual ?? 1;
 
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
       if (L.inNorm) rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (L.qkv) {
+      if (L.mla) {
+        mlaProject(L.mla, mla!, d, xb, n, global.cos, global.sin, q, k, v);
+      } else if (L.qkv) {
         L.qkv.apply(xb, n, fused);
         splitRows(fused, n, [[q, d.qDim], [k, d.kvDim], [v, d.kvDim]]);
       } else {
@@ -280,7 +308,7 @@ export class LlamaModel {
       if (L.kNorm) L.kNorm.length === d.headDim ? rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k) : rmsNorm(k, n, d.kvDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
       const r = sliding ? local : global;
-      if (!this.config.no_rope?.[l]) {
+      if (!this.config.no_rope?.[l] && !mla) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
@@ -321,9 +349,15 @@ export class LlamaModel {
   // head), times `mscale`, in float64 like the reference forward; one table per base and factors
   // (Gemma 3's local layers, Phi-3's short and long factors have their own).
   // Keyed by the factors array (the config's own, so one object per set) and the base and scale.
+  private yarn?: Float32Array;
+  /** Rotated dims per head: MLA's rope dims, Phi-3's partial rotary, or all. */
+  private get rotaryDims(): number {
+    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.dims.headDim;
+  }
+
   private ropes = new Map<Float32Array | undefined, Map<string, { cos: Float64Array; sin: Float64Array }>>();
   private rope(theta: number, n: number, factors?: Float32Array, mscale = 1): { cos: Float64Array; sin: Float64Array } {
-    const rot = this.config.phi3?.rotaryDims ?? this.dims.headDim;
+    const rot = this.rotaryDims;
     const half = rot / 2;
     const key = `${theta} ${mscale}`;
     let tables = this.ropes.get(factors);
@@ -349,8 +383,8 @@ export class LlamaModel {
     const d = this.dims;
     const f = (per: number) => new Float32Array(n * per);
     this.ws = {
-      capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvDim),
-      att: f(d.qDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
+      capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvHeads * d.vHeadDim),
+      att: f(d.attDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
       fused: this.config.phi3 ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
     };
     return this.ws;
@@ -373,13 +407,36 @@ interface Workspace {
 /** A MoE layer's router and experts, read in moeTensorNames' order. */
 async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number): Promise<Pick<LayerWeights, 'router' | 'experts'>> {
   const names = moeTensorNames(moe, prefix);
+  const ds = moe.deepseek;
   const router = await linear(source, names[0], moe.experts, dim);
+  const routerBias = ds?.bias ? await getChecked(source, names[1], moe.experts, `[${moe.experts}]`) : undefined;
+  const first = ds?.bias ? 2 : 1;
+  const swiglu = async ([g, u, dn]: string[], width: number) => ({ gate: await linear(source, g, width, dim), up: await linear(source, u, width, dim), down: await linear(source, dn, dim, width) });
   const experts: { gate: Linear; up: Linear; down: Linear }[] = [];
-  for (let e = 0; e < moe.experts; e++) {
-    const [g, u, dn] = names.slice(1 + 3 * e, 4 + 3 * e);
-    experts.push({ gate: await linear(source, g, moe.ffn, dim), up: await linear(source, u, moe.ffn, dim), down: await linear(source, dn, dim, moe.ffn) });
+  for (let e = 0; e < moe.experts; e++) experts.push(await swiglu(names.slice(first + 3 * e, first + 3 * e + 3), moe.ffn));
+  const shared = ds?.shared ? await swiglu(names.slice(first + 3 * moe.experts), ds.shared) : undefined;
+  return { router, experts, ...(routerBias ? { routerBias } : {}), ...(shared ? { shared } : {}) };
+}
+
+/**
+ * The experts DeepSeek's router picks from probabilities p (sigmoid or softmax of the scores):
+ * by p plus the correction bias, within the best groups when the config groups experts (others
+ * count as 0, as the Hugging Face code masks them), the `used` best, the lower index first on a tie.
+ */
+function deepseekPick(p: Float64Array, moe: NonNullable<LlamaConfig['moe']>, bias: Float32Array | undefined): number[] {
+  const E = moe.experts, g = moe.deepseek?.groups;
+  const choice = Float64Array.from(p, (x, e) => x + (bias ? bias[e] : 0));
+  const order = (xs: ArrayLike<number>, n: number) => Array.from({ length: xs.length }, (_, i) => i).sort((a, b) => xs[b] - xs[a] || a - b).slice(0, n);
+  if (g) {
+    const per = E / g.count;
+    const groupScore = Array.from({ length: g.count }, (_, i) => {
+      const s = Array.from(choice.subarray(i * per, (i + 1) * per)).sort((a, b) => b - a);
+      return g.by === 'max' ? s[0] : s[0] + (s[1] ?? 0);
+    });
+    const keep = new Set(order(groupScore, g.used));
+    for (let e = 0; e < E; e++) if (!keep.has(Math.floor(e / per))) choice[e] = 0;
   }
-  return { router, experts };
+  return order(choice, moe.used);
 }
 
 /**
@@ -394,22 +451,31 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
   const g = new Float32Array(moe.ffn), u = new Float32Array(moe.ffn), y = new Float32Array(dim);
   const p = new Float64Array(E);
   out.fill(0, 0, n * dim);
+  const ds = moe.deepseek;
+  const swiglu = (ex: { gate: Linear; up: Linear; down: Linear }, xt: Float32Array, width: number, w: number, o: number) => {
+    const gg = g.length === width ? g : new Float32Array(width), uu = u.length === width ? u : new Float32Array(width);
+    ex.gate.apply(xt, 1, gg);
+    ex.up.apply(xt, 1, uu);
+    for (let i = 0; i < width; i++) gg[i] = silu(gg[i]) * uu[i];
+    ex.down.apply(gg, 1, y);
+    for (let i = 0; i < dim; i++) out[o + i] += w * y[i];
+  };
   for (let t = 0; t < n; t++) {
-    let max = -Infinity, sum = 0;
-    for (let e = 0; e < E; e++) max = Math.max(max, scores[t * E + e]);
-    for (let e = 0; e < E; e++) sum += (p[e] = Math.exp(scores[t * E + e] - max));
-    const pick = Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b).slice(0, moe.used);
+    let sum = 0;
+    if (ds?.gating === 'sigmoid') {
+      // Unnormalised sigmoid weights stay as they are (sum 1).
+      for (let e = 0; e < E; e++) p[e] = 1 / (1 + Math.exp(-scores[t * E + e]));
+      sum = 1;
+    } else {
+      let max = -Infinity;
+      for (let e = 0; e < E; e++) max = Math.max(max, scores[t * E + e]);
+      for (let e = 0; e < E; e++) sum += (p[e] = Math.exp(scores[t * E + e] - max));
+    }
+    const pick = ds ? deepseekPick(p, moe, L.routerBias) : Array.from({ length: E }, (_, e) => e).sort((a, b) => p[b] - p[a] || a - b).slice(0, moe.used);
     const total = moe.unnormalized ? sum : pick.reduce((a, e) => a + p[e], 0);
     const xt = x.subarray(t * dim, (t + 1) * dim);
-    for (const e of pick) {
-      const ex = L.experts![e];
-      ex.gate.apply(xt, 1, g);
-      ex.up.apply(xt, 1, u);
-      for (let i = 0; i < g.length; i++) g[i] = silu(g[i]) * u[i];
-      ex.down.apply(g, 1, y);
-      const w = p[e] / total;
-      for (let i = 0; i < dim; i++) out[t * dim + i] += w * y[i];
-    }
+    for (const e of pick) swiglu(L.experts![e], xt, moe.ffn, (p[e] / total) * (ds?.scale ?? 1), t * dim);
+    if (L.shared) swiglu(L.shared, xt, ds!.shared, 1, t * dim);
   }
 }
 
@@ -435,9 +501,11 @@ function addBias(x: Float32Array, n: number, b: Float32Array): void {
 const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
 
 // Causal grouped-query attention: position t of head h attends to positions t-window+1..t of KV
-// head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64.
+// head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64. Values
+// have vHeadDim dims per head (MLA's differ from the keys').
 function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, cap: number | undefined, scores: Float64Array, att: Float32Array): void {
   const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
+  const vd = d.vHeadDim, vDim = d.kvHeads * vd;
   for (let t = 0; t < n; t++) {
     const s0 = Math.max(0, t - window + 1);
     for (let h = 0; h < d.heads; h++) {
@@ -459,16 +527,17 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
         sum += e;
       }
       // Accumulate one output dimension at a time so the sum stays in a float64 local.
-      for (let i = 0; i < hd; i++) {
+      const vo = Math.floor(h / group) * vd, ao = t * d.attDim + h * vd;
+      for (let i = 0; i < vd; i++) {
         let a = 0;
-        for (let s = s0, base = ko + s0 * kvDim + i; s <= t; s++, base += kvDim) a += scores[s] * v[base];
-        att[qo + i] = a / sum;
+        for (let s = s0, base = vo + s0 * vDim + i; s <= t; s++, base += vDim) a += scores[s] * v[base];
+        att[ao + i] = a / sum;
       }
     }
   }
 }
 
-function rmsNorm(x: Float32Array, n: number, dim: number, w: Float32Array, eps: number, out: Float32Array): void {
+export function rmsNorm(x: Float32Array, n: number, dim: number, w: Float32Array, eps: number, out: Float32Array): void {
   for (let t = 0, o = 0; t < n; t++, o += dim) {
     let ss = 0;
     for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];

@@ -369,6 +369,41 @@ function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape
   return tensors;
 }
 
+/**
+ * A generated DeepSeek-shaped checkpoint: MLA (q through a rank-32 pair, or one q_proj for the
+ * V2-Lite shape, a 32-value latent, 8 rope dims shared by the 4 heads, 16 nope and 16 value dims
+ * per head), layer 0 dense, the others MoE (4 experts of width 32, 2 per token, `shared` shared
+ * experts, V3's router correction bias), and one layer past the model (V3's multi-token prediction).
+ */
+function deepseekDecoder(seed: number, o: { layers: number; qLora: boolean; bias: boolean; shared: number }): { name: string; dtype: string; shape: number[]; data: Float32Array }[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, FF, V } = D, HEADS = 4, QL = 32, KVL = 32, NOPE = 16, ROPE = 8, VD = 16, E = 4, EFF = 32;
+  const tensors = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('lm_head.weight', [V, H], 0.8)];
+  for (let l = 0; l < o.layers; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1));
+    if (o.qLora) tensors.push(t(`${p}self_attn.q_a_proj.weight`, [QL, H], 0.6), t(`${p}self_attn.q_a_layernorm.weight`, [QL], 0.5, 1), t(`${p}self_attn.q_b_proj.weight`, [HEADS * (NOPE + ROPE), QL], 0.6));
+    else tensors.push(t(`${p}self_attn.q_proj.weight`, [HEADS * (NOPE + ROPE), H], 0.6));
+    tensors.push(t(`${p}self_attn.kv_a_proj_with_mqa.weight`, [KVL + ROPE, H], 0.6), t(`${p}self_attn.kv_a_layernorm.weight`, [KVL], 0.5, 1),
+      t(`${p}self_attn.kv_b_proj.weight`, [HEADS * (NOPE + VD), KVL], 0.6), t(`${p}self_attn.o_proj.weight`, [H, HEADS * VD], 0.4));
+    if (l === 0) {
+      tensors.push(t(`${p}mlp.gate_proj.weight`, [FF, H]), t(`${p}mlp.up_proj.weight`, [FF, H]), t(`${p}mlp.down_proj.weight`, [H, FF]));
+      continue;
+    }
+    tensors.push(t(`${p}mlp.gate.weight`, [E, H], 2));
+    if (o.bias) tensors.push(t(`${p}mlp.gate.e_score_correction_bias`, [E], 0.5));
+    for (let e = 0; e < E; e++) {
+      tensors.push(t(`${p}mlp.experts.${e}.gate_proj.weight`, [EFF, H]), t(`${p}mlp.experts.${e}.up_proj.weight`, [EFF, H]), t(`${p}mlp.experts.${e}.down_proj.weight`, [H, EFF]));
+    }
+    const S = EFF * o.shared;
+    tensors.push(t(`${p}mlp.shared_experts.gate_proj.weight`, [S, H]), t(`${p}mlp.shared_experts.up_proj.weight`, [S, H]), t(`${p}mlp.shared_experts.down_proj.weight`, [H, S]));
+  }
+  // The multi-token prediction layer V3 checkpoints carry past num_hidden_layers: not converted.
+  tensors.push(t(`model.layers.${o.layers}.input_layernorm.weight`, [H], 0.5, 1));
+  return tensors;
+}
+
 type Cfg = ReturnType<typeof llamaConfig>;
 
 /**
@@ -383,7 +418,7 @@ interface Case {
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
   spm?: boolean;
   seed: number;
-  decoder: Decoder;
+  decoder: Decoder | ((seed: number) => ReturnType<typeof decoder>);
   config: Record<string, unknown>;
   expectConfig(cfg: Cfg): void;
   without(cfg: Cfg): Cfg;
@@ -501,6 +536,36 @@ const CASES: Case[] = [
     without: (cfg) => ({ ...cfg, no_rope: undefined }),
   },
   {
+    // YaRN with a short original context (factor 4): frequencies and attention scale both move.
+    title: 'DeepSeek-V3: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
+    decoder: (seed) => deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), originalOnly: true,
+    config: {
+      architectures: ['DeepseekV3ForCausalLM'], model_type: 'deepseek_v3', hidden_size: D.H, intermediate_size: D.FF, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 4,
+      vocab_size: D.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: false,
+      q_lora_rank: 32, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 32,
+      n_shared_experts: 1, first_k_dense_replace: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid', topk_method: 'noaux_tc', n_group: 1, topk_group: 1,
+      moe_layer_freq: 1, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
+    },
+    expectConfig: (cfg) => expect([cfg.mla, cfg.moe?.deepseek, cfg.yarn?.factor]).toEqual([
+      { qLora: 32, kvLora: 32, nope: 16, rope: 8, v: 16 }, { gating: 'sigmoid', bias: true, scale: 2.5, shared: 32, denseLayers: 1 }, 4,
+    ]),
+    without: (cfg) => ({ ...cfg, yarn: undefined }),
+  },
+  {
+    // llama.cpp reads one q_proj only in a 27-layer model (V2-Lite's depth); YaRN with V2's mscales.
+    title: 'DeepSeek-V2-Lite: one q_proj, softmax routing, two shared experts, YaRN', seed: 67,
+    decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }), originalOnly: true,
+    config: {
+      architectures: ['DeepseekV2ForCausalLM'], model_type: 'deepseek_v2', hidden_size: D.H, intermediate_size: D.FF, num_hidden_layers: 27, num_attention_heads: 4, num_key_value_heads: 4,
+      vocab_size: D.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: false,
+      q_lora_rank: null, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 32,
+      n_shared_experts: 2, first_k_dense_replace: 1, routed_scaling_factor: 1, norm_topk_prob: false, scoring_func: 'softmax', topk_method: 'greedy', n_group: 1, topk_group: 1,
+      moe_layer_freq: 1, rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 0.707, mscale_all_dim: 0.707 },
+    },
+    expectConfig: (cfg) => expect([cfg.mla?.qLora, cfg.moe?.deepseek, cfg.moe?.unnormalized]).toEqual([undefined, { gating: 'softmax', bias: false, scale: 1, shared: 64, denseLayers: 1 }, true]),
+    without: (cfg) => ({ ...cfg, yarn: undefined }),
+  },
+  {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
     config: { ...hfConfig(qwen2, 'Qwen2ForCausalLM', 'qwen2'), rope_theta: 1000000, hidden_act: 'silu' },
     expectConfig: (cfg) => expect(cfg.qkv_bias).toBe(true),
@@ -513,7 +578,7 @@ describe('llama.cpp runs generated checkpoints as webquant\'s reference forward 
     it(`${c.title}: the same log-probabilities, and without it they differ`, async () => {
       // The folder names the GGUF (general.name): not after the family, since llama.cpp keys some
       // token attributes on a name that says Phi-3, for tokens this small vocabulary lacks.
-      const run = await againstLlamaCpp(tempDir(`case${c.seed}`), decoder(c.seed, c.decoder), c.config, c.spm);
+      const run = await againstLlamaCpp(tempDir(`case${c.seed}`), typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder), c.config, c.spm);
       const cfg = llamaConfig(c.config);
       c.expectConfig(cfg);
       await expectAgreement(run, cfg, c.originalOnly);
