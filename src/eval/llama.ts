@@ -423,7 +423,7 @@ async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['mo
  * by p plus the correction bias, within the best groups when the config groups experts (others
  * count as 0, as the Hugging Face code masks them), the `used` best, the lower index first on a tie.
  */
-function deepseekPick(p: Float64Array, moe: NonNullable<LlamaConfig['moe']>, bias: Float32Array | undefined): number[] {
+export function deepseekPick(p: Float64Array, moe: NonNullable<LlamaConfig['moe']>, bias: Float32Array | undefined): number[] {
   const E = moe.experts, g = moe.deepseek?.groups;
   const choice = Float64Array.from(p, (x, e) => x + (bias ? bias[e] : 0));
   const order = (xs: ArrayLike<number>, n: number) => Array.from({ length: xs.length }, (_, i) => i).sort((a, b) => xs[b] - xs[a] || a - b).slice(0, n);

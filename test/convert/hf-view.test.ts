@@ -132,3 +132,69 @@ describe('ggufView of a MoE checkpoint', () => {
     expect(() => ggufView(bad, cfg)).toThrow(/experts of "blk.0.ffn_gate_exps.weight"/);
   });
 });
+
+describe('ggufView of a DeepSeek checkpoint', () => {
+  const H = 4, HEADS = 2, R = 3, NOPE = 2, ROPE = 2, VD = 2;
+  const cfg = {
+    model_type: 'deepseek_v3', hidden_size: H, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: HEADS, vocab_size: 8, q_lora_rank: 2,
+    kv_lora_rank: R, qk_nope_head_dim: NOPE, qk_rope_head_dim: ROPE, v_head_dim: VD, n_routed_experts: 2, num_experts_per_tok: 1, moe_intermediate_size: 4,
+  };
+  const kvb = async (dtype: 'F32' | 'BF16') => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    // kv_b_proj [heads * (nope + v), kv_lora]: row h*(nope+v) + j, column r holds 100h + 10j + r.
+    const v = Float32Array.from({ length: HEADS * (NOPE + VD) * R }, (_, i) => { const row = Math.floor(i / R); return 100 * Math.floor(row / (NOPE + VD)) + 10 * (row % (NOPE + VD)) + (i % R); });
+    const data = dtype === 'F32' ? v : Uint16Array.from(v, (x) => new Uint32Array(new Float32Array([x]).buffer)[0] >>> 16);
+    return openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
+      { name: 'model.layers.0.self_attn.kv_b_proj.weight', dtype, shape: [HEADS * (NOPE + VD), R], data },
+      { name: 'model.layers.0.mlp.gate.e_score_correction_bias', dtype: 'F32', shape: [2], data: new Float32Array(2) },
+      // Layer 1 is past num_hidden_layers (V3's multi-token prediction): left out.
+      { name: 'model.layers.1.self_attn.kv_b_proj.weight', dtype, shape: [HEADS * (NOPE + VD), R], data },
+    ] })), 'ds.safetensors'));
+  };
+
+  it('splits kv_b_proj into attn_k_b [heads, kv_lora, nope] (transposed) and attn_v_b [heads, v, kv_lora], on every read path', async () => {
+    for (const dtype of ['F32', 'BF16'] as const) {
+      const view = ggufView(await kvb(dtype), cfg);
+      expect(view.tensors.map((t) => [t.name, t.shape, t.dtype])).toEqual([
+        ['blk.0.attn_k_b.weight', [HEADS, R, NOPE], dtype], ['blk.0.attn_v_b.weight', [HEADS, VD, R], dtype], ['blk.0.exp_probs_b.bias', [2], 'F32'],
+      ]);
+      const k = await view.readF32('blk.0.attn_k_b.weight'), v = await view.readF32('blk.0.attn_v_b.weight');
+      for (let h = 0; h < HEADS; h++) {
+        for (let r = 0; r < R; r++) for (let i = 0; i < NOPE; i++) expect(k[(h * R + r) * NOPE + i]).toBe(100 * h + 10 * i + r);
+        for (let j = 0; j < VD; j++) for (let r = 0; r < R; r++) expect(v[(h * VD + j) * R + r]).toBe(100 * h + 10 * (NOPE + j) + r);
+      }
+      expect(await view.readRaw('blk.0.attn_k_b.weight')).toHaveLength(k.length * (dtype === 'F32' ? 4 : 2));
+      const whole = (await view.readValues('blk.0.attn_k_b.weight')).values;
+      expect(whole).toHaveLength(k.length);
+      expect((await view.readRows!('blk.0.attn_k_b.weight', 2, 3)).values).toEqual(whole.subarray(2 * NOPE, 5 * NOPE));
+      expect(view.locate?.('blk.0.attn_k_b.weight', 0, 1)).toBeUndefined();
+      expect(view.sourceName('blk.0.attn_v_b.weight')).toBe('model.layers.0.self_attn.kv_b_proj.weight');
+    }
+  });
+
+  it('writes the deepseek2 keys, and refuses what llama.cpp could not load', async () => {
+    const kv = Object.fromEntries(hfGgufMetadata(cfg, 1, { kind: 'none' }).map((x) => [x.key, x.value]));
+    expect([kv['general.architecture'], kv['deepseek2.attention.head_count_kv'], kv['deepseek2.attention.key_length'], kv['deepseek2.attention.value_length'],
+      kv['deepseek2.attention.key_length_mla'], kv['deepseek2.attention.value_length_mla'], kv['deepseek2.expert_gating_func'], kv['deepseek2.expert_weights_norm']])
+      .toEqual(['deepseek2', 1, R + ROPE, R, NOPE + ROPE, VD, 2, true]);
+    // One q_proj (q_lora_rank null) is read only from 27 layers; a tied head not at all.
+    expect(() => hfGgufMetadata({ ...cfg, q_lora_rank: null }, 1, { kind: 'none' })).toThrow(/q_lora_rank/);
+    expect(() => hfGgufMetadata({ ...cfg, tie_word_embeddings: true }, 1, { kind: 'none' })).toThrow(/separate output head/);
+    expect(() => hfGgufMetadata({ ...cfg, kv_lora_rank: undefined }, 1, { kind: 'none' })).toThrow(/kv_lora_rank/);
+    expect(() => hfGgufMetadata({ ...cfg, scoring_func: 'relu' }, 1, { kind: 'none' })).toThrow(/scoring_func/);
+    // kv_b_proj of the wrong shape for the config names both.
+    const ck = await kvb('F32');
+    expect(() => ggufView(ck, { ...cfg, v_head_dim: 3 })).toThrow(/kv_b_proj has shape/);
+  });
+
+  it('refuses FP8 block-scaled weights with a typed error naming the scales', async () => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const ck = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
+      { name: 'model.layers.0.self_attn.o_proj.weight', dtype: 'F8_E4M3', shape: [H, HEADS * VD], data: new Uint8Array(H * HEADS * VD) },
+      { name: 'model.layers.0.self_attn.o_proj.weight_scale_inv', dtype: 'F32', shape: [1, 1], data: new Float32Array([1]) },
+    ] })), 'fp8.safetensors'));
+    expect(() => ggufView(ck, cfg)).toThrow(expect.objectContaining({ code: 'E_UNSUPPORTED_DTYPE', message: expect.stringMatching(/weight_scale_inv.*FP8/) }));
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LlamaModel, checkpointWeights, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
+import { deepseekPick, LlamaModel, checkpointWeights, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
@@ -216,5 +216,47 @@ describe('Llama config and input validation', () => {
     const model = await LlamaModel.load(c, mapSource(randomWeights(c, 1)));
     expect(code(() => model.forward([1, 16]))).toBe(ErrorCodes.BAD_INPUT);
     expect(code(() => model.forward([1, -1]))).toBe(ErrorCodes.BAD_INPUT);
+  });
+});
+
+describe('DeepSeek routing (deepseekPick)', () => {
+  const p = Float64Array.from([0.9, 0.1, 0.5, 0.5, 0.8, 0, 0.3, 0.3]);
+  const moe = (groups?: { count: number; used: number; by: 'max' | 'top2' }) => ({
+    experts: 8, used: 2, ffn: 4, names: 'deepseek' as const, deepseek: { gating: 'sigmoid' as const, bias: false, scale: 1, shared: 0, denseLayers: 0, ...(groups ? { groups } : {}) },
+  });
+  it('picks the best experts by score plus bias, lower index first on a tie', () => {
+    expect(deepseekPick(p, moe(), undefined)).toEqual([0, 4]);
+    expect(deepseekPick(p, moe(), Float32Array.from([0, 0, 0, 0, 0, 0, 1, 0]))).toEqual([6, 0]);
+  });
+  it('keeps only the best groups: by their two best summed (V3) or their best (V2)', () => {
+    // Groups of 2: sums 1.0, 1.0, 0.8, 0.6 keep groups 0 and 1; maxima 0.9, 0.5, 0.8, 0.3 keep 0 and 2.
+    expect(deepseekPick(p, moe({ count: 4, used: 2, by: 'top2' }), undefined)).toEqual([0, 2]);
+    expect(deepseekPick(p, moe({ count: 4, used: 2, by: 'max' }), undefined)).toEqual([0, 4]);
+  });
+});
+
+describe('llamaConfig of DeepSeek models', () => {
+  const base = {
+    model_type: 'deepseek_v3', hidden_size: 64, intermediate_size: 128, num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 300,
+    q_lora_rank: 32, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 8, num_experts_per_tok: 2, moe_intermediate_size: 32,
+  };
+  it('fills the config classes\' defaults (V3: sigmoid, bias, renormalised, grouped noaux_tc; V2: softmax, greedy)', () => {
+    const v3 = llamaConfig({ ...base, n_group: 4, topk_group: 2 });
+    expect([v3.head_dim, v3.num_key_value_heads, v3.moe?.unnormalized, v3.moe?.deepseek]).toEqual([24, 4, undefined,
+      { gating: 'sigmoid', bias: true, scale: 1, shared: 0, denseLayers: 0, groups: { count: 4, used: 2, by: 'top2' } }]);
+    const v2 = llamaConfig({ ...base, model_type: 'deepseek_v2', n_shared_experts: 2, routed_scaling_factor: 16 });
+    expect([v2.moe?.unnormalized, v2.moe?.deepseek]).toEqual([true, { gating: 'softmax', bias: false, scale: 16, shared: 64, denseLayers: 0 }]);
+    expect(llamaTensorNames(v2).filter((n) => n.includes('layers.0.') && !n.includes('.experts.'))).toEqual([
+      'model.layers.0.input_layernorm.weight', 'model.layers.0.self_attn.q_a_proj.weight', 'model.layers.0.self_attn.q_a_layernorm.weight', 'model.layers.0.self_attn.q_b_proj.weight',
+      'model.layers.0.self_attn.kv_a_proj_with_mqa.weight', 'model.layers.0.self_attn.kv_a_layernorm.weight', 'model.layers.0.self_attn.kv_b_proj.weight', 'model.layers.0.self_attn.o_proj.weight',
+      'model.layers.0.post_attention_layernorm.weight', 'model.layers.0.mlp.gate.weight', 'model.layers.0.mlp.shared_experts.gate_proj.weight',
+      'model.layers.0.mlp.shared_experts.up_proj.weight', 'model.layers.0.mlp.shared_experts.down_proj.weight',
+    ]);
+  });
+  it('refuses what the forward does not implement, naming the key', () => {
+    for (const [extra, key] of [[{ moe_layer_freq: 2 }, 'moe_layer_freq'], [{ topk_method: 'random' }, 'topk_method'], [{ rope_scaling: { type: 'linear', factor: 2 } }, 'rope_scaling'],
+      [{ n_group: 3 }, 'n_group'], [{ kv_lora_rank: 0 }, 'kv_lora_rank'], [{ scoring_func: 'relu' }, 'scoring_func']] as const) {
+      expect(() => llamaConfig({ ...base, ...extra }), key).toThrow(new RegExp(key));
+    }
   });
 });
