@@ -404,6 +404,14 @@ function deepseekDecoder(seed: number, o: { layers: number; qLora: boolean; bias
   return tensors;
 }
 
+/** The config.json keys both DeepSeek cases share (the deepseekDecoder shapes). */
+const deepseekConfig = (model: string, type: string, layers: number) => ({
+  architectures: [model], model_type: type, hidden_size: D.H, intermediate_size: D.FF, num_hidden_layers: layers, num_attention_heads: 4, num_key_value_heads: 4,
+  vocab_size: D.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: false,
+  kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 32,
+  first_k_dense_replace: 1, n_group: 1, topk_group: 1, moe_layer_freq: 1,
+});
+
 type Cfg = ReturnType<typeof llamaConfig>;
 
 /**
@@ -540,11 +548,8 @@ const CASES: Case[] = [
     title: 'DeepSeek-V3: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
     decoder: (seed) => deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), originalOnly: true,
     config: {
-      architectures: ['DeepseekV3ForCausalLM'], model_type: 'deepseek_v3', hidden_size: D.H, intermediate_size: D.FF, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 4,
-      vocab_size: D.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: false,
-      q_lora_rank: 32, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 32,
-      n_shared_experts: 1, first_k_dense_replace: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid', topk_method: 'noaux_tc', n_group: 1, topk_group: 1,
-      moe_layer_freq: 1, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
+      ...deepseekConfig('DeepseekV3ForCausalLM', 'deepseek_v3', 2), q_lora_rank: 32, n_shared_experts: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid',
+      topk_method: 'noaux_tc', rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
     },
     expectConfig: (cfg) => expect([cfg.mla, cfg.moe?.deepseek, cfg.yarn?.factor]).toEqual([
       { qLora: 32, kvLora: 32, nope: 16, rope: 8, v: 16 }, { gating: 'sigmoid', bias: true, scale: 2.5, shared: 32, denseLayers: 1 }, 4,
@@ -556,11 +561,8 @@ const CASES: Case[] = [
     title: 'DeepSeek-V2-Lite: one q_proj, softmax routing, two shared experts, YaRN', seed: 67,
     decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }), originalOnly: true,
     config: {
-      architectures: ['DeepseekV2ForCausalLM'], model_type: 'deepseek_v2', hidden_size: D.H, intermediate_size: D.FF, num_hidden_layers: 27, num_attention_heads: 4, num_key_value_heads: 4,
-      vocab_size: D.V, max_position_embeddings: 512, rms_norm_eps: 1e-6, rope_theta: 10000, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: false,
-      q_lora_rank: null, kv_lora_rank: 32, qk_nope_head_dim: 16, qk_rope_head_dim: 8, v_head_dim: 16, n_routed_experts: 4, num_experts_per_tok: 2, moe_intermediate_size: 32,
-      n_shared_experts: 2, first_k_dense_replace: 1, routed_scaling_factor: 1, norm_topk_prob: false, scoring_func: 'softmax', topk_method: 'greedy', n_group: 1, topk_group: 1,
-      moe_layer_freq: 1, rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 0.707, mscale_all_dim: 0.707 },
+      ...deepseekConfig('DeepseekV2ForCausalLM', 'deepseek_v2', 27), q_lora_rank: null, n_shared_experts: 2, routed_scaling_factor: 1, norm_topk_prob: false, scoring_func: 'softmax',
+      topk_method: 'greedy', rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 0.707, mscale_all_dim: 0.707 },
     },
     expectConfig: (cfg) => expect([cfg.mla?.qLora, cfg.moe?.deepseek, cfg.moe?.unnormalized]).toEqual([undefined, { gating: 'softmax', bias: false, scale: 1, shared: 64, denseLayers: 1 }, true]),
     without: (cfg) => ({ ...cfg, yarn: undefined }),
