@@ -95,8 +95,9 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   const tensors: TensorInfo[] = [];
   // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
+  const fp8 = new Set(input.tensors.filter((t) => t.dtype.startsWith('F8_')).map((t) => t.name));
   for (const src of input.tensors) {
-    if (src.name.endsWith(SCALE_SUFFIX) && input.tensors.some((t) => t.name === src.name.slice(0, -SCALE_SUFFIX.length) && t.dtype.startsWith('F8_'))) {
+    if (src.name.endsWith(SCALE_SUFFIX) && fp8.has(src.name.slice(0, -SCALE_SUFFIX.length))) {
       fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" scales an FP8 weight; FP8 block-scaled checkpoints are not written as GGUF yet (write .safetensors, or convert the checkpoint to BF16 first, as llama.cpp's converter also needs)`, {
         file: input.source, tensor: src.name, expected: 'F32, F16 or BF16 weights',
       });
