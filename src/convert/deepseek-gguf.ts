@@ -38,34 +38,31 @@ export interface DeepseekConfig {
   topk_group?: number;
 }
 
-/** Layer tensors of a DeepSeek-V2/V3 checkpoint and their llama.cpp names (kv_b_proj: see deepseekKvB). */
+/**
+ * The layer tensors a DeepSeek-V2/V3 checkpoint has beyond Llama's (which it shares: norms,
+ * q_proj, o_proj, the router and dense MLP) and their llama.cpp names; kv_b_proj: see deepseekKvB.
+ */
 export const DEEPSEEK_LAYER_NAMES: Readonly<Record<string, string>> = {
-  'input_layernorm.weight': 'attn_norm.weight',
-  'post_attention_layernorm.weight': 'ffn_norm.weight',
-  'self_attn.q_proj.weight': 'attn_q.weight',
   'self_attn.q_a_proj.weight': 'attn_q_a.weight',
   'self_attn.q_a_layernorm.weight': 'attn_q_a_norm.weight',
   'self_attn.q_b_proj.weight': 'attn_q_b.weight',
   'self_attn.kv_a_proj_with_mqa.weight': 'attn_kv_a_mqa.weight',
   'self_attn.kv_a_layernorm.weight': 'attn_kv_a_norm.weight',
-  'self_attn.o_proj.weight': 'attn_output.weight',
-  'mlp.gate.weight': 'ffn_gate_inp.weight',
   'mlp.gate.e_score_correction_bias': 'exp_probs_b.bias',
   'mlp.shared_experts.gate_proj.weight': 'ffn_gate_shexp.weight',
   'mlp.shared_experts.up_proj.weight': 'ffn_up_shexp.weight',
   'mlp.shared_experts.down_proj.weight': 'ffn_down_shexp.weight',
-  'mlp.gate_proj.weight': 'ffn_gate.weight',
-  'mlp.up_proj.weight': 'ffn_up.weight',
-  'mlp.down_proj.weight': 'ffn_down.weight',
 };
+
+/** `v` when it is a positive integer; E_CONFIG naming the key otherwise. */
+function positiveInt(key: string, v: unknown): number {
+  if (!Number.isInteger(v) || (v as number) <= 0) fail(ErrorCodes.CONFIG, `[deepseek] config.json: a DeepSeek model needs "${key}" (a positive integer) but has ${String(v)}`, { option: key, value: v });
+  return v as number;
+}
 
 /** The MLA sizes of a config, validated (E_CONFIG naming the key otherwise). */
 export function mlaDims(cfg: DeepseekConfig): { qLora?: number; kvLora: number; nope: number; rope: number; v: number } {
-  const need = (key: 'kv_lora_rank' | 'qk_nope_head_dim' | 'qk_rope_head_dim' | 'v_head_dim') => {
-    const v = cfg[key];
-    if (!Number.isInteger(v) || v! <= 0) fail(ErrorCodes.CONFIG, `[deepseek] config.json: a DeepSeek model needs "${key}" (a positive integer) but has ${String(v)}`, { option: key, value: v });
-    return v!;
-  };
+  const need = (key: 'kv_lora_rank' | 'qk_nope_head_dim' | 'qk_rope_head_dim' | 'v_head_dim') => positiveInt(key, cfg[key]);
   const q = cfg.q_lora_rank;
   if (q !== undefined && q !== null && (!Number.isInteger(q) || q <= 0)) {
     fail(ErrorCodes.CONFIG, `[deepseek] config.json: "q_lora_rank" must be a positive integer or null but is ${String(q)}`, { option: 'q_lora_rank', value: q });
@@ -102,11 +99,10 @@ export function deepseek2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<s
   if (cfg.tie_word_embeddings) {
     fail(ErrorCodes.CONFIG, '[gguf] config.json: tie_word_embeddings is true, but llama.cpp needs a separate output head for a DeepSeek model', { option: 'tie_word_embeddings', value: true, expected: false });
   }
-  const experts = cfg.n_routed_experts;
-  for (const [key, v] of [['n_routed_experts', experts], ['num_experts_per_tok', cfg.num_experts_per_tok], ['moe_intermediate_size', cfg.moe_intermediate_size]] as const) {
-    if (!Number.isInteger(v) || v! <= 0) fail(ErrorCodes.CONFIG, `[gguf] config.json: a DeepSeek model needs "${key}" (a positive integer) but has ${String(v)}`, { option: key, value: v });
-  }
-  if (cfg.num_experts_per_tok! > experts!) {
+  const experts = positiveInt('n_routed_experts', cfg.n_routed_experts);
+  positiveInt('num_experts_per_tok', cfg.num_experts_per_tok);
+  positiveInt('moe_intermediate_size', cfg.moe_intermediate_size);
+  if (cfg.num_experts_per_tok! > experts) {
     fail(ErrorCodes.CONFIG, `[gguf] config.json: num_experts_per_tok ${cfg.num_experts_per_tok} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: cfg.num_experts_per_tok, expected: `<= ${experts}` });
   }
   const r = deepseekRouting(cfg);
@@ -133,7 +129,7 @@ export function deepseek2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<s
     [k('attention.key_length_mla')]: u32(m.nope + m.rope),
     [k('attention.value_length_mla')]: u32(m.v),
     [k('rope.dimension_count')]: u32(m.rope),
-    [k('expert_count')]: u32(experts!),
+    [k('expert_count')]: u32(experts),
     [k('expert_used_count')]: u32(cfg.num_experts_per_tok!),
     [k('expert_feed_forward_length')]: u32(cfg.moe_intermediate_size!),
     [k('expert_shared_count')]: u32(cfg.n_shared_experts ?? 0),

@@ -10,7 +10,7 @@ import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
 import { SCALE_SUFFIX } from '../io/safetensors.js';
-import { GGUF_ARCHITECTURES, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, LAYER, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -41,8 +41,6 @@ interface Entry {
   /** Made from `src`'s values (DeepSeek's attn_k_b / attn_v_b). */
   derive?: DerivedTensor;
 }
-
-const LAYER_OF = /^model\.layers\.(\d+)\.(.+)$/;
 
 /** Values of several tensors of one dtype, one after another. */
 function concatValues(parts: TensorValues[]): TensorValues {
@@ -102,7 +100,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
         file: input.source, tensor: src.name, expected: 'F32, F16 or BF16 weights',
       });
     }
-    const layer = LAYER_OF.exec(src.name);
+    const layer = LAYER.exec(src.name);
     if (layer && arch?.extraLayers === 'drop' && Number(layer[1]) >= config.num_hidden_layers) continue;
     const derived = layer && arch?.derived?.(layer[2], src.shape, config);
     if (derived) {

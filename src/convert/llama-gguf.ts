@@ -50,7 +50,8 @@ export interface LlamaConfig extends DeepseekConfig {
   logits_scaling?: number;
 }
 
-const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
+/** model.layers.N.<rest>: the layer index and the layer-relative name. */
+export const LAYER = /^model\.layers\.(\d+)\.(.+)$/;
 const LAYER_NAMES: Record<string, string> = {
   'input_layernorm.weight': 'attn_norm.weight',
   'self_attn.q_proj.weight': 'attn_q.weight',
@@ -220,7 +221,7 @@ export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined
 export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama' | 'smollm3' | 'granite' = 'llama'): Record<string, GgufValue> {
   for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
     if (!Number.isInteger(cfg[k]) || cfg[k] <= 0) {
-      fail(ErrorCodes.CONFIG ?? ErrorCodes.MODEL, `[gguf] config.json: ${k} must be a positive integer but is ${String(cfg[k])}`, { option: k, value: cfg[k] });
+      fail(ErrorCodes.CONFIG, `[gguf] config.json: ${k} must be a positive integer but is ${String(cfg[k])}`, { option: k, value: cfg[k] });
     }
   }
   const heads = cfg.num_attention_heads;
@@ -518,7 +519,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
     },
   },
   {
-    name: 'deepseek2', modelTypes: ['deepseek_v2', 'deepseek_v3'], permuteQK: false, layerNames: DEEPSEEK_LAYER_NAMES, extraLayers: 'drop', metadata: deepseek2Metadata,
+    name: 'deepseek2', modelTypes: ['deepseek_v2', 'deepseek_v3'], permuteQK: false, layerNames: { ...LAYER_NAMES, ...DEEPSEEK_LAYER_NAMES }, extraLayers: 'drop', metadata: deepseek2Metadata,
     derived: (t, shape, cfg) => (t === 'self_attn.kv_b_proj.weight' ? deepseekKvB(cfg, shape) : undefined),
   },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says

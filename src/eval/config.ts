@@ -182,9 +182,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
   if (j.model_type === 'mixtral' || j.model_type === 'qwen3_moe') {
     const qwen = j.model_type === 'qwen3_moe';
-    const experts = int(qwen ? 'num_experts' : 'num_local_experts');
-    const used = int('num_experts_per_tok');
-    if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
+    const { experts, used } = expertCounts(qwen ? 'num_experts' : 'num_local_experts', int);
     unsupported('decoder_sparse_step', (v) => v === 1, '1');
     unsupported('mlp_only_layers', (v) => Array.isArray(v) && v.length === 0, '[]');
     cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral', ...(qwen && j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
@@ -264,6 +262,13 @@ export function llamaConfig(json: unknown): LlamaConfig {
   return cfg;
 }
 
+/** A MoE config's expert count (under `key`) and num_experts_per_tok, which must not exceed it. */
+function expertCounts(key: string, int: (key: string) => number): { experts: number; used: number } {
+  const experts = int(key), used = int('num_experts_per_tok');
+  if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
+  return { experts, used };
+}
+
 /**
  * DeepSeek-V2/V3 (model_type deepseek_v2, deepseek_v3): MLA, MoE with shared experts and dense
  * first layers, as DeepseekV2/V3ForCausalLM compute them (their config classes' defaults).
@@ -275,8 +280,7 @@ function deepseek(j: Record<string, unknown>, cfg: LlamaConfig, int: (key: strin
   // Every head has its own keys and values (num_key_value_heads is the head count).
   cfg.head_dim = m.nope + m.rope;
   cfg.num_key_value_heads = cfg.num_attention_heads;
-  const experts = int('n_routed_experts'), used = int('num_experts_per_tok'), ffn = int('moe_intermediate_size');
-  if (used > experts) fail(ErrorCodes.MODEL, `[llama] config.num_experts_per_tok ${used} is more than the ${experts} experts`, { option: 'num_experts_per_tok', value: used, expected: `<= ${experts}` });
+  const { experts, used } = expertCounts('n_routed_experts', int), ffn = int('moe_intermediate_size');
   if ((j.moe_layer_freq ?? 1) !== 1) fail(ErrorCodes.MODEL, `[llama] config.moe_layer_freq ${String(j.moe_layer_freq)} is not supported; expected 1`, { option: 'moe_layer_freq', value: j.moe_layer_freq, expected: 1 });
   const r = deepseekRouting(d);
   const v3 = j.model_type === 'deepseek_v3';

@@ -452,8 +452,10 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
   const p = new Float64Array(E);
   out.fill(0, 0, n * dim);
   const ds = moe.deepseek;
+  // The shared experts' width has buffers of its own.
+  const sg = new Float32Array(ds?.shared ?? 0), su = new Float32Array(ds?.shared ?? 0);
   const swiglu = (ex: { gate: Linear; up: Linear; down: Linear }, xt: Float32Array, width: number, w: number, o: number) => {
-    const gg = g.length === width ? g : new Float32Array(width), uu = u.length === width ? u : new Float32Array(width);
+    const [gg, uu] = width === moe.ffn ? [g, u] : [sg, su];
     ex.gate.apply(xt, 1, gg);
     ex.up.apply(xt, 1, uu);
     for (let i = 0; i < width; i++) gg[i] = silu(gg[i]) * uu[i];
