@@ -67,7 +67,9 @@ export function checkRange(name: string, offset: number, length: number, size: n
 }
 
 export function fromBuffer(buf: Uint8Array | ArrayBuffer, name = 'buffer'): ByteSource {
-  const bytes = buf instanceof Uint8Array ? buf : new Uint8Array(buf);
+  // A plain Uint8Array view even of a Node Buffer: readers copy with slice(), which on a Buffer
+  // returns a view of the shared (possibly pooled) memory instead of a copy.
+  const bytes = buf instanceof Uint8Array ? new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength) : new Uint8Array(buf);
   return {
     name,
     size: async () => bytes.byteLength,

@@ -27,6 +27,24 @@ describe('fromBuffer / fromBlob', () => {
       await expectCode(src.read(0.5, 1), ErrorCodes.IO);
     }
   });
+  test('a Node Buffer in shared (pooled) memory: every read path gives the tensor\'s own values', async () => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const file = await collect(writeSafetensors({ tensors: [
+      { name: 'a', dtype: 'F32', shape: [2, 3], data: new Float32Array([1, 2, 3, 4, 5, 6]) },
+      { name: 'b', dtype: 'BF16', shape: [2], data: new Uint16Array([0x3f80, 0x4000]) },
+    ] }));
+    // Small Buffers share Node's pool: this one starts past byte 0 of a larger ArrayBuffer, and
+    // Buffer#slice() is a view, not a copy.
+    const pooled = Buffer.from(file);
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.byteLength);
+    const c = await openSafetensors(fromBuffer(pooled, 'pooled.safetensors'));
+    expect(Array.from(await c.readF32('a'))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(Array.from((await c.readValues('a')).values)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(Array.from((await c.readRows!('a', 1, 1)).values)).toEqual([4, 5, 6]);
+    expect(Array.from(await c.readF32('b'))).toEqual([1, 2]);
+    expect(Array.from((await c.readValues('b')).values)).toEqual([0x3f80, 0x4000]);
+  });
   test.skipIf(!hasShared)('a Blob-backed checkpoint', async () => {
     const c = await openSafetensors(fromBlob(new Blob([sharedBytes(ST) as Uint8Array<ArrayBuffer>]), 'model.safetensors'));
     expect(c.tensors.length).toBe(47);
