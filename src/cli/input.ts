@@ -77,33 +77,36 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
   const src = (p: string) => { const s = fromPath(p); sources.push(s); return s; };
   const close = async () => { await Promise.all(sources.map((s) => s.close())); };
   try {
+    // config.json first: its FP8 block size (quantization_config) is needed to open the checkpoint.
+    const found: Pick<OpenedInput, 'config' | 'configFile' | 'configError'> = {};
+    const cfg = join(dir, 'config.json');
+    if ((await exists(cfg)) === 'file') {
+      found.configFile = cfg;
+      try {
+        found.config = await readConfig(src(cfg));
+      } catch (e) {
+        if (!(e instanceof WebquantError)) throw e;
+        found.configError = e;
+      }
+    }
+    const opts = found.config?.fp8Block ? { fp8BlockSize: found.config.fp8Block } : {};
     let checkpoint: Checkpoint;
     let size: number | undefined;
     if (file.endsWith('.json')) {
-      checkpoint = await openSafetensorsIndex(src(file), async (shard) => {
+      const index = src(file);
+      checkpoint = await openSafetensorsIndex(index, async (shard) => {
         const p = join(dir, shard);
         if ((await exists(p)) !== 'file') notFound(`shard ${shard} of`, file);
         return src(p);
-      });
+      }, opts);
       size = 0;
-      for (const s of sources.slice(1)) size += await s.size();
+      for (const s of sources.slice(sources.indexOf(index) + 1)) size += await s.size();
     } else {
       const s = src(file);
-      checkpoint = await openCheckpoint(s);
+      checkpoint = await openCheckpoint(s, opts);
       size = await s.size();
     }
-    const opened: OpenedInput = { checkpoint, spec, file, dir, size, close, tokenizerFiles: () => tokenizerFilesIn(dir) };
-    const cfg = join(dir, 'config.json');
-    if ((await exists(cfg)) === 'file') {
-      opened.configFile = cfg;
-      try {
-        opened.config = await readConfig(src(cfg));
-      } catch (e) {
-        if (!(e instanceof WebquantError)) throw e;
-        opened.configError = e;
-      }
-    }
-    return opened;
+    return { checkpoint, spec, file, dir, size, close, tokenizerFiles: () => tokenizerFilesIn(dir), ...found };
   } catch (e) {
     await close();
     throw e;
@@ -112,14 +115,7 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
 
 async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
   const opts = io.fetch ? { fetch: io.fetch } : {};
-  const main = fromUrl(url, opts);
-  const checkpoint = url.split('?')[0].endsWith('.json')
-    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts))
-    : await openCheckpoint(main);
-  const opened: OpenedInput = {
-    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined,
-    tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts),
-  };
+  const found: Pick<OpenedInput, 'config' | 'configFile' | 'configError'> = {};
   // config.json beside a URL is optional: any failure to fetch it means there is none.
   const cfgUrl = new URL('config.json', url).toString();
   let cfgSrc: ByteSource | undefined;
@@ -131,15 +127,24 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
     cfgSrc = undefined;
   }
   if (cfgSrc) {
-    opened.configFile = cfgUrl;
+    found.configFile = cfgUrl;
     try {
-      opened.config = await readConfig(cfgSrc);
+      found.config = await readConfig(cfgSrc);
     } catch (e) {
       if (!(e instanceof WebquantError)) throw e;
-      opened.configError = e;
+      found.configError = e;
     }
   }
-  return opened;
+  // Its FP8 block size (quantization_config) is needed to open the checkpoint.
+  const st = found.config?.fp8Block ? { fp8BlockSize: found.config.fp8Block } : {};
+  const main = fromUrl(url, opts);
+  const checkpoint = url.split('?')[0].endsWith('.json')
+    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts), st)
+    : await openCheckpoint(main, st);
+  return {
+    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined,
+    tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts), ...found,
+  };
 }
 
 /** A local file read whole (tokenizer files are small next to a checkpoint, and need no handle kept open). */

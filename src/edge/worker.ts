@@ -71,10 +71,11 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
     }
     const cfg = form.get('config') as unknown;
     const name = q.get('name') ?? stem((file as Blob & { name?: string }).name ?? 'model');
+    const config = cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined;
     return {
-      checkpoint: await openCheckpoint(fromBlob(file, name)),
+      checkpoint: await openCheckpoint(fromBlob(file, name), config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {}),
       name,
-      config: cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined,
+      config,
       tokenizer: formTokenizer(form),
     };
   }

@@ -42,7 +42,8 @@ export interface Checkpoint {
   readValues(name: string): Promise<TensorValues>;
   /**
    * Rows [firstRow, firstRow + rows) of an F32 / F16 / BF16 tensor, as readValues would return
-   * them, reading only those bytes (a row is the last dimension). Optional for other implementations.
+   * them, reading only those bytes (a row is the last dimension). safetensors also gives FP8 rows,
+   * as f32 with their block scales applied. Optional for other implementations.
    */
   readRows?(name: string, firstRow: number, rows: number): Promise<TensorValues>;
   /**

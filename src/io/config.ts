@@ -25,6 +25,8 @@ export interface ModelConfig {
   torchDtype?: string;
   /** quantization_config as found (e.g. DeepSeek-V3's {quant_method: 'fp8', weight_block_size: [128, 128]}). */
   quantization?: Record<string, unknown>;
+  /** quantization_config.weight_block_size: the block of FP8 weights' `_scale_inv` scales, [rows, cols]. */
+  fp8Block?: [number, number];
   /** The parsed file (for a multimodal config: its text_config merged over the top level). */
   raw: Record<string, unknown>;
 }
@@ -116,6 +118,10 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   if (tie !== undefined && typeof tie !== 'boolean') bad('"tie_word_embeddings" must be a boolean', { option: 'tie_word_embeddings', value: tie });
   const q = c.quantization_config;
   if (q !== undefined && (typeof q !== 'object' || q === null || Array.isArray(q))) bad('"quantization_config" must be an object', { option: 'quantization_config', value: q });
+  const block = (q as Record<string, unknown> | undefined)?.weight_block_size;
+  if (block !== undefined && !(Array.isArray(block) && block.length === 2 && block.every((b) => Number.isInteger(b) && b > 0))) {
+    bad('"quantization_config.weight_block_size" must be two positive integers', { option: 'quantization_config.weight_block_size', value: block, expected: '[rows, cols], e.g. [128, 128]' });
+  }
 
   return {
     architecture: architecture as string,
@@ -136,6 +142,7 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
     eosTokenId: ids('eos_token_id'),
     torchDtype: str('torch_dtype') ?? str('dtype'),
     quantization: q as Record<string, unknown> | undefined,
+    ...(block ? { fp8Block: block as [number, number] } : {}),
     raw: c,
   };
 }

@@ -18,7 +18,7 @@
 //   bytes after the data                ST_TRAILING
 //   FP8 block scales of the wrong dtype or shape        ST_SCALE
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
-import { BaseCheckpoint, type Checkpoint, type TensorEntry, type TensorInfo } from './checkpoint.js';
+import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorInfo, type TensorValues } from './checkpoint.js';
 import { FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
 import { findDuplicateKey } from './json.js';
 import type { ByteSource } from './source.js';
@@ -192,21 +192,46 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
       });
     }
     const out = floatBytesToF32(await this.readRaw(name), info.dtype, name);
-    const scaleName = name + SCALE_SUFFIX;
-    if (info.dtype.startsWith('F8_') && this.entries.has(scaleName)) {
-      const scale = floatBytesToF32(await this.readRaw(scaleName), 'F32', scaleName);
-      const [rows, cols] = info.shape;
-      const [br, bc] = this.block;
-      const sc = Math.ceil(cols / bc);
-      for (let r = 0; r < rows; r++) {
-        const srow = Math.floor(r / br) * sc;
-        const base = r * cols;
-        for (let c = 0; c < cols; c++) out[base + c] *= scale[srow + Math.floor(c / bc)];
-      }
-    }
+    if (info.dtype.startsWith('F8_')) await this.scale(info, out, 0);
     return out;
   }
 
+  /**
+   * F32 / F16 / BF16 rows as stored; FP8 rows as f32 with their block scales applied (what
+   * readF32 gives for those rows), reading only those rows and their rows of scales.
+   */
+  override async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
+    const { info, src } = this.entry(name);
+    if (!info.dtype.startsWith('F8_')) return super.readRows(name, firstRow, rows);
+    const cols = info.shape.length ? info.shape[info.shape.length - 1] : 1;
+    const nrows = cols === 0 ? 0 : numel(info.shape) / cols;
+    if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
+      fail(ErrorCodes.BAD_INPUT, `[safetensors] ${this.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${nrows} rows of "${name}"`, {
+        file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
+      });
+    }
+    const out = floatBytesToF32(await src.read(info.offset + firstRow * cols, rows * cols), info.dtype, name);
+    if (rows > 0) await this.scale(info, out, firstRow);
+    return { values: out, dtype: 'f32' };
+  }
+
+  /** Multiplies FP8 values `out` (rows from `firstRow` on) by their block scales, if the weight has any. */
+  private async scale(info: TensorInfo, out: Float32Array, firstRow: number): Promise<void> {
+    const s = this.entries.get(info.name + SCALE_SUFFIX);
+    if (!s) return;
+    const [br, bc] = this.block;
+    const cols = info.shape[1];
+    const sc = Math.ceil(cols / bc);
+    const rows = out.length / cols;
+    // Only the scale rows these rows use.
+    const s0 = Math.floor(firstRow / br), s1 = Math.floor((firstRow + rows - 1) / br) + 1;
+    const scale = floatBytesToF32(await s.src.read(s.info.offset + s0 * sc * 4, (s1 - s0) * sc * 4), 'F32', s.info.name);
+    for (let r = 0; r < rows; r++) {
+      const srow = (Math.floor((firstRow + r) / br) - s0) * sc;
+      const base = r * cols;
+      for (let c = 0; c < cols; c++) out[base + c] *= scale[srow + Math.floor(c / bc)];
+    }
+  }
 }
 
 /** A shard resolver: file name from weight_map -> its source (e.g. `(f) => fromUrl(base + f)`). */

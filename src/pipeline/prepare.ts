@@ -64,17 +64,20 @@ export async function tokenizerFilesBesideUrl(url: string, opts: UrlSourceOption
 
 /** A checkpoint read by URL with Range requests, with the config.json and tokenizer files beside it. */
 export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Promise<InputBundle & { size?: number }> {
+  // config.json first: its FP8 block size (quantization_config) is needed to open the checkpoint.
+  const cfg = await besideUrl('config.json', url, opts);
+  const config = cfg ? await readConfig(cfg) : undefined;
+  const st = config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {};
   const main = fromUrl(url, opts);
   const sharded = url.split('?')[0].endsWith('.json');
   const checkpoint = sharded
-    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url).toString(), opts))
-    : await openCheckpoint(main);
-  const cfg = await besideUrl('config.json', url, opts);
+    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url).toString(), opts), st)
+    : await openCheckpoint(main, st);
   const path = new URL(url).pathname.split('/').filter(Boolean);
   return {
     checkpoint,
     name: path.length > 1 ? path[path.length - 2] : new URL(url).host,
-    config: cfg ? await readConfig(cfg) : undefined,
+    config,
     tokenizer: await tokenizerFilesBesideUrl(url, opts),
     size: sharded ? undefined : await main.size(),
   };

@@ -160,6 +160,26 @@ describe('FP8', () => {
       }
     }
     expect(Array.from(await c.readF32('e5'))).toEqual([1, 2, -1, 0]);
+    // Row ranges, inside one scale row and across the boundary at 128: readF32's values for them.
+    for (const [r0, n] of [[0, 0], [0, 5], [120, 10], [127, 3], [128, 2], [0, rows]]) {
+      const part = await c.readRows!('l.weight', r0, n);
+      expect(part.dtype).toBe('f32');
+      expect(Buffer.from(part.values.buffer, part.values.byteOffset, part.values.byteLength).equals(Buffer.from(got.buffer, r0 * cols * 4, n * cols * 4)), `${r0}+${n}`).toBe(true);
+    }
+    expect((await c.readRows!('e5', 0, 1)).values).toEqual(new Float32Array([1, 2, -1, 0]));
+    await expectCode(c.readRows!('l.weight', 129, 2), ErrorCodes.BAD_INPUT);
+  });
+  test('a block size other than 128 x 128 (config.json weight_block_size) scales accordingly', async () => {
+    const w = new Uint8Array(6 * 4).fill(0x38); // 1.0
+    const file = await collect(writeSafetensors({ tensors: [
+      { name: 'l.weight', dtype: 'F8_E4M3', shape: [6, 4], data: w },
+      { name: 'l.weight_scale_inv', dtype: 'F32', shape: [3, 2], data: new Float32Array([1, 2, 3, 4, 5, 6]) },
+    ] }));
+    const c = await openSafetensors(fromBuffer(file, 'b.safetensors'), { fp8BlockSize: [2, 2] });
+    expect(Array.from(await c.readF32('l.weight'))).toEqual([1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4, 5, 5, 6, 6, 5, 5, 6, 6]);
+    expect(Array.from((await c.readRows!('l.weight', 3, 2)).values)).toEqual([3, 3, 4, 4, 5, 5, 6, 6]);
+    // With the default 128 x 128 these scales do not fit the weight.
+    await expectCode(openSafetensors(fromBuffer(file, 'b.safetensors')), ErrorCodes.ST_SCALE);
   });
   test('ST_SCALE: block scales of the wrong shape or dtype', async () => {
     const mk = (shape: number[], dtype = 'F32') => collect(writeSafetensors({
@@ -229,5 +249,12 @@ describe('readConfig', () => {
     await expectCode(cfg({ architectures: ['X'], hidden_size: '64', num_hidden_layers: 5, num_attention_heads: 8, vocab_size: 512 }), ErrorCodes.CONFIG);
     await expectCode(readConfig(fromBuffer(new Uint8Array([0x7b]), 'c')), ErrorCodes.CONFIG);
     await expectCode(cfg([1]), ErrorCodes.CONFIG);
+  });
+  test('the FP8 block size from quantization_config.weight_block_size', async () => {
+    const base = { architectures: ['X'], hidden_size: 64, num_hidden_layers: 5, num_attention_heads: 8, vocab_size: 512 };
+    expect((await cfg({ ...base, quantization_config: { quant_method: 'fp8', weight_block_size: [64, 32] } })).fp8Block).toEqual([64, 32]);
+    expect((await cfg(base)).fp8Block).toBeUndefined();
+    for (const bad of [[128], [128, 0], [128, 1.5], '128'])
+      await expectCode(cfg({ ...base, quantization_config: { weight_block_size: bad } }), ErrorCodes.CONFIG);
   });
 });

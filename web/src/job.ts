@@ -23,11 +23,13 @@ export async function openInput(spec: InputSpec): Promise<InputBundle> {
     });
   }
   const cfg = files.find((f) => f.name === 'config.json');
+  const config = cfg ? await readConfig(fromBlob(cfg)) : undefined;
   return {
-    checkpoint: await openCheckpoint(fromBlob(model)),
+    // config.json's FP8 block size (quantization_config) is needed to read FP8 weights.
+    checkpoint: await openCheckpoint(fromBlob(model), config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {}),
     // A dropped file has no folder: its stem (less a dtype suffix) names the model.
     name: model.name.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
-    config: cfg ? await readConfig(fromBlob(cfg)) : undefined,
+    config,
     tokenizer: Object.fromEntries(files.filter((f) => (TOKENIZER_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
   };
 }
