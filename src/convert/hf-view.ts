@@ -1,8 +1,11 @@
 // A Hugging Face Llama-family (or Qwen2/Qwen3, Gemma 3) checkpoint seen as llama.cpp's converter would write it:
 // GGUF tensor names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted
 // from the rotate-half layout to interleaved pairs (Llama only), and 1-D F16/BF16 tensors (norms,
-// biases) widened to F32, since llama.cpp stores every vector in F32 (Gemma 3's norms + 1 first). Nothing is read until a tensor is asked for; ranged reads
-// of a permuted tensor fetch only the source rows they need.
+// biases) widened to F32, since llama.cpp stores every vector in F32 (Gemma 3's norms + 1 first).
+// FP8 weights are presented as F32 with their block scales applied (GGUF has no FP8 type; what is
+// quantized is the value the checkpoint means), and their `_scale_inv` tensors are left out.
+// Nothing is read until a tensor is asked for; ranged reads of a permuted tensor fetch only the
+// source rows they need.
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
@@ -55,6 +58,12 @@ function concatValues(parts: TensorValues[]): TensorValues {
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
+const READABLE = ['F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E5M2'];
+const isF8 = (t: TensorInfo): boolean => t.dtype === 'F8_E4M3' || t.dtype === 'F8_E5M2';
+const readable = (t: TensorInfo): boolean => t.dtype in ELEM || isF8(t);
+/** The dtype the view presents a source tensor in: FP8 becomes F32 (GGUF has no FP8 type). */
+const viewDtype = (t: TensorInfo): string => (isF8(t) ? 'F32' : t.dtype);
+const bytesOf = (v: Float32Array | Uint16Array): Uint8Array => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 
 function rowGeometry(shape: readonly number[]): { rows: number; rowLen: number } {
   // A 1-D tensor (a bias) is permuted element by element: its "rows" are single values.
@@ -95,20 +104,18 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   const fp8 = new Set(input.tensors.filter((t) => t.dtype.startsWith('F8_')).map((t) => t.name));
   for (const src of input.tensors) {
-    if (src.name.endsWith(SCALE_SUFFIX) && fp8.has(src.name.slice(0, -SCALE_SUFFIX.length))) {
-      fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" scales an FP8 weight; FP8 block-scaled checkpoints are not written as GGUF yet (write .safetensors, or convert the checkpoint to BF16 first, as llama.cpp's converter also needs)`, {
-        file: input.source, tensor: src.name, expected: 'F32, F16 or BF16 weights',
-      });
-    }
+    // Block scales are applied by the input's FP8 reads (readF32, readRows); GGUF gets the product.
+    if (src.name.endsWith(SCALE_SUFFIX) && fp8.has(src.name.slice(0, -SCALE_SUFFIX.length))) continue;
     const layer = LAYER.exec(src.name);
     if (layer && arch?.extraLayers === 'drop' && Number(layer[1]) >= config.num_hidden_layers) continue;
     const derived = layer && arch?.derived?.(layer[2], src.shape, config);
     if (derived) {
-      if (!(src.dtype in ELEM)) {
-        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 tensors can be reshaped for GGUF`, { file: input.source, tensor: src.name, value: src.dtype, expected: Object.keys(ELEM) });
+      if (!readable(src)) {
+        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16, BF16 and FP8 tensors can be reshaped for GGUF`, { file: input.source, tensor: src.name, value: src.dtype, expected: READABLE });
       }
       for (const d of derived) {
-        const info: TensorInfo = { name: `blk.${layer[1]}.${d.name}`, dtype: src.dtype, shape: d.shape, offset: 0, byteLength: numel(d.shape) * ELEM[src.dtype] };
+        const dtype = viewDtype(src);
+        const info: TensorInfo = { name: `blk.${layer[1]}.${d.name}`, dtype, shape: d.shape, offset: 0, byteLength: numel(d.shape) * ELEM[dtype] };
         entries.set(info.name, { info, src, widened: false, shift: 0, derive: d });
         tensors.push(info);
       }
@@ -129,9 +136,9 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     }
     const heads = permute ? permuteHeads(src.name, config) : undefined;
     if (heads !== undefined) {
-      if (!(src.dtype in ELEM)) {
-        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16 and BF16 q/k projections can be permuted for GGUF`, {
-          file: input.source, tensor: src.name, value: src.dtype, expected: Object.keys(ELEM),
+      if (!readable(src)) {
+        fail(ErrorCodes.UNSUPPORTED_DTYPE, `[convert] ${input.source}: "${src.name}" is ${src.dtype}; only F32, F16, BF16 and FP8 q/k projections can be permuted for GGUF`, {
+          file: input.source, tensor: src.name, value: src.dtype, expected: READABLE,
         });
       }
       const { rows } = rowGeometry(src.shape);
@@ -148,7 +155,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
       });
     }
     const widened = src.shape.length <= 1 && (shift !== 0 || (widen && (src.dtype === 'F16' || src.dtype === 'BF16')));
-    const info: TensorInfo = { ...src, shape: src.shape.slice(), name, ...(widened ? { dtype: 'F32', byteLength: numel(src.shape) * 4 } : {}) };
+    const info: TensorInfo = { ...src, shape: src.shape.slice(), name, ...(widened || isF8(src) ? { dtype: 'F32', byteLength: numel(src.shape) * 4 } : {}) };
     entries.set(name, { info, src, heads, widened, shift });
     tensors.push(info);
   }
@@ -157,13 +164,14 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     const list = g.list, first = list[0];
     for (let e = 0; e < list.length; e++) {
       const x = list[e];
-      if (!x || x.dtype !== first?.dtype || x.shape.join() !== first.shape.join() || x.shape.length !== 2 || !(x.dtype in ELEM)) {
-        fail(ErrorCodes.MODEL, `[convert] ${input.source}: the experts of "${name}" must be F32, F16 or BF16 matrices of one dtype and shape; expert ${e} is ${x ? `${x.dtype} [${x.shape}]` : 'missing'}`, {
+      if (!x || x.dtype !== first?.dtype || x.shape.join() !== first.shape.join() || x.shape.length !== 2 || !readable(x)) {
+        fail(ErrorCodes.MODEL, `[convert] ${input.source}: the experts of "${name}" must be F32, F16, BF16 or FP8 matrices of one dtype and shape; expert ${e} is ${x ? `${x.dtype} [${x.shape}]` : 'missing'}`, {
           file: input.source, tensor: x?.name ?? name, expected: first ? `${first.dtype} [${first.shape}]` : 'expert 0',
         });
       }
     }
-    const info: TensorInfo = { name, dtype: first.dtype, shape: [list.length, ...first.shape], offset: 0, byteLength: list.reduce((a, x) => a + x.byteLength, 0) };
+    const dtype = viewDtype(first);
+    const info: TensorInfo = { name, dtype, shape: [list.length, ...first.shape], offset: 0, byteLength: list.length * numel(first.shape) * ELEM[dtype] };
     entries.set(name, { info, src: first, widened: false, shift: 0, experts: list });
     tensors.splice(g.at, 0, info);
   }
@@ -185,6 +193,10 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     return e;
   };
 
+  // FP8 sources are read as f32 with their scales applied; the view presents them as F32.
+  const values = async (t: TensorInfo): Promise<TensorValues> => (isF8(t) ? { values: await input.readF32(t.name), dtype: 'f32' } : input.readValues(t.name));
+  const raw = async (t: TensorInfo): Promise<Uint8Array> => (isF8(t) ? bytesOf(await input.readF32(t.name)) : input.readRaw(t.name));
+
   const readRows = input.readRows;
   const view: GgufView = {
     format: input.format,
@@ -197,12 +209,9 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readRaw(name) {
       const e = entry(name);
       if (e.synth) return new Uint8Array(e.synth.slice().buffer);
-      if (e.derive) {
-        const v = e.derive.make(await input.readValues(e.src.name)).values;
-        return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-      }
+      if (e.derive) return bytesOf(e.derive.make(await values(e.src)).values);
       if (e.experts) {
-        const parts = await Promise.all(e.experts.map((x) => input.readRaw(x.name)));
+        const parts = await Promise.all(e.experts.map(raw));
         const out = new Uint8Array(e.info.byteLength);
         parts.reduce((at, p) => (out.set(p, at), at + p.byteLength), 0);
         return out;
@@ -211,10 +220,10 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
         const f = vectorF32(await input.readValues(e.src.name), e.shift);
         return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
       }
-      const raw = await input.readRaw(e.src.name);
-      if (e.heads === undefined) return raw;
+      const r = await raw(e.src);
+      if (e.heads === undefined) return r;
       const { rows } = rowGeometry(e.src.shape);
-      return permuteRows(raw, rows, rows ? raw.byteLength / rows : 0, e.heads);
+      return permuteRows(r, rows, rows ? r.byteLength / rows : 0, e.heads);
     },
     async readF32(name) {
       const e = entry(name);
@@ -231,10 +240,10 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     async readValues(name) {
       const e = entry(name);
       if (e.synth) return { values: e.synth.slice(), dtype: 'f32' };
-      if (e.derive) return e.derive.make(await input.readValues(e.src.name));
-      if (e.experts) return concatValues(await Promise.all(e.experts.map((x) => input.readValues(x.name))));
+      if (e.derive) return e.derive.make(await values(e.src));
+      if (e.experts) return concatValues(await Promise.all(e.experts.map(values)));
       if (e.widened) return { values: vectorF32(await input.readValues(e.src.name), e.shift), dtype: 'f32' };
-      const v = await input.readValues(e.src.name);
+      const v = await values(e.src);
       return e.heads === undefined ? v : permuteValues(v, rowGeometry(e.src.shape).rows, e.heads);
     },
   };
@@ -243,7 +252,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     // Only tensors passed through unchanged are stored as the view reads them.
     view.locate = (name, firstRow, rows) => {
       const e = entry(name);
-      return e.widened || e.synth || e.experts || e.derive || e.heads !== undefined ? undefined : locate.call(input, e.src.name, firstRow, rows);
+      return e.widened || e.synth || e.experts || e.derive || e.heads !== undefined || isF8(e.src) ? undefined : locate.call(input, e.src.name, firstRow, rows);
     };
   }
   if (readRows) {

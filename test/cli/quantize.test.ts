@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHARED, hasShared } from '../helpers/shared.js';
 import { cli, ensureBuilt, tempDir, workerUrl } from './helpers.js';
@@ -10,6 +10,8 @@ import { resolvePlan } from '../../src/plan/plan.js';
 import { getPreset } from '../../src/plan/presets.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
+import { openSafetensors, openSafetensorsIndex } from '../../src/io/safetensors.js';
+import { fp8Weights } from '../helpers/data.js';
 import { readConfig } from '../../src/io/config.js';
 import type { Checkpoint } from '../../src/io/checkpoint.js';
 import type { GgufCheckpoint } from '../../src/io/gguf.js';
@@ -215,6 +217,57 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     const chunked = await runOnce(counted, 6 << 10);
     expect(ranged).toBeGreaterThan(10);
     expect(same(whole, chunked)).toBe(true);
+  });
+
+  it('FP8 block-scaled weights (scales in another shard, block size from config.json) -> GGUF: the bytes of their F32 values, whole and in row chunks', async () => {
+    const src = await openFile(MODEL);
+    const tensors = await Promise.all(src.tensors.map(async (t) => ({ name: t.name, dtype: 'F32', shape: t.shape, data: await src.readF32(t.name) })));
+    const fp8 = fp8Weights(tensors, 16);
+    expect(fp8.filter((t) => t.dtype === 'F8_E4M3')).toHaveLength(35);
+    const config = JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8'));
+    // Both folders are named "model": general.name comes from the folder.
+    const fp8Dir = join(tempDir('cli-fp8'), 'model'), f32Dir = join(tempDir('cli-fp8-f32'), 'model');
+    mkdirSync(fp8Dir);
+    mkdirSync(f32Dir);
+    // Shard 1 holds the weights, shard 2 every scale.
+    const shards = [fp8.filter((t) => !t.name.endsWith('_scale_inv')), fp8.filter((t) => t.name.endsWith('_scale_inv'))];
+    const weightMap: Record<string, string> = {};
+    for (let i = 0; i < 2; i++) {
+      const file = `model-0000${i + 1}-of-00002.safetensors`;
+      writeFileSync(join(fp8Dir, file), await collect(writeSafetensors({ tensors: shards[i] })));
+      for (const t of shards[i]) weightMap[t.name] = file;
+    }
+    writeFileSync(join(fp8Dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    writeFileSync(join(fp8Dir, 'config.json'), JSON.stringify({ ...config, quantization_config: { quant_method: 'fp8', fmt: 'e4m3', weight_block_size: [16, 16] } }));
+    // The same checkpoint with every FP8 weight as its F32 values (codes times scales).
+    const st = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: fp8 })), 'fp8.safetensors'), { fp8BlockSize: [16, 16] });
+    const plain = await Promise.all(tensors.map(async (t) => ({ ...t, data: await st.readF32(t.name) })));
+    writeFileSync(join(f32Dir, 'model.safetensors'), await collect(writeSafetensors({ tensors: plain })));
+    writeFileSync(join(f32Dir, 'config.json'), JSON.stringify(config));
+    for (const [dir, out] of [[fp8Dir, 'fp8.gguf'], [f32Dir, 'f32.gguf']]) {
+      const r = await cli(['quantize', dir, '-o', join(tmp, out), '--preset', 'q8_0'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect(same(readFileSync(join(tmp, 'fp8.gguf')), readFileSync(join(tmp, 'f32.gguf')))).toBe(true);
+    // Row chunks of the FP8 view (ranged FP8 reads with their scale rows): the bytes of the F32
+    // checkpoint's view quantized whole.
+    const cfg = llamaConfigFrom(await readConfig(fromBuffer(readFileSync(join(fp8Dir, 'config.json')), 'config.json')));
+    const index = await openSafetensorsIndex(fromBuffer(readFileSync(join(fp8Dir, 'model.safetensors.index.json')), 'index.json'),
+      (f) => fromBuffer(readFileSync(join(fp8Dir, f)), f), { fp8BlockSize: [16, 16] });
+    let ranged = 0;
+    const view = ggufView(index, cfg);
+    const counted: Checkpoint = Object.assign(Object.create(view) as Checkpoint, {
+      readRows: (n: string, r0: number, k: number) => { ranged++; return view.readRows!(n, r0, k); },
+    });
+    const run = async (input: Checkpoint, maxInFlightBytes?: number) => {
+      const parts: Uint8Array[] = [];
+      const sink: Sink = { write: async (c) => { parts.push(c.slice()); }, close: async () => undefined, abort: async () => undefined };
+      await quantizeCheckpoint({ input, plan: resolvePlan(getPreset('q8_0').plan, input.tensors), sink, container: ggufContainer(), workers: 2, maxInFlightBytes, poolOptions: { workerUrl: workerUrl() } });
+      return collect(parts);
+    };
+    const chunked = await run(counted, 6 << 10);
+    expect(ranged).toBeGreaterThan(10);
+    expect(same(chunked, await run(ggufView(await openFile(join(f32Dir, 'model.safetensors')), cfg)))).toBe(true);
   });
 
   it('combines a rules file with a preset (the file first) and uses a plan file alone', async () => {

@@ -95,6 +95,14 @@ describe.skipIf(!hasShared)('ggufView on stories260K', () => {
   });
 });
 
+describe('ggufView of an FP8 Llama checkpoint', () => {
+  it('permutes FP8 q/k projections as their F32 values', async () => {
+    const cfg = { model_type: 'llama', hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, vocab_size: 8 };
+    const names = await fp8Equivalence([['model.layers.0.self_attn.q_proj.weight', [4, 4]], ['model.layers.0.self_attn.k_proj.weight', [2, 4]], ['model.layers.0.mlp.up_proj.weight', [8, 4]]], [], cfg);
+    expect(names).toEqual(['blk.0.attn_q.weight', 'blk.0.attn_k.weight', 'blk.0.ffn_up.weight']);
+  });
+});
+
 describe('ggufView of a MoE checkpoint', () => {
   it('stacks each layer\'s experts into one [experts, rows, cols] tensor, on every read path', async () => {
     const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
@@ -132,6 +140,44 @@ describe('ggufView of a MoE checkpoint', () => {
     expect(() => ggufView(bad, cfg)).toThrow(/experts of "blk.0.ffn_gate_exps.weight"/);
   });
 });
+
+/**
+ * Writes `fp8` weights (E4M3 codes, one `_scale_inv` per 2 x 2 block) plus `other` tensors, and the
+ * same checkpoint with each FP8 weight replaced by its F32 values (readF32: codes times scales);
+ * their GGUF views must present the same tensors (FP8 as F32, scales gone) with the same bytes on
+ * every read path and row range. Returns the view's tensor names.
+ */
+async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[], cfg: Parameters<typeof ggufView>[1]): Promise<string[]> {
+  const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+  const { collect } = await import('../../src/io/stream.js');
+  const { openSafetensors } = await import('../../src/io/safetensors.js');
+  let seed = 7;
+  const code = () => { seed = (seed * 1103515245 + 12345) >>> 0; const c = seed >>> 24; return (c & 0x7f) === 0x7f ? 0x38 : c; };
+  const tensors = fp8.flatMap(([name, [rows, cols]]) => [
+    { name, dtype: 'F8_E4M3', shape: [rows, cols], data: Uint8Array.from({ length: rows * cols }, code) },
+    { name: `${name}_scale_inv`, dtype: 'F32', shape: [Math.ceil(rows / 2), Math.ceil(cols / 2)], data: Float32Array.from({ length: Math.ceil(rows / 2) * Math.ceil(cols / 2) }, (_, i) => 2 ** (i % 5 - 2) * 1.5) },
+  ]);
+  const q = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: [...tensors, ...other] })), 'fp8.safetensors'), { fp8BlockSize: [2, 2] });
+  const plain = await Promise.all(fp8.map(async ([name, shape]) => ({ name, dtype: 'F32', shape, data: await q.readF32(name) })));
+  const f = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [...plain, ...other] })), 'f32.safetensors'));
+  const a = ggufView(q, cfg), b = ggufView(f, cfg);
+  expect(a.tensors.map((t) => [t.name, t.shape, t.dtype, t.byteLength])).toEqual(b.tensors.map((t) => [t.name, t.shape, t.dtype, t.byteLength]));
+  for (const t of a.tensors) {
+    const want = bytes(await b.readRaw(t.name));
+    expect(bytes(await a.readRaw(t.name)).equals(want), t.name).toBe(true);
+    expect(bytes(await a.readF32(t.name)).equals(bytes(await b.readF32(t.name))), t.name).toBe(true);
+    const v = await a.readValues(t.name);
+    expect([v.dtype, bytes(v.values).equals(want)], t.name).toEqual([(await b.readValues(t.name)).dtype, true]);
+    const nrows = t.shape.length > 1 ? t.byteLength / 4 / t.shape[t.shape.length - 1] : 1;
+    for (let r0 = 0; r0 < nrows; r0++) {
+      for (let n = 0; r0 + n <= nrows; n++) {
+        expect(bytes((await a.readRows!(t.name, r0, n)).values).equals(bytes((await b.readRows!(t.name, r0, n)).values)), `${t.name} ${r0}+${n}`).toBe(true);
+      }
+    }
+    if (fp8.some(([n]) => n === a.sourceName(t.name))) expect(a.locate?.(t.name, 0, 1), t.name).toBeUndefined();
+  }
+  return a.tensors.map((t) => t.name);
+}
 
 describe('ggufView of a DeepSeek checkpoint', () => {
   const H = 4, HEADS = 2, R = 3, NOPE = 2, ROPE = 2, VD = 2;
@@ -188,13 +234,16 @@ describe('ggufView of a DeepSeek checkpoint', () => {
     expect(() => ggufView(ck, { ...cfg, v_head_dim: 3 })).toThrow(/kv_b_proj has shape/);
   });
 
-  it('refuses FP8 block-scaled weights with a typed error naming the scales', async () => {
-    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
-    const { collect } = await import('../../src/io/stream.js');
-    const ck = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
-      { name: 'model.layers.0.self_attn.o_proj.weight', dtype: 'F8_E4M3', shape: [H, HEADS * VD], data: new Uint8Array(H * HEADS * VD) },
-      { name: 'model.layers.0.self_attn.o_proj.weight_scale_inv', dtype: 'F32', shape: [1, 1], data: new Float32Array([1]) },
-    ] })), 'fp8.safetensors'));
-    expect(() => ggufView(ck, cfg)).toThrow(expect.objectContaining({ code: 'E_UNSUPPORTED_DTYPE', message: expect.stringMatching(/weight_scale_inv.*FP8/) }));
+  it('reads FP8 block-scaled weights as F32 with their scales applied (plain, kv_b split, stacked experts), and drops the scales', async () => {
+    const fp8 = [
+      ['model.layers.0.self_attn.o_proj.weight', [H, HEADS * VD]],
+      ['model.layers.0.self_attn.kv_b_proj.weight', [HEADS * (NOPE + VD), R]],
+      ['model.layers.0.mlp.experts.0.gate_proj.weight', [4, H]],
+      ['model.layers.0.mlp.experts.1.gate_proj.weight', [4, H]],
+      ['model.layers.0.mlp.experts.0.down_proj.weight', [H, 4]],
+      ['model.layers.0.mlp.experts.1.down_proj.weight', [H, 4]],
+    ] as [string, number[]][];
+    const names = await fp8Equivalence(fp8, [{ name: 'model.layers.0.input_layernorm.weight', dtype: 'BF16', shape: [H], data: new Uint16Array(H).fill(0x3f80) }], cfg);
+    expect(names).toEqual(['blk.0.attn_output.weight', 'blk.0.attn_k_b.weight', 'blk.0.attn_v_b.weight', 'blk.0.ffn_gate_exps.weight', 'blk.0.ffn_down_exps.weight', 'blk.0.attn_norm.weight']);
   });
 });

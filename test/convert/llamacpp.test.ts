@@ -28,6 +28,7 @@ import { byteLevelTokenizer, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } fr
 import { fromPath } from '../../src/io/node.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { LlamaModel, checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
+import { fp8Weights, type GenTensor } from '../helpers/data.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
 import { logSoftmax } from '../../src/eval/evaluate.js';
 
@@ -235,7 +236,7 @@ type Forced = { logprob: number; best: number }[];
  * those tokens, on the GGUF llama.cpp ran or on the original safetensors (float32): the latter
  * checks the conversion against the checkpoint's own meaning, not only against itself.
  */
-async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: string; shape: number[]; data: Float32Array }[], config: Record<string, unknown>, spm = false) {
+async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false) {
   const V = config.vocab_size as number, H = config.hidden_size as number;
   // A byte-level BPE tokenizer, prompt "<|im_start|>" (one special token; no BOS for the qwen2
   // pre-tokenizer), or a SentencePiece one (Phi-3's kind), prompt "a" (<s> "▁a").
@@ -247,7 +248,7 @@ async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: stri
   // text stays UTF-8, which wllama needs, and never ends. With a tied head the embedding rows are
   // the output rows; the prompt's token keeps its own.
   const sampled = spm ? (id: number) => id >= 259 && id < 259 + words.length : (id: number) => (id >= 32 && id <= 126) || (id >= 256 && id < added[0].id);
-  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight')!).data;
+  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight')!).data as Float32Array;
   for (let id = 0; id < V; id++) if (!sampled(id) && id !== start) head.fill(0, id * H, (id + 1) * H);
   writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
@@ -263,7 +264,9 @@ async function againstLlamaCpp(dir: string, tensors: { name: string; dtype: stri
   expect(r.promptTokens).toBe(promptIds.length);
   expect(r.steps).toHaveLength(12);
   const ck = await openCheckpoint(fromPath(gguf));
-  const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')));
+  // FP8 weights' scale blocks as config.json states them (the CLI reads them from there too).
+  const block = (config.quantization_config as { weight_block_size?: [number, number] } | undefined)?.weight_block_size;
+  const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')), block ? { fp8BlockSize: block } : {});
   return {
     steps: r.steps,
     async forced(cfg: ReturnType<typeof llamaConfig>, fromOriginal = false): Promise<Forced> {
@@ -426,7 +429,7 @@ interface Case {
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
   spm?: boolean;
   seed: number;
-  decoder: Decoder | ((seed: number) => ReturnType<typeof decoder>);
+  decoder: Decoder | ((seed: number) => GenTensor[]);
   config: Record<string, unknown>;
   expectConfig(cfg: Cfg): void;
   without(cfg: Cfg): Cfg;
@@ -545,11 +548,14 @@ const CASES: Case[] = [
   },
   {
     // YaRN with a short original context (factor 4): frequencies and attention scale both move.
-    title: 'DeepSeek-V3: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
-    decoder: (seed) => deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), originalOnly: true,
+    // The projections in FP8 with 16 x 16 scale blocks, as V3 ships them (128 x 128 there): the
+    // GGUF gets their scaled values, on every read path (plain, kv_b split, stacked experts).
+    title: 'DeepSeek-V3 in FP8: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
+    decoder: (seed) => fp8Weights(deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), 16), originalOnly: true,
     config: {
       ...deepseekConfig('DeepseekV3ForCausalLM', 'deepseek_v3', 2), q_lora_rank: 32, n_shared_experts: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid',
       topk_method: 'noaux_tc', rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
+      quantization_config: { quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic', weight_block_size: [16, 16] },
     },
     expectConfig: (cfg) => expect([cfg.mla, cfg.moe?.deepseek, cfg.yarn?.factor]).toEqual([
       { qLora: 32, kvLora: 32, nope: 16, rope: 8, v: 16 }, { gating: 'sigmoid', bias: true, scale: 2.5, shared: 32, denseLayers: 1 }, 4,

@@ -1,4 +1,6 @@
 // Deterministic test data: a seeded PRNG and the awkward rows every format must survive.
+import { E4M3_TO_F32 } from '../../src/io/dtypes.js';
+
 export function lcg(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
@@ -45,4 +47,29 @@ export function toBf16Exact(values: Float32Array): { bits: Uint16Array; widened:
   const w = new Uint32Array(values.length);
   for (let i = 0; i < values.length; i++) w[i] = bits[i] << 16;
   return { bits, widened: new Float32Array(w.buffer) };
+}
+
+/** A generated tensor: float32 values, or FP8 codes (dtype F8_E4M3). */
+export type GenTensor = { name: string; dtype: string; shape: number[]; data: Float32Array | Uint8Array };
+
+/**
+ * The tensors as a DeepSeek-V3 checkpoint ships them: every projection of the layers (attention,
+ * dense and expert FFNs) in FP8 E4M3 with a `_scale_inv` per `block` x `block` tile (its absmax /
+ * 448, codes rounded to the nearest value), everything else as it was.
+ */
+export function fp8Weights(tensors: GenTensor[], block: number): GenTensor[] {
+  const codes = [...E4M3_TO_F32.keys()].filter((c) => Number.isFinite(E4M3_TO_F32[c]));
+  const nearest = (v: number) => codes.reduce((b, c) => (Math.abs(E4M3_TO_F32[c] - v) < Math.abs(E4M3_TO_F32[b] - v) ? c : b), 0);
+  return tensors.flatMap((t) => {
+    if (!/^model\.layers\.\d+\.(self_attn|mlp)\..*_proj\.weight$/.test(t.name)) return [t];
+    const [rows, cols] = t.shape, x = t.data as Float32Array;
+    const sr = Math.ceil(rows / block), sc = Math.ceil(cols / block);
+    const scale = new Float32Array(sr * sc), q = new Uint8Array(rows * cols);
+    for (let i = 0; i < x.length; i++) {
+      const s = Math.floor(Math.floor(i / cols) / block) * sc + Math.floor((i % cols) / block);
+      scale[s] = Math.max(scale[s], Math.abs(x[i]) / 448);
+    }
+    for (let i = 0; i < x.length; i++) q[i] = nearest(x[i] / scale[Math.floor(Math.floor(i / cols) / block) * sc + Math.floor((i % cols) / block)]);
+    return [{ ...t, dtype: 'F8_E4M3', data: q }, { name: `${t.name}_scale_inv`, dtype: 'F32', shape: [sr, sc], data: scale }];
+  });
 }
