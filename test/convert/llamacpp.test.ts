@@ -24,7 +24,7 @@ import { llama2cVocab } from '../../src/convert/llama2c-tokenizer.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { splitDocuments } from '../../src/eval/tokens.js';
-import { byteLevelTokenizer, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+import { byteLevelTokenizer, DEEPSEEK_V3_PRE_TOKENIZER, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { fromPath } from '../../src/io/node.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { LlamaModel, checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
@@ -236,12 +236,13 @@ type Forced = { logprob: number; best: number }[];
  * those tokens, on the GGUF llama.cpp ran or on the original safetensors (float32): the latter
  * checks the conversion against the checkpoint's own meaning, not only against itself.
  */
-async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false) {
+async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false, preTokenizer?: Record<string, unknown>) {
   const V = config.vocab_size as number, H = config.hidden_size as number;
   // A byte-level BPE tokenizer, prompt "<|im_start|>" (one special token; no BOS for the qwen2
   // pre-tokenizer), or a SentencePiece one (Phi-3's kind), prompt "a" (<s> "▁a").
   const words = Array.from({ length: 26 }, (_, i) => `▁${String.fromCharCode(97 + i)}`);
   const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
+  if (preTokenizer) tok.pre_tokenizer = preTokenizer;
   const added = tok.added_tokens as { id: number; content: string }[];
   const [prompt, start] = spm ? ['a', 259] : ['<|im_start|>', added.find((a) => a.content === '<|im_start|>')!.id];
   // Only ASCII tokens get output rows (the others score 0, below the best of these): greedy
@@ -428,6 +429,8 @@ interface Case {
   originalOnly?: boolean;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
   spm?: boolean;
+  /** tokenizer.json's pre_tokenizer, when not Qwen2's (llama.cpp must know the name webquant writes for it). */
+  preTokenizer?: Record<string, unknown>;
   seed: number;
   decoder: Decoder | ((seed: number) => GenTensor[]);
   config: Record<string, unknown>;
@@ -551,7 +554,7 @@ const CASES: Case[] = [
     // The projections in FP8 with 16 x 16 scale blocks, as V3 ships them (128 x 128 there): the
     // GGUF gets their scaled values, on every read path (plain, kv_b split, stacked experts).
     title: 'DeepSeek-V3 in FP8: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
-    decoder: (seed) => fp8Weights(deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), 16), originalOnly: true,
+    decoder: (seed) => fp8Weights(deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), 16), originalOnly: true, preTokenizer: DEEPSEEK_V3_PRE_TOKENIZER,
     config: {
       ...deepseekConfig('DeepseekV3ForCausalLM', 'deepseek_v3', 2), q_lora_rank: 32, n_shared_experts: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid',
       topk_method: 'noaux_tc', rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
@@ -586,7 +589,7 @@ describe('llama.cpp runs generated checkpoints as webquant\'s reference forward 
     it(`${c.title}: the same log-probabilities, and without it they differ`, async () => {
       // The folder names the GGUF (general.name): not after the family, since llama.cpp keys some
       // token attributes on a name that says Phi-3, for tokens this small vocabulary lacks.
-      const run = await againstLlamaCpp(tempDir(`case${c.seed}`), typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder), c.config, c.spm);
+      const run = await againstLlamaCpp(tempDir(`case${c.seed}`), typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder), c.config, c.spm, c.preTokenizer);
       const cfg = llamaConfig(c.config);
       c.expectConfig(cfg);
       await expectAgreement(run, cfg, c.originalOnly);

@@ -147,3 +147,18 @@ export function files(entries: Record<string, unknown>): TokenizerFiles {
   }
   return out as TokenizerFiles;
 }
+
+/**
+ * DeepSeek-V3's pre_tokenizer (V3, R1) as the JSON text of its tokenizer.json writes it: three
+ * Isolated splits (line breaks as JSON escapes, i.e. the characters themselves once parsed), then a
+ * ByteLevel without its regex. Parsed here, not built, so that the test sees what a reader sees.
+ */
+export const DEEPSEEK_V3_PRE_TOKENIZER: Record<string, unknown> = JSON.parse(String.raw`{
+  "type": "Sequence",
+  "pretokenizers": [
+    { "type": "Split", "pattern": { "Regex": "\\p{N}{1,3}" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_` + '`' + String.raw`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+" }, "behavior": "Isolated", "invert": false },
+    { "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false }
+  ]
+}`);

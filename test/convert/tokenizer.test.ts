@@ -9,7 +9,7 @@ import { TOKEN_TYPE, vocabMetadata, type GgufVocab } from '../../src/convert/ggu
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { WebquantError } from '../../src/errors.js';
-import { BPE_MERGES, byteChars, byteLevelTokenizer, files, GPT4O_REGEX, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
+import { BPE_MERGES, byteChars, byteLevelTokenizer, DEEPSEEK_V3_PRE_TOKENIZER, files, GPT4O_REGEX, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
 
 const { NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE } = TOKEN_TYPE;
 const f32 = (x: number) => Math.fround(x);
@@ -220,6 +220,23 @@ describe('tokenizer.json, byte-level BPE (gpt2)', () => {
     expect(e.message).toContain(String.raw`\\p{L}+|\\s+`);
     expect(e.details.expected).toContain('llama-bpe');
     expect((await readGgufVocab(files({ 'tokenizer.json': odd }), { pre: 'gpt-2' }))!.pre).toBe('gpt-2');
+  });
+
+  it('recognises DeepSeek-V3\'s three splits (deepseek-v3), and nothing that differs from them in a regex, an order or a behaviour', async () => {
+    const ds = { ...byteLevelTokenizer({ added: [{ content: '<｜end▁of▁sentence｜>', special: true }] }), pre_tokenizer: DEEPSEEK_V3_PRE_TOKENIZER };
+    const steps = DEEPSEEK_V3_PRE_TOKENIZER.pretokenizers as { pattern?: { Regex: string } }[];
+    // The parsed JSON holds the line breaks as characters, as the real file does.
+    expect(steps[2].pattern!.Regex).toContain('[^\r\n\\p{L}');
+    expect((await readGgufVocab(files({ 'tokenizer.json': ds })))!.pre).toBe('deepseek-v3');
+    const variant = (f: (p: { type: string; behavior?: string; pattern?: { Regex: string } }[]) => void) => {
+      const t = JSON.parse(JSON.stringify(ds));
+      f(t.pre_tokenizer.pretokenizers);
+      return tokenizerError(readGgufVocab(files({ 'tokenizer.json': t })));
+    };
+    expect((await variant((p) => { p[0].pattern!.Regex = '\\p{N}'; })).code).toBe('E_TOKENIZER');
+    expect((await variant((p) => { p.splice(0, 2, p[1], p[0]); })).code).toBe('E_TOKENIZER');
+    expect((await variant((p) => { p[1].behavior = 'Removed'; })).code).toBe('E_TOKENIZER');
+    expect((await variant((p) => { p.splice(1, 1); })).code).toBe('E_TOKENIZER');
   });
 });
 
