@@ -201,3 +201,20 @@ export function deepseekKvB(cfg: LlamaConfig, shape: readonly number[]): Derived
     },
   ];
 }
+
+/**
+ * kv_b_proj [heads * (nope + v), kv_lora] back from attn_k_b [heads, kv_lora, nope] and attn_v_b
+ * [heads, v, kv_lora] (deepseekKvB's inverse): what the reference forward multiplies by.
+ */
+export function deepseekKvBJoin(heads: number, nope: number, v: number, kvLora: number, kb: Float32Array, vb: Float32Array): Float32Array {
+  const per = nope + v, R = kvLora;
+  const out = new Float32Array(heads * per * R);
+  for (let h = 0; h < heads; h++) {
+    for (let i = 0; i < nope; i++) {
+      const row = (h * per + i) * R;
+      for (let r = 0; r < R; r++) out[row + r] = kb[(h * R + r) * nope + i];
+    }
+    out.set(vb.subarray(h * v * R, (h + 1) * v * R), (h * per + nope) * R);
+  }
+  return out;
+}

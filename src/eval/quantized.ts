@@ -1,26 +1,79 @@
 // The forward's WeightSource over a quantized checkpoint (a webquant safetensors output or a GGUF):
 // quantized matrices multiplied by the serving kernels (src/serve), norms and embeddings
 // dequantized; a GGUF is read through its llama.cpp tensor names with the q/k rows put back into
-// the Hugging Face order the forward expects (where the converter permuted them: llama, not qwen). What `webquant eval` and the demo page's Worker use,
-// in any runtime (no Node module here).
+// the Hugging Face order the forward expects (where the converter permuted them: llama, not
+// qwen), MoE experts served from their layer's stack, and DeepSeek's kv_b_proj rebuilt. What
+// `webquant eval` and the demo page's Worker use, in any runtime (no Node module here).
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufArchitecture, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
+import { ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
+import { deepseekKvBJoin } from '../convert/deepseek-gguf.js';
 import { unpermuteRows } from '../convert/hf-view.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import { openQuantized, weightSource, type OpenQuantizedOptions, type QuantizedWeightSource } from '../serve/index.js';
-import { llamaTensorNames, type LlamaConfig, type WeightSource } from './llama.js';
+import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedWeightSource } from '../serve/index.js';
+import { llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from './llama.js';
 
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
+/**
+ * The GGUF tensors holding a Hugging Face tensor the forward reads: its own, the stack of an
+ * expert's MoE layer, or DeepSeek's attn_k_b and attn_v_b for kv_b_proj.
+ */
+function storedAs(hf: string, cfg: LlamaConfig, arch: GgufArchitecture | undefined): string[] {
+  const slot = ggufExpertSlot(hf);
+  if (slot) return [slot.name];
+  const kvb = cfg.mla && KV_B.exec(hf);
+  if (kvb) return [`blk.${kvb[1]}.attn_k_b.weight`, `blk.${kvb[1]}.attn_v_b.weight`];
+  return [ggufTensorName(hf, arch?.name) ?? hf];
+}
+const KV_B = /^model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight$/;
+
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
-function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig, arch: GgufArchitecture | undefined): WeightSource {
+function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig, arch: GgufArchitecture | undefined, kvb: Map<string, Float32Array>): WeightSource {
   const gguf = (hf: string) => ggufTensorName(hf, arch?.name) ?? hf;
   // Only architectures whose q/k rows the converter permutes (llama) are put back.
   const heads = (hf: string) => ((arch?.permuteQK ?? true) ? permuteHeads(hf, cfg) : undefined);
   // Norms the converter shifted (Gemma: 1 + w) go back to the checkpoint's meaning.
   const shift = arch?.normShift ?? 0;
+  // One expert: its rows of the layer's stack [experts, rows, cols].
+  const experts = new Map<string, LoadedTensor | undefined>();
+  const expert = (hf: string): LoadedTensor | undefined => {
+    if (!experts.has(hf)) {
+      const slot = ggufExpertSlot(hf);
+      const stack = slot && ws.held(slot.name);
+      const per = stack ? stack.info.rows / stack.info.shape[0] : 0;
+      experts.set(hf, stack && stack.rows(slot.expert * per, per));
+    }
+    return experts.get(hf);
+  };
+  const matmul = (hf: string, x: Float32Array, n: number): Float32Array => {
+    const joined = kvb.get(hf);
+    if (joined) {
+      const cols = cfg.mla!.kvLora, y = new Float32Array(n * (joined.length / cols));
+      matmulF32(joined, joined.length / cols, cols, x, n, y);
+      return y;
+    }
+    const e = expert(hf);
+    if (e) return e.matmul(x, n);
+    const y = ws.matmul(gguf(hf), x, n);
+    const h = heads(hf);
+    if (h === undefined) return y;
+    // Y is [n, rows]: put each output vector's elements back in Hugging Face row order.
+    const rows = y.length / n;
+    const out = new Float32Array(y.length);
+    for (let b = 0; b < n; b++) {
+      const v = y.subarray(b * rows, (b + 1) * rows);
+      out.set(f32(unpermuteRows(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), rows, 4, h)), b * rows);
+    }
+    return out;
+  };
   return {
+    matmul,
+    matvec: (hf, x) => matmul(hf, x, 1),
     async get(hf) {
+      const joined = kvb.get(hf);
+      if (joined) return joined.slice();
+      const e = expert(hf);
+      if (e) return e.dequantize();
       const w = await ws.get(gguf(hf));
       if (shift && hf.endsWith('norm.weight')) return w.map((v) => v - shift);
       const h = heads(hf);
@@ -28,24 +81,6 @@ function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig, arch: GgufArchite
       // q_proj / k_proj weights have hidden_size columns; their biases are single values per row.
       const cols = hf.endsWith('.bias') ? 1 : cfg.hidden_size;
       return f32(unpermuteRows(new Uint8Array(w.buffer, w.byteOffset, w.byteLength), w.length / cols, cols * 4, h));
-    },
-    matvec(hf, x) {
-      const y = ws.matvec(gguf(hf), x);
-      const h = heads(hf);
-      return h === undefined ? y : f32(unpermuteRows(new Uint8Array(y.buffer, y.byteOffset, y.byteLength), y.length, 4, h));
-    },
-    matmul(hf, x, n) {
-      const y = ws.matmul(gguf(hf), x, n);
-      const h = heads(hf);
-      if (h === undefined) return y;
-      // Y is [n, rows]: put each output vector's elements back in Hugging Face row order.
-      const rows = y.length / n;
-      const out = new Float32Array(y.length);
-      for (let b = 0; b < n; b++) {
-        const v = y.subarray(b * rows, (b + 1) * rows);
-        out.set(f32(unpermuteRows(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), rows, 4, h)), b * rows);
-      }
-      return out;
     },
   };
 }
@@ -60,22 +95,39 @@ export interface QuantizedWeightsOptions {
 /**
  * The quantized checkpoint `ckpt` as the forward's WeightSource for a model of `config`. Every
  * tensor the forward needs must be there (E_TENSOR_NOT_FOUND naming it otherwise); the matrices
- * are read up front (weightSource).
+ * are read up front (weightSource). A GGUF's MoE experts are served from their layer's stack, and
+ * DeepSeek's kv_b_proj is put back together from attn_k_b and attn_v_b (dequantized: the forward
+ * multiplies by it in float32).
  */
 export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, opts: QuantizedWeightsOptions = {}): Promise<WeightSource> {
   const isGguf = ckpt.format === 'gguf';
-  if (config.moe && isGguf) {
-    fail(ErrorCodes.MODEL, `[eval] ${ckpt.source}: a GGUF stores a MoE layer's experts stacked, which the reference forward cannot read yet; evaluate a safetensors output of the same plan instead`, { file: ckpt.source, option: 'model_type', value: config.model_type });
-  }
   const q = await openQuantized(ckpt, opts.serve);
   const arch = ggufArchitecture({ model_type: config.model_type });
-  const want = llamaTensorNames(config).map((n) => (isGguf ? ggufTensorName(n, arch?.name) ?? n : n));
+  const hfNames = llamaTensorNames(config);
+  const want = [...new Set(hfNames.flatMap((n) => (isGguf ? storedAs(n, config, arch) : [n])))];
   for (const n of want) {
     if (!q.has(n)) {
       fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${n}"; is it a quantization of ${opts.original ?? 'the original'}?`, { file: ckpt.source, tensor: n });
     }
   }
-  const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2);
+  const stacks = new Set(isGguf ? hfNames.map((n) => ggufExpertSlot(n)?.name).filter((n) => n !== undefined) : []);
+  for (const n of stacks) {
+    const { shape } = q.tensor(n).info;
+    if (shape.length !== 3 || shape[0] !== config.moe?.experts) {
+      fail(ErrorCodes.MODEL, `[eval] ${ckpt.source}: "${n}" has shape [${shape}], not a stack of the config's ${config.moe?.experts} experts`, { file: ckpt.source, tensor: n, value: shape, expected: `[${config.moe?.experts}, rows, cols]` });
+    }
+  }
+  const matrices = want.filter((n) => q.tensor(n).info.shape.length === 2 || stacks.has(n));
   const ws = await weightSource(q, { names: matrices });
-  return isGguf ? ggufAsHf(ws, config, arch) : ws;
+  if (!isGguf) return ws;
+  const kvb = new Map<string, Float32Array>();
+  const mla = config.mla;
+  if (mla) {
+    for (const hf of hfNames) {
+      if (!KV_B.test(hf)) continue;
+      const [k, v] = storedAs(hf, config, arch);
+      kvb.set(hf, deepseekKvBJoin(config.num_attention_heads, mla.nope, mla.v, mla.kvLora, await ws.get(k), await ws.get(v)));
+    }
+  }
+  return ggufAsHf(ws, config, arch, kvb);
 }

@@ -94,6 +94,12 @@ export interface LoadedTensor {
   /** Y[b] = W X[b] for `batch` vectors of rowLength values (row-major X), Y is [batch, rows]. */
   matmul(X: Float32Array, batch: number): Float32Array;
   dequantize(): Float32Array;
+  /**
+   * Rows [first, first + count) as a tensor of their own, over views of these bytes (one expert of
+   * a GGUF MoE layer's stack). E_UNSUPPORTED_DTYPE for a layout with whole-tensor sections (bnb's
+   * double quantization), whose rows cannot be cut apart.
+   */
+  rows(first: number, count: number): LoadedTensor;
 }
 
 export interface ServedTensor {
@@ -437,22 +443,7 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
     return p;
   }
 
-  const loaded = (e: Entry, sections: Uint8Array[]): LoadedTensor => ({
-    info: e.info,
-    sections,
-    bytes: sections.reduce((a, b) => a + b.byteLength, 0),
-    matvec(x) {
-      checkX(e, x, 1);
-      return run(k, e, sections, chunkBytes, 'matvec', x, 1, q8);
-    },
-    matmul(X, batch) {
-      checkX(e, X, batch);
-      return run(k, e, sections, chunkBytes, 'matvec', X, batch, q8);
-    },
-    dequantize() {
-      return run(k, e, sections, chunkBytes, 'dequantize');
-    },
-  });
+  const loaded = (e: Entry, sections: readonly Uint8Array[]) => loadedTensor(k, e, sections, chunkBytes, q8);
 
   const served = (e: Entry): ServedTensor => ({
     info: e.info,
@@ -483,6 +474,39 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
   };
 }
 
+/** A tensor in memory: the chunked kernels over its sections. */
+function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: number, q8: boolean): LoadedTensor {
+  return {
+    info: e.info,
+    sections,
+    bytes: sections.reduce((a, b) => a + b.byteLength, 0),
+    matvec: (x) => (checkX(e, x, 1), run(k, e, sections, chunkBytes, 'matvec', x, 1, q8)),
+    matmul: (X, batch) => (checkX(e, X, batch), run(k, e, sections, chunkBytes, 'matvec', X, batch, q8)),
+    dequantize: () => run(k, e, sections, chunkBytes, 'dequantize'),
+    rows(first, count) {
+      const { rows, rowLength } = e.info;
+      if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 0 || first + count > rows) {
+        fail(ErrorCodes.BAD_INPUT, `[serve] ${e.info.name}: rows [${first}, ${first + count}) are outside its ${rows} rows`, {
+          tensor: e.info.name, value: [first, count], expected: `0 <= first <= first + count <= ${rows}`,
+        });
+      }
+      // Bytes per row of each section (a float tensor has one section of plain rows).
+      let perRow = [rowLength * (e.kind.type === 'float' ? (e.kind.dtype === 'F32' ? 4 : 2) : 4)];
+      let kind = e.kind;
+      if (kind.type === 'quant') {
+        const { spec, options } = kind;
+        if (kind.layout.sections.some((x) => x.perRow === 0)) {
+          fail(ErrorCodes.UNSUPPORTED_DTYPE, `[serve] ${e.info.name}: ${spec.name} has whole-tensor sections, so its rows cannot be served apart`, { tensor: e.info.name, value: spec.name });
+        }
+        perRow = kind.layout.sections.map((x) => x.perRow);
+        kind = { ...kind, layout: layoutOf(spec, count, rowLength, options) };
+      }
+      const info = { ...e.info, name: `${e.info.name}[${first}:${first + count}]`, shape: [count, rowLength], rows: count, byteLength: perRow.reduce((a, b) => a + b, 0) * count };
+      return loadedTensor(k, { info, kind }, sections.map((sec, i) => sec.subarray(perRow[i] * first, perRow[i] * (first + count))), chunkBytes, q8);
+    },
+  };
+}
+
 /** The byte length of each section a read of `e` returns (what a persisted entry must match). */
 function sectionBytes(ckpt: Checkpoint, e: Entry): number[] {
   if (e.kind.type === 'quant') return e.kind.sectionNames.map((s) => ckpt.tensor(s).byteLength);
@@ -505,6 +529,8 @@ export interface QuantizedWeightSource {
   matvec(name: string, x: Float32Array): Float32Array;
   /** Y = W X for `n` vectors (row-major), one batched kernel call: what the forward prefers. */
   matmul(name: string, x: Float32Array, n: number): Float32Array;
+  /** A tensor the adapter holds (one of `names`). */
+  held(name: string): LoadedTensor;
 }
 
 /**
@@ -525,6 +551,7 @@ export async function weightSource(q: QuantizedModel, opts: { names?: string[] }
     matmul(name, x, n) {
       return heldTensor(name).matmul(x, n);
     },
+    held: (name) => heldTensor(name),
   };
   function heldTensor(name: string): LoadedTensor {
     const t = held.get(name);
@@ -549,15 +576,7 @@ export async function servedFromQuantized(qt: QuantizedTensor, opts: ServeComput
     kind: { type: 'quant', spec, options: qt.options, layout, sectionNames: layout.sections.map((s) => s.name) },
   };
   const sections = layout.sections.map((s) => qt.data.subarray(s.offset, s.offset + s.bytes));
-  const chunkBytes = opts.chunkBytes ?? 4 << 20;
-  return {
-    info: e.info,
-    sections,
-    bytes: layout.bytes,
-    matvec: (x) => (checkX(e, x, 1), run(k, e, sections, chunkBytes, 'matvec', x, 1, q8)),
-    matmul: (X, batch) => (checkX(e, X, batch), run(k, e, sections, chunkBytes, 'matvec', X, batch, q8)),
-    dequantize: () => run(k, e, sections, chunkBytes, 'dequantize'),
-  };
+  return loadedTensor(k, e, sections, opts.chunkBytes ?? 4 << 20, q8);
 }
 
 /** Whether the build has a fused kernel for a registry format (otherwise the generic path runs). */

@@ -5,13 +5,12 @@
 // and with a SentencePiece tokenizer.model made from it; byte-level BPE must split a prompt as
 // its merges say; a generated Qwen2 checkpoint must load and run; on generated Qwen2 (q/k/v
 // biases), Qwen3 (per-head q/k norms, head_dim apart from hidden/heads), OLMo 2 (post-norms,
-// whole-projection q/k norms), Mixtral and Qwen3-MoE (stacked experts; the forward on the original
-// only), Granite (scaled embeddings, branches, scores, logits), SmolLM3
-// (layers without rope), Phi-3 (fused projections,
-// partial rotary, LongRoPE), Gemma 2 and 3 (1 + w
-// sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints llama.cpp's log-probabilities
-// must match webquant's reference forward, run on the GGUF and on the original safetensors. CI installs chromium; without it this test fails
-// (as test/browser does).
+// whole-projection q/k norms), Mixtral and Qwen3-MoE (stacked experts), DeepSeek-V2 and V3 (latent
+// attention, shared experts; V3 in FP8), Granite (scaled embeddings, branches, scores, logits),
+// SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
+// (1 + w sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints
+// llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
+// original safetensors. CI installs chromium; without it this test fails (as test/browser does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
@@ -293,11 +292,11 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
  * The forward agrees with llama.cpp on the GGUF and on the original: the same log-probabilities to
  * 0.02, and llama.cpp's greedy pick is the forward's too (up to the rounding of its f16 activations).
  */
-async function expectAgreement(run: Awaited<ReturnType<typeof againstLlamaCpp>>, cfg: ReturnType<typeof llamaConfig>, originalOnly = false): Promise<void> {
-  const ours = await run.forced(cfg, originalOnly);
+async function expectAgreement(run: Awaited<ReturnType<typeof againstLlamaCpp>>, cfg: ReturnType<typeof llamaConfig>): Promise<void> {
+  const ours = await run.forced(cfg);
   ours.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.02));
   expect(run.diff(ours)).toBeLessThan(0.02);
-  if (!originalOnly) expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
+  expect(run.diff(await run.forced(cfg, true))).toBeLessThan(0.02);
 }
 
 /** Shape and value scales of a generated decoder (uniform values: scale * [-0.5, 0.5) + offset). */
@@ -425,8 +424,6 @@ type Cfg = ReturnType<typeof llamaConfig>;
  */
 interface Case {
   title: string;
-  /** The forward runs on the original only (it cannot read a GGUF's stacked experts). */
-  originalOnly?: boolean;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
   spm?: boolean;
   /** tokenizer.json's pre_tokenizer, when not Qwen2's (llama.cpp must know the name webquant writes for it). */
@@ -513,13 +510,13 @@ const CASES: Case[] = [
   },
   {
     // 4 experts, 2 per token; the forward runs on the original (the GGUF stacks the experts).
-    title: 'Mixtral: MoE layers, experts stacked into ffn_*_exps', seed: 53, decoder: mixtral, originalOnly: true,
+    title: 'Mixtral: MoE layers, experts stacked into ffn_*_exps', seed: 53, decoder: mixtral,
     config: { ...hfConfig(mixtral, 'MixtralForCausalLM', 'mixtral'), rope_theta: 1000000, hidden_act: 'silu', num_local_experts: 4, num_experts_per_tok: 2, rope_scaling: null },
     expectConfig: (cfg) => expect(cfg.moe).toEqual({ experts: 4, used: 2, ffn: D.FF, names: 'mixtral' }),
     without: (cfg) => ({ ...cfg, moe: { ...cfg.moe!, used: 1 } }),
   },
   {
-    title: 'Qwen3-MoE: MoE layers with their own width, per-head q/k norms', seed: 59, decoder: qwen3moe, originalOnly: true,
+    title: 'Qwen3-MoE: MoE layers with their own width, per-head q/k norms', seed: 59, decoder: qwen3moe,
     config: {
       ...hfConfig(qwen3moe, 'Qwen3MoeForCausalLM', 'qwen3_moe'), rope_theta: 1000000, hidden_act: 'silu', num_experts: 4, num_experts_per_tok: 2,
       moe_intermediate_size: D.FF, norm_topk_prob: true, decoder_sparse_step: 1, mlp_only_layers: [], attention_bias: false, rope_scaling: null,
@@ -554,7 +551,7 @@ const CASES: Case[] = [
     // The projections in FP8 with 16 x 16 scale blocks, as V3 ships them (128 x 128 there): the
     // GGUF gets their scaled values, on every read path (plain, kv_b split, stacked experts).
     title: 'DeepSeek-V3 in FP8: latent attention (kv_b split into attn_k_b/attn_v_b), sigmoid routing with bias, shared expert, dense first layer, YaRN', seed: 61,
-    decoder: (seed) => fp8Weights(deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), 16), originalOnly: true, preTokenizer: DEEPSEEK_V3_PRE_TOKENIZER,
+    decoder: (seed) => fp8Weights(deepseekDecoder(seed, { layers: 2, qLora: true, bias: true, shared: 1 }), 16), preTokenizer: DEEPSEEK_V3_PRE_TOKENIZER,
     config: {
       ...deepseekConfig('DeepseekV3ForCausalLM', 'deepseek_v3', 2), q_lora_rank: 32, n_shared_experts: 1, routed_scaling_factor: 2.5, norm_topk_prob: true, scoring_func: 'sigmoid',
       topk_method: 'noaux_tc', rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 1, mscale_all_dim: 1 },
@@ -568,7 +565,7 @@ const CASES: Case[] = [
   {
     // llama.cpp reads one q_proj only in a 27-layer model (V2-Lite's depth); YaRN with V2's mscales.
     title: 'DeepSeek-V2-Lite: one q_proj, softmax routing, two shared experts, YaRN', seed: 67,
-    decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }), originalOnly: true,
+    decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }),
     config: {
       ...deepseekConfig('DeepseekV2ForCausalLM', 'deepseek_v2', 27), q_lora_rank: null, n_shared_experts: 2, routed_scaling_factor: 1, norm_topk_prob: false, scoring_func: 'softmax',
       topk_method: 'greedy', rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 0.707, mscale_all_dim: 0.707 },
@@ -592,8 +589,8 @@ describe('llama.cpp runs generated checkpoints as webquant\'s reference forward 
       const run = await againstLlamaCpp(tempDir(`case${c.seed}`), typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder), c.config, c.spm, c.preTokenizer);
       const cfg = llamaConfig(c.config);
       c.expectConfig(cfg);
-      await expectAgreement(run, cfg, c.originalOnly);
-      expect(run.diff(await run.forced(c.without(cfg), c.originalOnly))).toBeGreaterThan(0.2);
+      await expectAgreement(run, cfg);
+      expect(run.diff(await run.forced(c.without(cfg)))).toBeGreaterThan(0.2);
       await run.close();
     });
   }

@@ -165,6 +165,29 @@ describe('openQuantized', () => {
     expect(() => q.tensor('nope')).toThrow(/no tensor named "nope"/);
   });
 
+  it('serves rows of a tensor apart (one expert of a stack): the bytes and results of those rows alone', async () => {
+    // A [3 experts, 4 rows, 256] stack per format, and one expert quantized on its own.
+    for (const [format, ggml] of [['q4_k', 'Q4_K'], ['q8_0', 'Q8_0'], ['f16', 'F16']] as const) {
+      const v = rand(3 * 4 * 256, 5, 0.1);
+      const stack = format === 'f16' ? undefined : await quantize(v, { format, rowLength: 256 });
+      const data = stack ? stack.data : Uint16Array.from(v, (x) => f32ToF16(x));
+      const file = await collect(writeGguf({ tensors: [{ name: 'blk.0.ffn_up_exps.weight', ggmlType: ggml, shape: [3, 4, 256], data }] }));
+      const whole = await (await openQuantized(fromBuffer(file))).tensor('blk.0.ffn_up_exps.weight').load();
+      expect(whole.info).toMatchObject({ rows: 12, rowLength: 256 });
+      const one = whole.rows(4, 4);
+      expect(one.info).toMatchObject({ rows: 4, shape: [4, 256] });
+      const x = rand(256 * 2, 9);
+      const deq = whole.dequantize();
+      expect(Array.from(one.dequantize())).toEqual(Array.from(deq.subarray(4 * 256, 8 * 256)));
+      expect(Array.from(one.matmul(x, 2))).toEqual([...whole.matmul(x, 2).subarray(4, 8), ...whole.matmul(x, 2).subarray(16, 20)]);
+      if (stack) {
+        const alone = await quantize(v.subarray(4 * 256, 8 * 256), { format, rowLength: 256 });
+        expect(Buffer.from(one.sections[0]).equals(Buffer.from(alone.data))).toBe(true);
+      }
+      expect(() => whole.rows(10, 3)).toThrow(/outside its 12 rows/);
+    }
+  });
+
   it('keeps the cache under cacheBytes (LRU), rereading evicted tensors only', async () => {
     const g: Spec[] = [0, 1, 2, 3].map((i) => ({ name: `t${i}`, shape: [8, 256] as [number, number], format: 'q8_0' }));
     const built = await build(g);
