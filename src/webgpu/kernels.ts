@@ -5,6 +5,7 @@ import { Q8_0_DEQUANT, Q8_0_QUANT } from './shaders/q8_0.js';
 import { Q4_0_DEQUANT, Q4_0_QUANT } from './shaders/q4_0.js';
 import { Q4_1_DEQUANT, Q4_1_QUANT } from './shaders/q4_1.js';
 import { Q4_K_DEQUANT, Q4_K_QUANT } from './shaders/q4_k.js';
+import { Q5_K_DEQUANT, Q5_K_QUANT } from './shaders/q5_k.js';
 import { Q6_K_DEQUANT, Q6_K_QUANT } from './shaders/q6_k.js';
 import { IQ4_NL_DEQUANT, IQ4_NL_QUANT } from './shaders/iq4_nl.js';
 import { NF4_DEQUANT, NF4_QUANT } from './shaders/nf4.js';
@@ -72,6 +73,7 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
   },
   // The K-quant and IQ4 searches: one pipeline without importances, one with (IMP).
   q4_k: { dequant: { body: Q4_K_DEQUANT, grid: block(256) }, ...searches(Q4_K_QUANT, 256) },
+  q5_k: { dequant: { body: Q5_K_DEQUANT, grid: block(256) }, ...searches(Q5_K_QUANT, 256) },
   q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) }, ...searches(Q6_K_QUANT, 256) },
   iq4_nl: { dequant: { body: IQ4_NL_DEQUANT, grid: block(32) }, ...searches(IQ4_NL_QUANT, 32) },
   nf4: {

@@ -1,7 +1,13 @@
 // Q4_K (spec §4): 256 values per 144-byte block: fp16 d, fp16 dmin, 12 bytes of packed 6-bit
 // scales and mins, 128 code bytes. Chunk c (0..3) of 64 values: 32 bytes, low nibbles use
 // scale/min 2c, high nibbles 2c+1. Value = (d*sc) * q - (dmin*m) (both products exact, §15).
-export const Q4_K_DEQUANT = /* wgsl */ `
+// Q5_K (q5_k.ts) is the same family: 176-byte blocks whose qh[32] at 16 adds bit 4 of each code
+// and moves the nibbles to 48; both shaders come from the generators here, as in the wasm.
+
+/** The dequantizer of Q4_K (five false) or Q5_K (five true). */
+export function k4Dequant(five: boolean): string {
+  const bytes = five ? 176 : 144;
+  return /* wgsl */ `
 fn k4_scale(sc: u32, j: u32) -> u32 {
   if (j < 4u) { return ld8(sc + j) & 63u; }
   return (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u);
@@ -15,11 +21,11 @@ fn k4_min(sc: u32, j: u32) -> u32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let b = item(gid);
   if (b >= P.n) { return; }
-  let base = b * 144u;
+  let base = b * ${bytes}u;
   let d = bitcast<f32>(h2f(ld16(base)));
   let dmin = bitcast<f32>(h2f(ld16(base + 2u)));
   let sc = base + 4u;
-  let q = base + 16u;
+  let q = base + ${five ? 48 : 16}u;
   let y = b * 256u;
   for (var c = 0u; c < 4u; c = c + 1u) {
     let d1 = d * f32(k4_scale(sc, 2u * c));
@@ -27,14 +33,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let d2 = d * f32(k4_scale(sc, 2u * c + 1u));
     let m2 = dmin * f32(k4_min(sc, 2u * c + 1u));
     for (var l = 0u; l < 32u; l = l + 1u) {
-      let v = ld8(q + 32u * c + l);
-      dst[y + 64u * c + l] = bitcast<u32>(d1 * f32(v & 15u) - m1);
-      dst[y + 64u * c + 32u + l] = bitcast<u32>(d2 * f32(v >> 4u) - m2);
+      let v = ld8(q + 32u * c + l);${five ? `
+      let h = ld8(base + 16u + l);
+      let lo = (v & 15u) | (((h >> (2u * c)) & 1u) << 4u);
+      let hi = (v >> 4u) | (((h >> (2u * c + 1u)) & 1u) << 4u);` : `
+      let lo = v & 15u;
+      let hi = v >> 4u;`}
+      dst[y + 64u * c + l] = bitcast<u32>(d1 * f32(lo) - m1);
+      dst[y + 64u * c + 32u + l] = bitcast<u32>(d2 * f32(hi) - m2);
     }
   }
 }
 `;
+}
 
+export const Q4_K_DEQUANT = k4Dequant(false);
 
 // Quantize (assembly/gguf/q4_k.ts, spec §4 and §14.5): one invocation per super-block runs the
 // scalar wasm build's steps in its order, every f32 operation in soft-float (common.ts), so the
@@ -45,7 +58,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // Each soft-float call is inlined where it is written (SwiftShader, and GPU compilers generally),
 // so the code keeps one call site per step: the first codes of a search run as its trial -1, and
 // the three a*b - c*d of a QKX trial share one loop.
-export const Q4_K_QUANT = /* wgsl */ `
+/**
+ * The quantizer of Q4_K (nmax 15) or Q5_K (nmax 31): the QKX search parameters, the clamps and
+ * the code packing differ (assembly/gguf/q4_k.ts quantizeK4Header).
+ */
+export function k4Quant(nmax: 15 | 31): string {
+  const five = nmax === 31;
+  // Without importances: rmin -1 and 20 steps (Q4_K), -0.5 and 15 (Q5_K); rdelta 0.1 both.
+  const plainRmin = five ? '0xbf000000u' : '0xbf800000u';
+  const plainSteps = five ? 15 : 20;
+  return /* wgsl */ `
 // Pipeline constant: importances at src word P.aux (one per column). The pipeline built without
 // them compiles without the QP search and the importance weights.
 override IMP: bool = false;
@@ -271,8 +293,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       let av = f_sqrt(f_div(s, 0x42000000u));
       for (var l = 0u; l < 32u; l = l + 1u) { WS[l] = f_add(av, XS[l] & ABS); }
     }
-    // rmin -0.9, rdelta 0.05, 36 steps with importances; -1, 0.1, 20 without.
-    r = qkx(15, select(0xbf800000u, 0xbf666666u, IMP), select(0x3dcccccdu, 0x3d4ccccdu, IMP), select(20, 36, IMP));
+    // rmin -0.9, rdelta 0.05, 36 steps with importances.
+    r = qkx(${nmax}, select(${plainRmin}, 0xbf666666u, IMP), select(0x3dcccccdu, 0x3d4ccccdu, IMP), select(${plainSteps}, 36, IMP));
     SC[j] = r.x;
     MN[j] = r.y;
     for (var l = 0u; l < 32u; l = l + 1u) { KL[32u * j + l] = LB[l]; }
@@ -281,7 +303,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   var dm: array<u32, 2>;
   if (IMP) {
     for (var k = 0u; k < 2u; k = k + 1u) { dm[k] = qp(k); }
-    for (var j = 0u; j < 8u; j = j + 1u) { pack_k4(j, QL[j], QL[8u + j]); }
+    for (var j = 0u; j < 8u; j = j + 1u) { pack_k4(j, ${five ? 'min(63u, QL[j]), min(63u, QL[8u + j])' : 'QL[j], QL[8u + j]'}); }
   } else {
     var mx = array<u32, 2>(0u, 0u);
     for (var j = 0u; j < 8u; j = j + 1u) {
@@ -312,17 +334,27 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (f_eq(dj, 0u)) { continue; }
     let mj = f_mul(dmin, f_from_i(i32(sb_min(j))));
     for (var l = 0u; l < 32u; l = l + 1u) {
-      KL[32u * j + l] = u32(clamp(nearest_int(f_div(f_add(src[x0 + 32u * j + l], mj), dj)), 0, 15));
+      KL[32u * j + l] = u32(clamp(nearest_int(f_div(f_add(src[x0 + 32u * j + l], mj), dj)), 0, ${nmax}));
     }
   }
-  let y = b * 144u;
+  let y = b * ${five ? 176 : 144}u;
   st16(y, dh);
   st16(y + 2u, mh);
-  for (var i = 0u; i < 12u; i = i + 1u) { st8(y + 4u + i, SB[i]); }
+  for (var i = 0u; i < 12u; i = i + 1u) { st8(y + 4u + i, SB[i]); }${five ? `
+  // qs at 48: low 4 bits, two codes a byte as Q4_K; qh at 16: bit 4 of code 64c + 32t + l is
+  // bit 2c + t of qh[l].
+  for (var l = 0u; l < 32u; l = l + 1u) {
+    var h = 0u;
+    for (var c = 0u; c < 4u; c = c + 1u) { h = h | ((KL[64u * c + l] >> 4u) << (2u * c)) | ((KL[64u * c + 32u + l] >> 4u) << (2u * c + 1u)); }
+    st8(y + 16u + l, h);
+  }` : ''}
   for (var c = 0u; c < 4u; c = c + 1u) {
     for (var l = 0u; l < 32u; l = l + 1u) {
-      st8(y + 16u + 32u * c + l, KL[64u * c + l] | (KL[64u * c + 32u + l] << 4u));
+      st8(y + ${five ? 48 : 16}u + 32u * c + l, (KL[64u * c + l] & 15u) | ((KL[64u * c + 32u + l] & 15u) << 4u));
     }
   }
 }
 `;
+}
+
+export const Q4_K_QUANT = k4Quant(15);
