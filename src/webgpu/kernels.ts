@@ -8,6 +8,7 @@ import { Q4_K_DEQUANT, Q4_K_QUANT } from './shaders/q4_k.js';
 import { Q5_K_DEQUANT, Q5_K_QUANT } from './shaders/q5_k.js';
 import { Q6_K_DEQUANT, Q6_K_QUANT } from './shaders/q6_k.js';
 import { IQ4_NL_DEQUANT, IQ4_NL_QUANT } from './shaders/iq4_nl.js';
+import { IQ4_XS_DEQUANT, IQ4_XS_QUANT } from './shaders/iq4_xs.js';
 import { NF4_DEQUANT, NF4_QUANT } from './shaders/nf4.js';
 import { INT8_DEQUANT, INT8_QUANT } from './shaders/int8.js';
 import { AFFINE4_DEQUANT, AFFINE4_QUANT } from './shaders/affine4.js';
@@ -76,6 +77,7 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
   q5_k: { dequant: { body: Q5_K_DEQUANT, grid: block(256) }, ...searches(Q5_K_QUANT, 256) },
   q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) }, ...searches(Q6_K_QUANT, 256) },
   iq4_nl: { dequant: { body: IQ4_NL_DEQUANT, grid: block(32) }, ...searches(IQ4_NL_QUANT, 32) },
+  iq4_xs: { dequant: { body: IQ4_XS_DEQUANT, grid: block(256) }, ...searches(IQ4_XS_QUANT, 256) },
   nf4: {
     dequant: { body: NF4_DEQUANT, grid: group },
     quant: { body: NF4_QUANT, grid: group },

@@ -16,11 +16,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 `;
 
-// Quantize (assembly/gguf/iq4_nl.ts, spec §6, §13.5 and §14.7): one invocation per block of 32,
-// the scalar wasm build's steps in its order in soft-float (common.ts). Weights x^2, or with
-// importances (pipeline constant IMP: src word P.aux) qw*sqrt(sigma2 + x^2), sigma2 = sum(x^2)/16;
-// d from the 16-pass IQ4 search, codes best_index(x / d) with the fp32 d.
-export const IQ4_NL_QUANT = /* wgsl */ `
+// The IQ4 search (spec §13.5, assembly/gguf/iq4_search.ts) shared by IQ4_NL and IQ4_XS: one
+// 32-value block at a time, the scalar wasm build's steps in its order in soft-float (common.ts).
+export const IQ4_SEARCH = /* wgsl */ `
 override IMP: bool = false;
 const KV = array<i32, 16>(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 // 2 * the midpoints between neighbouring grid values.
@@ -53,31 +51,19 @@ fn best_index(v: u32) -> u32 {
   return c;
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let b = item(gid);
-  if (b >= P.n) { return; }
-  let x0 = b * 32u;
-  let y = b * 18u;
-  var amax = 0u;
-  for (var j = 0u; j < 32u; j = j + 1u) { amax = absmax_step(amax, src[x0 + j]); }
-  if (f_lt(amax & ABS, GROUP_EPS)) {
-    for (var j = 0u; j < 16u; j = j + 1u) { st8(y + 2u + j, 0x88u); }
-    return;
+// Weights of the 32 values at x0 into W: x^2, or (IMP) qw*sqrt(sigma2 + x^2) with the
+// importances at src word q0.
+fn iq4_weights(x0: u32, q0: u32, sigma2: u32) {
+  for (var j = 0u; j < 32u; j = j + 1u) {
+    let v = src[x0 + j];
+    if (IMP) { W[j] = f_mul(src[q0 + j], f_sqrt(f_add(sigma2, f_mul(v, v)))); }
+    else { W[j] = f_mul(v, v); }
   }
-  if (IMP) {
-    var s = 0u;
-    for (var j = 0u; j < 32u; j = j + 1u) { let v = src[x0 + j]; s = f_add(s, f_mul(v, v)); }
-    let sigma2 = f_mul(s, 0x3d800000u); // sum x^2 * (2/32)
-    let q0 = P.aux + (b % (P.row_len / 32u)) * 32u;
-    for (var j = 0u; j < 32u; j = j + 1u) {
-      let v = src[x0 + j];
-      W[j] = f_mul(src[q0 + j], f_sqrt(f_add(sigma2, f_mul(v, v))));
-    }
-  } else {
-    for (var j = 0u; j < 32u; j = j + 1u) { let v = src[x0 + j]; W[j] = f_mul(v, v); }
-  }
-  // Pass 0: id = 1/d0, d0 = -max/-127; passes 1..15: id = (t - 127)/max for t = -7..7.
+}
+
+// The fitted scale d of the 32 values at x0 (weights W, signed absmax amax).
+// Pass 0: id = 1/d0, d0 = -max/-127; passes 1..15: id = (t - 127)/max for t = -7..7.
+fn iq4_search(x0: u32, amax: u32) -> u32 {
   var d = 0u;
   var best = 0u;
   for (var p = 0; p < 16; p = p + 1) {
@@ -101,6 +87,43 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       best = f_mul(d, sx);
     }
   }
+  return d;
+}
+
+// Codes best_index(id * x) of the 32 values at x0, in the IQ4_NL nibble order, to 16 bytes at y.
+fn iq4_codes(x0: u32, id: u32, y: u32) {
+  for (var j = 0u; j < 16u; j = j + 1u) {
+    let lo = best_index(f_mul(id, src[x0 + j]));
+    let hi = best_index(f_mul(id, src[x0 + j + 16u]));
+    st8(y + j, lo | (hi << 4u));
+  }
+}
+`;
+
+// Quantize (assembly/gguf/iq4_nl.ts, spec §6, §13.5 and §14.7): one invocation per block of 32.
+// Weights x^2, or with importances (pipeline constant IMP: src word P.aux) qw*sqrt(sigma2 + x^2),
+// sigma2 = sum(x^2)/16; d from the IQ4 search, codes best_index(x / d) with the fp32 d.
+export const IQ4_NL_QUANT = IQ4_SEARCH + /* wgsl */ `
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let b = item(gid);
+  if (b >= P.n) { return; }
+  let x0 = b * 32u;
+  let y = b * 18u;
+  var amax = 0u;
+  for (var j = 0u; j < 32u; j = j + 1u) { amax = absmax_step(amax, src[x0 + j]); }
+  if (f_lt(amax & ABS, GROUP_EPS)) {
+    for (var j = 0u; j < 16u; j = j + 1u) { st8(y + 2u + j, 0x88u); }
+    return;
+  }
+  var sigma2 = 0u;
+  if (IMP) {
+    var s = 0u;
+    for (var j = 0u; j < 32u; j = j + 1u) { let v = src[x0 + j]; s = f_add(s, f_mul(v, v)); }
+    sigma2 = f_mul(s, 0x3d800000u); // sum x^2 * (2/32)
+  }
+  iq4_weights(x0, P.aux + (b % (P.row_len / 32u)) * 32u, sigma2);
+  let d = iq4_search(x0, amax);
   // d is NaN only as 0/0 (every weight zero, spec §16.2): x86's default NaN, stored 0xFE00.
   if (is_nan(d)) {
     st16(y, 0xfe00u);
@@ -110,10 +133,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   st16(y, f2h(d));
   var id = 0u;
   if (!f_is_zero(d)) { id = f_div(F_ONE, d); }
-  for (var j = 0u; j < 16u; j = j + 1u) {
-    let lo = best_index(f_mul(id, src[x0 + j]));
-    let hi = best_index(f_mul(id, src[x0 + j + 16u]));
-    st8(y + 2u + j, lo | (hi << 4u));
-  }
+  iq4_codes(x0, id, y + 2u);
 }
 `;
