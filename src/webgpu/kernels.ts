@@ -4,6 +4,8 @@ import { BYTE_OUT_WGSL, COMMON_WGSL, F32_OUT_WGSL } from './shaders/common.js';
 import { Q8_0_DEQUANT, Q8_0_QUANT } from './shaders/q8_0.js';
 import { Q4_0_DEQUANT, Q4_0_QUANT } from './shaders/q4_0.js';
 import { Q4_1_DEQUANT, Q4_1_QUANT } from './shaders/q4_1.js';
+import { Q5_0_DEQUANT, Q5_0_QUANT } from './shaders/q5_0.js';
+import { Q5_1_DEQUANT, Q5_1_QUANT } from './shaders/q5_1.js';
 import { Q4_K_DEQUANT, Q4_K_QUANT } from './shaders/q4_k.js';
 import { Q5_K_DEQUANT, Q5_K_QUANT } from './shaders/q5_k.js';
 import { Q6_K_DEQUANT, Q6_K_QUANT } from './shaders/q6_k.js';
@@ -70,6 +72,16 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
   q4_1: {
     dequant: { body: Q4_1_DEQUANT, grid: block(32) },
     quant: { body: Q4_1_QUANT, grid: block(32) },
+    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
+  },
+  q5_0: {
+    dequant: { body: Q5_0_DEQUANT, grid: block(32) },
+    quant: { body: Q5_0_QUANT, grid: block(32) },
+    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
+  },
+  q5_1: {
+    dequant: { body: Q5_1_DEQUANT, grid: block(32) },
+    quant: { body: Q5_1_QUANT, grid: block(32) },
     quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
   },
   // The K-quant and IQ4 searches: one pipeline without importances, one with (IMP).

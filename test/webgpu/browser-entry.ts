@@ -25,7 +25,7 @@ async function run(): Promise<PageReport> {
   }
   const imp = Float32Array.from({ length: ROW }, (_, i) => (i % 13 === 0 ? 0 : 3 * rnd()));
   const cases: [string, Omit<QuantizeOptions, 'rowLength'>][] = [
-    ['q8_0', { format: 'q8_0' }], ['q4_0', { format: 'q4_0' }], ['q4_1', { format: 'q4_1' }], ['nf4', { format: 'nf4' }],
+    ['q8_0', { format: 'q8_0' }], ['q4_0', { format: 'q4_0' }], ['q4_1', { format: 'q4_1' }], ['q5_0', { format: 'q5_0' }], ['q5_1', { format: 'q5_1' }], ['nf4', { format: 'nf4' }],
     ['int8', { format: 'int8' }], ['affine4', { format: 'affine', bits: 4 }], ['fp8_e4m3', { format: 'fp8_e4m3' }],
     ['q4_k', { format: 'q4_k' }], ['q5_k', { format: 'q5_k' }], ['q6_k', { format: 'q6_k' }], ['iq4_nl', { format: 'iq4_nl' }],
     ['q4_k imatrix', { format: 'q4_k', importance: imp }], ['q5_k imatrix', { format: 'q5_k', importance: imp }], ['q6_k imatrix', { format: 'q6_k', importance: imp }],

@@ -96,6 +96,8 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'q8_0', opts: { format: 'q8_0' } },
   { name: 'q4_0', opts: { format: 'q4_0' } },
   { name: 'q4_1', opts: { format: 'q4_1' } },
+  { name: 'q5_0', opts: { format: 'q5_0' } },
+  { name: 'q5_1', opts: { format: 'q5_1' } },
   { name: 'nf4 g64', opts: { format: 'nf4' } },
   { name: 'nf4 g32', opts: { format: 'nf4', groupSize: 32 } },
   { name: 'nf4 g256', opts: { format: 'nf4', groupSize: 256 } },
@@ -175,7 +177,7 @@ if (existsSync(ICD)) {
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
     for (const [format, bytes, f16At, block] of [['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
-      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32]] as const) {
+      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
         expect(firstBitDiff(await dequantize(q, { backend: 'wasm-simd' }), await dequantize(q, { backend: 'webgpu' }))).toBeUndefined();
@@ -250,6 +252,7 @@ if (existsSync(ICD)) {
       const bad = [
         () => quantize(x, { format: 'q3_k', rowLength: ROW, backend: 'webgpu' }),
         () => quantize(x, { format: 'q4_0', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
+        () => quantize(x, { format: 'q5_1', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
         () => quantize(x, { format: 'int8', rowLength: ROW, backend: 'webgpu', calibration: 'mse' }),
       ];
