@@ -19,7 +19,7 @@
 //   FP8 block scales of the wrong dtype or shape        ST_SCALE
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
 import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorInfo, type TensorValues } from './checkpoint.js';
-import { FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
+import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
 import { findDuplicateKey } from './json.js';
 import type { ByteSource } from './source.js';
 
@@ -191,9 +191,8 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
         file: info.file ?? this.source, tensor: name, value: info.dtype, expected: [...FLOAT_DTYPES],
       });
     }
-    const out = floatBytesToF32(await this.readRaw(name), info.dtype, name);
-    if (info.dtype.startsWith('F8_')) await this.scale(info, out, 0);
-    return out;
+    const raw = await this.readRaw(name);
+    return info.dtype.startsWith('F8_') ? this.fp8(info, raw, 0) : floatBytesToF32(raw, info.dtype, name);
   }
 
   /**
@@ -210,27 +209,36 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
         file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
       });
     }
-    const out = floatBytesToF32(await src.read(info.offset + firstRow * cols, rows * cols), info.dtype, name);
-    if (rows > 0) await this.scale(info, out, firstRow);
-    return { values: out, dtype: 'f32' };
+    return { values: await this.fp8(info, await src.read(info.offset + firstRow * cols, rows * cols), firstRow), dtype: 'f32' };
   }
 
-  /** Multiplies FP8 values `out` (rows from `firstRow` on) by their block scales, if the weight has any. */
-  private async scale(info: TensorInfo, out: Float32Array, firstRow: number): Promise<void> {
+  /** FP8 codes (rows from `firstRow` on) as f32, times their block scales if the weight has any. */
+  private async fp8(info: TensorInfo, codes: Uint8Array, firstRow: number): Promise<Float32Array> {
+    const table = info.dtype === 'F8_E4M3' ? E4M3_TO_F32 : E5M2_TO_F32;
+    const out = new Float32Array(codes.length);
     const s = this.entries.get(info.name + SCALE_SUFFIX);
-    if (!s) return;
+    if (!s || codes.length === 0) {
+      for (let i = 0; i < codes.length; i++) out[i] = table[codes[i]];
+      return out;
+    }
     const [br, bc] = this.block;
     const cols = info.shape[1];
     const sc = Math.ceil(cols / bc);
-    const rows = out.length / cols;
+    const rows = codes.length / cols;
     // Only the scale rows these rows use.
     const s0 = Math.floor(firstRow / br), s1 = Math.floor((firstRow + rows - 1) / br) + 1;
     const scale = floatBytesToF32(await s.src.read(s.info.offset + s0 * sc * 4, (s1 - s0) * sc * 4), 'F32', s.info.name);
+    // One pass, tile by tile, no division per value: a DeepSeek-V3 conversion decodes ~671G of them.
     for (let r = 0; r < rows; r++) {
       const srow = (Math.floor((firstRow + r) / br) - s0) * sc;
       const base = r * cols;
-      for (let c = 0; c < cols; c++) out[base + c] *= scale[srow + Math.floor(c / bc)];
+      for (let t = 0, c0 = 0; t < sc; t++, c0 += bc) {
+        const f = scale[srow + t];
+        const end = base + Math.min(c0 + bc, cols);
+        for (let i = base + c0; i < end; i++) out[i] = table[codes[i]] * f;
+      }
     }
+    return out;
   }
 }
 
