@@ -332,7 +332,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, mixtral, smollm3, granite, qwen2, qwen3, qwen3_moe, olmo2, gemma2, gemma3_text, phi3). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, mixtral, smollm3, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, olmo2, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -356,7 +356,8 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
       'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
-      'n_group', 'topk_group'] as const),
+      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step'] as const),
+    ...(Array.isArray(c.raw.mlp_only_layers) ? { mlp_only_layers: c.raw.mlp_only_layers as number[] } : {}),
     ...(typeof c.raw.norm_topk_prob === 'boolean' ? { norm_topk_prob: c.raw.norm_topk_prob } : {}),
     ...(typeof c.raw.scoring_func === 'string' ? { scoring_func: c.raw.scoring_func } : {}),
     ...(typeof c.raw.rope_scaling === 'object' && c.raw.rope_scaling !== null ? { rope_scaling: c.raw.rope_scaling as Record<string, unknown> } : {}),

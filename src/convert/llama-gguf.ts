@@ -43,6 +43,10 @@ export interface LlamaConfig extends DeepseekConfig {
   num_experts?: number;
   num_experts_per_tok?: number;
   moe_intermediate_size?: number;
+  /** Qwen2-MoE: the width of its one shared expert (gated by shared_expert_gate); MoE every this-many layers; dense layers. */
+  shared_expert_intermediate_size?: number;
+  decoder_sparse_step?: number;
+  mlp_only_layers?: number[];
   /** Granite: embeddings, residual branches and attention scores are scaled, logits divided. */
   embedding_multiplier?: number;
   residual_multiplier?: number;
@@ -258,7 +262,7 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
  * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
  * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
  */
-function qwenMetadata(arch: 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
+function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -305,6 +309,38 @@ export function qwen3MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<st
   md['qwen3moe.expert_count'] = { type: 'u32', value: moe!.experts };
   md['qwen3moe.expert_used_count'] = { type: 'u32', value: moe!.used };
   md['qwen3moe.expert_feed_forward_length'] = { type: 'u32', value: cfg.moe_intermediate_size! };
+  return md;
+}
+
+// Qwen2-MoE's shared expert and the sigmoid gate of its output (llama.cpp's *_shexp).
+const QWEN2MOE_LAYER_NAMES: Record<string, string> = {
+  ...LAYER_NAMES,
+  'mlp.shared_expert.gate_proj.weight': 'ffn_gate_shexp.weight',
+  'mlp.shared_expert.up_proj.weight': 'ffn_up_shexp.weight',
+  'mlp.shared_expert.down_proj.weight': 'ffn_down_shexp.weight',
+  'mlp.shared_expert_gate.weight': 'ffn_gate_inp_shexp.weight',
+};
+
+/**
+ * The keys of a Qwen2-MoE model (Qwen1.5-MoE, Qwen2-57B-A14B): Qwen2's under `qwen2moe.`, the
+ * experts' count, use and width and the shared expert's. What llama.cpp's qwen2moe graph cannot
+ * run is refused: renormalised expert weights (it never renormalises), dense layers among the
+ * MoE ones (it makes every layer MoE).
+ */
+export function qwen2MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const md = qwenMetadata('qwen2moe', cfg, name);
+  const moe = moeCounts(cfg);
+  if (!moe || !cfg.moe_intermediate_size || !cfg.shared_expert_intermediate_size) {
+    fail(ErrorCodes.CONFIG, '[gguf] config.json: a Qwen2-MoE model needs "num_experts", "num_experts_per_tok", "moe_intermediate_size" and "shared_expert_intermediate_size"', { option: 'num_experts', value: cfg.num_experts });
+  }
+  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's qwen2moe (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
+  if (cfg.norm_topk_prob === true) refuse('norm_topk_prob', true, false);
+  if ((cfg.decoder_sparse_step ?? 1) !== 1) refuse('decoder_sparse_step', cfg.decoder_sparse_step, 1);
+  if ((cfg.mlp_only_layers ?? []).length) refuse('mlp_only_layers', cfg.mlp_only_layers, []);
+  md['qwen2moe.expert_count'] = { type: 'u32', value: moe!.experts };
+  md['qwen2moe.expert_used_count'] = { type: 'u32', value: moe!.used };
+  md['qwen2moe.expert_feed_forward_length'] = { type: 'u32', value: cfg.moe_intermediate_size! };
+  md['qwen2moe.expert_shared_feed_forward_length'] = { type: 'u32', value: cfg.shared_expert_intermediate_size! };
   return md;
 }
 
@@ -461,7 +497,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -505,6 +541,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   // SmolLM3: Llama with every 4th layer without rope (llama.cpp fixes the step at 4).
   { name: 'smollm3', modelTypes: ['smollm3'], permuteQK: true, metadata: (cfg, name) => llamaMetadata(cfg, name, 'smollm3') },
   { name: 'qwen2', modelTypes: ['qwen2'], permuteQK: false, metadata: qwen2Metadata },
+  { name: 'qwen2moe', modelTypes: ['qwen2_moe'], permuteQK: false, layerNames: QWEN2MOE_LAYER_NAMES, metadata: qwen2MoeMetadata },
   { name: 'qwen3', modelTypes: ['qwen3'], permuteQK: false, metadata: qwen3Metadata },
   { name: 'qwen3moe', modelTypes: ['qwen3_moe'], permuteQK: false, metadata: qwen3MoeMetadata },
   // OLMo 2: norms after attention and after the FFN only, q/k norms over the whole projection;

@@ -66,6 +66,11 @@ export interface LlamaConfig {
     unnormalized?: true;
     /** DeepSeek: see DeepseekMoe. */
     deepseek?: DeepseekMoe;
+    /**
+     * Qwen2-MoE: one shared expert (mlp.shared_expert) of this width, added to the experts' sum
+     * times sigmoid(shared_expert_gate . x).
+     */
+    gatedShared?: number;
   };
   /**
    * DeepSeek-V2/V3 multi-head latent attention: q from x (q_proj) or through a rank-qLora pair
@@ -180,13 +185,17 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.max_position_embeddings !== undefined) cfg.max_position_embeddings = int('max_position_embeddings');
   if (typeof j.model_type === 'string') cfg.model_type = j.model_type;
   if (j.model_type === 'qwen3') cfg.qk_norm = true;
-  if (j.model_type === 'mixtral' || j.model_type === 'qwen3_moe') {
-    const qwen = j.model_type === 'qwen3_moe';
+  if (j.model_type === 'mixtral' || j.model_type === 'qwen3_moe' || j.model_type === 'qwen2_moe') {
+    const qwen = j.model_type !== 'mixtral';
     const { experts, used } = expertCounts(qwen ? 'num_experts' : 'num_local_experts', int);
     unsupported('decoder_sparse_step', (v) => v === 1, '1');
     unsupported('mlp_only_layers', (v) => Array.isArray(v) && v.length === 0, '[]');
     cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral', ...(qwen && j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
-    if (qwen) cfg.qk_norm = true;
+    if (j.model_type === 'qwen3_moe') cfg.qk_norm = true;
+    if (j.model_type === 'qwen2_moe') {
+      cfg.qkv_bias = true;
+      cfg.moe.gatedShared = int('shared_expert_intermediate_size');
+    }
   }
   if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
   if (j.model_type === 'granite') {
@@ -388,6 +397,7 @@ export function moeTensorNames(moe: NonNullable<LlamaConfig['moe']>, prefix: str
     names.push(...(moe.names === 'mixtral' ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj']).map((w) => `${x}${w}.weight`));
   }
   if (moe.deepseek?.shared) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${prefix}mlp.shared_experts.${w}.weight`));
+  if (moe.gatedShared) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${prefix}mlp.shared_expert.${w}.weight`), `${prefix}mlp.shared_expert_gate.weight`);
   return names;
 }
 

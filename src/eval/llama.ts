@@ -113,9 +113,10 @@ interface LayerWeights {
   /** A MoE FFN instead of gate/up/down: the router and each expert's matrices. */
   router?: Linear;
   experts?: { gate: Linear; up: Linear; down: Linear }[];
-  /** DeepSeek: the router's correction bias (V3) and the shared experts. */
+  /** DeepSeek: the router's correction bias (V3) and the shared experts; Qwen2-MoE: its shared expert and the gate of its output. */
   routerBias?: Float32Array;
   shared?: { gate: Linear; up: Linear; down: Linear };
+  sharedGate?: Linear;
   /** DeepSeek's latent attention instead of q/k/v. */
   mla?: MlaWeights;
 }
@@ -405,7 +406,7 @@ interface Workspace {
 }
 
 /** A MoE layer's router and experts, read in moeTensorNames' order. */
-async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number): Promise<Pick<LayerWeights, 'router' | 'experts'>> {
+async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number): Promise<Pick<LayerWeights, 'router' | 'experts' | 'routerBias' | 'shared' | 'sharedGate'>> {
   const names = moeTensorNames(moe, prefix);
   const ds = moe.deepseek;
   const router = await linear(source, names[0], moe.experts, dim);
@@ -414,8 +415,10 @@ async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['mo
   const swiglu = async ([g, u, dn]: string[], width: number) => ({ gate: await linear(source, g, width, dim), up: await linear(source, u, width, dim), down: await linear(source, dn, dim, width) });
   const experts: { gate: Linear; up: Linear; down: Linear }[] = [];
   for (let e = 0; e < moe.experts; e++) experts.push(await swiglu(names.slice(first + 3 * e, first + 3 * e + 3), moe.ffn));
-  const shared = ds?.shared ? await swiglu(names.slice(first + 3 * moe.experts), ds.shared) : undefined;
-  return { router, experts, ...(routerBias ? { routerBias } : {}), ...(shared ? { shared } : {}) };
+  const width = ds?.shared || moe.gatedShared;
+  const shared = width ? await swiglu(names.slice(first + 3 * moe.experts, first + 3 * moe.experts + 3), width) : undefined;
+  const sharedGate = moe.gatedShared ? await linear(source, names[first + 3 * moe.experts + 3], 1, dim) : undefined;
+  return { router, experts, ...(routerBias ? { routerBias } : {}), ...(shared ? { shared } : {}), ...(sharedGate ? { sharedGate } : {}) };
 }
 
 /**
@@ -453,7 +456,8 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
   out.fill(0, 0, n * dim);
   const ds = moe.deepseek;
   // The shared experts' width has buffers of its own.
-  const sg = new Float32Array(ds?.shared ?? 0), su = new Float32Array(ds?.shared ?? 0);
+  const sharedWidth = ds?.shared || moe.gatedShared || 0;
+  const sg = new Float32Array(sharedWidth), su = new Float32Array(sharedWidth), gateOut = new Float32Array(1);
   const swiglu = (ex: { gate: Linear; up: Linear; down: Linear }, xt: Float32Array, width: number, w: number, o: number) => {
     const [gg, uu] = width === moe.ffn ? [g, u] : [sg, su];
     ex.gate.apply(xt, 1, gg);
@@ -477,7 +481,9 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
     const total = moe.unnormalized ? sum : pick.reduce((a, e) => a + p[e], 0);
     const xt = x.subarray(t * dim, (t + 1) * dim);
     for (const e of pick) swiglu(L.experts![e], xt, moe.ffn, (p[e] / total) * (ds?.scale ?? 1), t * dim);
-    if (L.shared) swiglu(L.shared, xt, ds!.shared, 1, t * dim);
+    // Qwen2-MoE scales its shared expert by sigmoid(shared_expert_gate . x).
+    if (L.sharedGate) L.sharedGate.apply(xt, 1, gateOut);
+    if (L.shared) swiglu(L.shared, xt, sharedWidth, L.sharedGate ? 1 / (1 + Math.exp(-gateOut[0])) : 1, t * dim);
   }
 }
 

@@ -179,6 +179,31 @@ async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; 
   return a.tensors.map((t) => t.name);
 }
 
+describe('Qwen2-MoE to GGUF', () => {
+  const cfg = {
+    model_type: 'qwen2_moe', hidden_size: 8, intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 2, vocab_size: 8, num_experts: 4, num_experts_per_tok: 2,
+    moe_intermediate_size: 4, shared_expert_intermediate_size: 12,
+  };
+  it('names the shared expert and its gate as llama.cpp does and writes the qwen2moe keys', async () => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const f = (name: string, shape: number[]) => ({ name: `model.layers.0.mlp.${name}.weight`, dtype: 'F32', shape, data: new Float32Array(shape[0] * shape[1]) });
+    const ck = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
+      f('shared_expert.gate_proj', [12, 8]), f('shared_expert.up_proj', [12, 8]), f('shared_expert.down_proj', [8, 12]), f('shared_expert_gate', [1, 8]), f('gate', [4, 8]),
+    ] })), 'q2moe.safetensors'));
+    expect(ggufView(ck, cfg).tensors.map((t) => t.name)).toEqual(['blk.0.ffn_gate_shexp.weight', 'blk.0.ffn_up_shexp.weight', 'blk.0.ffn_down_shexp.weight', 'blk.0.ffn_gate_inp_shexp.weight', 'blk.0.ffn_gate_inp.weight']);
+    const kv = Object.fromEntries(hfGgufMetadata(cfg, 1, { kind: 'none' }).map((x) => [x.key, x.value]));
+    expect([kv['general.architecture'], kv['qwen2moe.expert_count'], kv['qwen2moe.expert_used_count'], kv['qwen2moe.expert_feed_forward_length'], kv['qwen2moe.expert_shared_feed_forward_length']])
+      .toEqual(['qwen2moe', 4, 2, 4, 12]);
+  });
+  it('refuses what llama.cpp\'s qwen2moe cannot run, naming the key', () => {
+    for (const [key, value] of [['norm_topk_prob', true], ['decoder_sparse_step', 2], ['mlp_only_layers', [0]]] as const) {
+      expect(() => hfGgufMetadata({ ...cfg, [key]: value }, 1, { kind: 'none' })).toThrow(expect.objectContaining({ code: 'E_CONFIG', message: expect.stringContaining(key) }));
+    }
+    expect(() => hfGgufMetadata({ ...cfg, shared_expert_intermediate_size: undefined }, 1, { kind: 'none' })).toThrow(/shared_expert_intermediate_size/);
+  });
+});
+
 describe('ggufView of a DeepSeek checkpoint', () => {
   const H = 4, HEADS = 2, R = 3, NOPE = 2, ROPE = 2, VD = 2;
   const cfg = {

@@ -320,7 +320,7 @@ interface Decoder {
   /** OLMo 2's layers: no norm before attention or the FFN, one after each; q/k norms over the whole projection. */
   olmo2?: boolean;
   /** MoE layers: a router and this many experts, named as Mixtral or Qwen-MoE name them. */
-  moe?: { experts: number; names: 'mixtral' | 'qwen'; router?: number };
+  moe?: { experts: number; names: 'mixtral' | 'qwen'; router?: number; /** Qwen2-MoE: a shared expert of this width and its gate. */ shared?: number };
 }
 
 /** The tensors of a generated Hugging Face decoder, with a separate output head (lm_head) unless tied. */
@@ -364,6 +364,11 @@ function decoder(seed: number, d: Decoder): { name: string; dtype: string; shape
         const x = mix ? `${p}block_sparse_moe.experts.${e}.` : `${p}mlp.experts.${e}.`;
         const [g, u, dn] = mix ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj'];
         tensors.push(t(`${x}${g}.weight`, [FF, H], d.mlp), t(`${x}${u}.weight`, [FF, H], d.mlp), t(`${x}${dn}.weight`, [H, FF], d.mlp));
+      }
+      const S = d.moe.shared;
+      if (S) {
+        tensors.push(t(`${p}mlp.shared_expert.gate_proj.weight`, [S, H], d.mlp), t(`${p}mlp.shared_expert.up_proj.weight`, [S, H], d.mlp),
+          t(`${p}mlp.shared_expert.down_proj.weight`, [H, S], d.mlp), t(`${p}mlp.shared_expert_gate.weight`, [1, H], 1));
       }
       continue;
     }
@@ -450,6 +455,7 @@ const gemma3: Decoder = { ...D, HD: 32, LAYERS: 6, embed: 0.5, head: 0.3, qk: 0.
 const llama3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const qwen2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], bias: 1.5 };
 const mixtral: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], moe: { experts: 4, names: 'mixtral' } };
+const qwen2moe: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], bias: 0.5, moe: { experts: 4, names: 'qwen', router: 0.5, shared: 96 } };
 const qwen3moe: Decoder = { ...D, HD: 32, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], qkNorm: [1.5, 1], moe: { experts: 4, names: 'qwen', router: 0.5 } };
 const granite: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1] };
 const olmo2: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], qkNorm: [1.5, 1], olmo2: true };
@@ -514,6 +520,15 @@ const CASES: Case[] = [
     config: { ...hfConfig(mixtral, 'MixtralForCausalLM', 'mixtral'), rope_theta: 1000000, hidden_act: 'silu', num_local_experts: 4, num_experts_per_tok: 2, rope_scaling: null },
     expectConfig: (cfg) => expect(cfg.moe).toEqual({ experts: 4, used: 2, ffn: D.FF, names: 'mixtral' }),
     without: (cfg) => ({ ...cfg, moe: { ...cfg.moe!, used: 1 } }),
+  },
+  {
+    title: 'Qwen2-MoE: a shared expert behind a sigmoid gate, q/k/v biases, unnormalised expert weights', seed: 71, decoder: qwen2moe,
+    config: {
+      ...hfConfig(qwen2moe, 'Qwen2MoeForCausalLM', 'qwen2_moe'), rope_theta: 1000000, hidden_act: 'silu', num_experts: 4, num_experts_per_tok: 2,
+      moe_intermediate_size: D.FF, shared_expert_intermediate_size: 96, norm_topk_prob: false, decoder_sparse_step: 1, mlp_only_layers: [], rope_scaling: null,
+    },
+    expectConfig: (cfg) => expect([cfg.moe, cfg.qkv_bias]).toEqual([{ experts: 4, used: 2, ffn: D.FF, names: 'qwen', unnormalized: true, gatedShared: 96 }, true]),
+    without: (cfg) => ({ ...cfg, moe: { ...cfg.moe!, gatedShared: undefined } }),
   },
   {
     title: 'Qwen3-MoE: MoE layers with their own width, per-head q/k norms', seed: 59, decoder: qwen3moe,
