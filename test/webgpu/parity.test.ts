@@ -111,7 +111,7 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
-  ...(['q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const).flatMap((format) => [
+  ...(['q2_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const).flatMap((format) => [
     { name: format, opts: { format } },
     { name: `${format} imatrix`, opts: { format, importance: importance() } },
     { name: `${format} imatrix zeros`, opts: { format, importance: new Float32Array(ROW) } },
@@ -168,7 +168,7 @@ if (existsSync(ICD)) {
     }
 
     it('importances reach the GPU searches: they change the bytes', async () => {
-      for (const format of ['q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
+      for (const format of ['q2_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
         const plain = await quantize(x, { format, rowLength: ROW, backend: 'webgpu' });
         const imp = await quantize(x, { format, rowLength: ROW, backend: 'webgpu', importance: importance() });
         expect(diffBytes(plain.data, imp.data), format).toBeGreaterThan(0);
@@ -176,7 +176,7 @@ if (existsSync(ICD)) {
     });
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
-    for (const [format, bytes, f16At, block] of [['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
+    for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
       ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });

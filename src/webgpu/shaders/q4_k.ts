@@ -1,3 +1,5 @@
+import { kSearch } from './k_search.js';
+
 // Q4_K (spec §4): 256 values per 144-byte block: fp16 d, fp16 dmin, 12 bytes of packed 6-bit
 // scales and mins, 128 code bytes. Chunk c (0..3) of 64 values: 32 bytes, low nibbles use
 // scale/min 2c, high nibbles 2c+1. Value = (d*sc) * q - (dmin*m) (both products exact, §15).
@@ -55,9 +57,7 @@ export const Q4_K_DEQUANT = k4Dequant(false);
 // qw*sqrt(sigma2 + x^2)), the QKX (scale, min) search of §13.3 (squared error); then 6-bit
 // sub-scales and sub-mins (scaled to the largest, or by the QP search of §13.4 with
 // importances), and the final codes from the stored fp16 super-scales.
-// Each soft-float call is inlined where it is written (SwiftShader, and GPU compilers generally),
-// so the code keeps one call site per step: the first codes of a search run as its trial -1, and
-// the three a*b - c*d of a QKX trial share one loop.
+// The searches are k_search.ts's.
 /**
  * The quantizer of Q4_K (nmax 15) or Q5_K (nmax 31): the QKX search parameters, the clamps and
  * the code packing differ (assembly/gguf/q4_k.ts quantizeK4Header).
@@ -72,175 +72,9 @@ export function k4Quant(nmax: 15 | 31): string {
 // them compiles without the QP search and the importance weights.
 override IMP: bool = false;
 
-var<private> XS: array<u32, 32>;  // the sub-block's values
-var<private> XM: array<u32, 32>;  // XS - vmin for the current min
-var<private> WS: array<u32, 32>;  // its weights
-var<private> LA: array<u32, 32>;  // codes of the current trial
-var<private> LB: array<u32, 32>;  // best codes so far
+${kSearch(32, 8, 63)}
 var<private> KL: array<u32, 256>; // codes of the super-block
-var<private> SC: array<u32, 8>;   // sub-block scales
-var<private> MN: array<u32, 8>;   // sub-block mins, negated (the_min >= 0)
-var<private> SW: array<u32, 8>;   // sums of the importance weights per sub-block
-var<private> QL: array<u32, 16>;  // QP codes (bytes): scales 0..7, mins 8..15
 var<private> SB: array<u32, 12>;  // the 12 scale bytes
-
-// Codes clamp(nearest_int(iscale * (x - vmin)), 0, nmax) into LA and their weighted sums
-// (sum w*l, sum w*l*l, sum w*l*x), each left to right.
-fn qkx_trial(iscale: u32, nmax: i32) -> vec3<u32> {
-  var sl = 0u; var sl2 = 0u; var sxl = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) {
-    let l = clamp(nearest_int(f_mul(iscale, XM[i])), 0, nmax);
-    LA[i] = u32(l);
-    let fl = f_from_i(l);
-    let wl = f_mul(WS[i], fl);
-    sl = f_add(sl, wl);
-    sl2 = f_add(sl2, f_mul(wl, fl));
-    sxl = f_add(sxl, f_mul(wl, XS[i]));
-  }
-  return vec3<u32>(sl, sl2, sxl);
-}
-
-// sum w * (ts*l + tm - x)^2 over the codes in LA.
-fn qkx_err(ts: u32, tm: u32) -> u32 {
-  var e = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) {
-    let diff = f_sub(f_add(f_mul(ts, f_from_i(i32(LA[i]))), tm), XS[i]);
-    e = f_add(e, f_mul(WS[i], f_mul(diff, diff)));
-  }
-  return e;
-}
-
-// §13.3 make_qkx2/qkx3_quants (squared error) on XS, WS: codes into LB; (scale, the_min).
-fn qkx(nmax: i32, rmin: u32, rdelta: u32, nstep: i32) -> vec2<u32> {
-  let fnmax = f_from_i(nmax);
-  var vmin = XS[0];
-  var vmax = vmin;
-  var sum_w = 0u;
-  var sum_x = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) {
-    let xi = XS[i];
-    let wi = WS[i];
-    if (f_lt(xi, vmin)) { vmin = xi; }
-    if (f_gt(xi, vmax)) { vmax = xi; }
-    let wx = f_mul(wi, xi);
-    // The sums start from their first term (not 0 + it, which would turn -0 into +0).
-    if (i == 0u) { sum_w = wi; sum_x = wx; } else { sum_w = f_add(sum_w, wi); sum_x = f_add(sum_x, wx); }
-  }
-  if (f_gt(vmin, 0u)) { vmin = 0u; }
-  if (f_le(vmax, vmin)) {
-    for (var i = 0u; i < 32u; i = i + 1u) { LB[i] = 0u; }
-    return vec2<u32>(0u, vmin ^ SIGN);
-  }
-  var scale = 0u;
-  var best = 0u;
-  var xm_min = vmin ^ 1u; // XM is filled for this min
-  // t = -1: the first codes, iscale = nmax/(vmax - vmin) with scale 1/iscale and min vmin, kept;
-  // t = 0..nstep: iscale = (rmin + rdelta*t + nmax)/(vmax - vmin), whose least-squares
-  // (scale, min) is kept when its error is smaller.
-  for (var t = -1; t <= nstep; t = t + 1) {
-    if (xm_min != vmin) {
-      for (var i = 0u; i < 32u; i = i + 1u) { XM[i] = f_sub(XS[i], vmin); }
-      xm_min = vmin;
-    }
-    var num = fnmax;
-    if (t >= 0) { num = f_add(f_add(rmin, f_mul(rdelta, f_from_i(t))), fnmax); }
-    let iscale = f_div(num, f_sub(vmax, vmin));
-    let s = qkx_trial(iscale, nmax); // (sl, sl2, sxl)
-    var ts: u32;
-    var tm: u32;
-    if (t < 0) {
-      ts = f_div(F_ONE, iscale);
-      tm = vmin;
-    } else {
-      // D = sum_w*sl2 - sl*sl, sum_w*sxl - sum_x*sl, sl2*sum_x - sl*sxl
-      var a = array<u32, 6>(sum_w, s.y, sum_w, s.z, s.y, sum_x);
-      var c = array<u32, 6>(s.x, s.x, sum_x, s.x, s.x, s.z);
-      var r: array<u32, 3>;
-      for (var k = 0u; k < 3u; k = k + 1u) { r[k] = f_sub(f_mul(a[2u * k], a[2u * k + 1u]), f_mul(c[2u * k], c[2u * k + 1u])); }
-      if (!f_gt(r[0], 0u)) { continue; }
-      ts = f_div(r[1], r[0]);
-      tm = f_div(r[2], r[0]);
-      if (f_gt(tm, 0u)) { tm = 0u; ts = f_div(s.z, s.y); }
-    }
-    let err = qkx_err(ts, tm);
-    if (t < 0 || f_lt(err, best)) {
-      for (var i = 0u; i < 32u; i = i + 1u) { LB[i] = LA[i]; }
-      best = err;
-      scale = ts;
-      vmin = tm;
-    }
-  }
-  return vec2<u32>(scale, vmin ^ SIGN);
-}
-
-// §13.4 make_qp_quants (nmax 63) over the 8 sub-scales (which 0) or sub-mins (1) with weights
-// SW: codes (bytes, as the reference's stores wrap) into QL[8*which..]; returns sumlx/suml2
-// (any NaN as x86's default NaN).
-fn qp(which: u32) -> u32 {
-  let o = 8u * which;
-  var x: array<u32, 8>;
-  for (var i = 0u; i < 8u; i = i + 1u) { x[i] = select(SC[i], MN[i], which == 1u); }
-  let fnmax = 0x427c0000u; // 63
-  var vmax = 0u;
-  for (var i = 0u; i < 8u; i = i + 1u) { if (!f_gt(vmax, x[i])) { vmax = x[i]; } }
-  if (f_eq(vmax, 0u)) {
-    for (var i = 0u; i < 8u; i = i + 1u) { QL[o + i] = 0u; }
-    return 0u;
-  }
-  // k = 0: iscale = 63/vmax, codes unclamped as bytes; k = 1..8: (0.1*t + 63)/vmax for
-  // t = -4..-1, 1..4 (t = 0 gives the same 63/vmax), codes min(63, .), kept on a smaller error.
-  var iscale = 0u;
-  var best = 0u;
-  for (var k = 0; k < 9; k = k + 1) {
-    var t = 0;
-    if (k > 0) { t = select(k - 5, k - 4, k > 4); }
-    let is_t = f_div(f_add(f_mul(0x3dcccccdu, f_from_i(t)), fnmax), vmax);
-    let sc = f_div(F_ONE, is_t);
-    var err = 0u;
-    for (var i = 0u; i < 8u; i = i + 1u) {
-      var l = nearest_int(f_mul(is_t, x[i]));
-      if (k == 0) { l = l & 0xff; } else { l = min(63, l); }
-      let diff = f_sub(x[i], f_mul(sc, f_from_i(l)));
-      err = f_add(err, f_mul(f_mul(SW[i], diff), diff));
-    }
-    if (k == 0 || f_lt(err, best)) { best = err; iscale = is_t; }
-  }
-  var sumlx = 0u;
-  var suml2 = 0u;
-  for (var i = 0u; i < 8u; i = i + 1u) {
-    let l = min(63, nearest_int(f_mul(iscale, x[i])));
-    QL[o + i] = u32(l) & 0xffu;
-    let fl = f_from_i(l);
-    sumlx = f_add(sumlx, f_mul(f_mul(SW[i], x[i]), fl));
-    suml2 = f_add(suml2, f_mul(f_mul(SW[i], fl), fl));
-  }
-  for (var itry = 0; itry < 5; itry = itry + 1) {
-    var changed = false;
-    for (var i = 0u; i < 8u; i = i + 1u) {
-      let li = i32(QL[o + i]);
-      let wx = f_mul(SW[i], x[i]);
-      let fli = f_from_i(li);
-      var slx = f_sub(sumlx, f_mul(wx, fli));
-      var sl2 = f_sub(suml2, f_mul(f_mul(SW[i], fli), fli));
-      if (!(f_gt(slx, 0u) && f_gt(sl2, 0u))) { continue; }
-      let nl = min(63, nearest_int(f_div(f_mul(x[i], sl2), slx)));
-      if (nl == li) { continue; }
-      let fl = f_from_i(nl);
-      slx = f_add(slx, f_mul(wx, fl));
-      sl2 = f_add(sl2, f_mul(f_mul(SW[i], fl), fl));
-      if (f_gt(f_mul(f_mul(slx, slx), suml2), f_mul(f_mul(sumlx, sumlx), sl2))) {
-        QL[o + i] = u32(nl) & 0xffu;
-        sumlx = slx;
-        suml2 = sl2;
-        changed = true;
-      }
-    }
-    if (!changed) { break; }
-  }
-  let r = f_div(sumlx, suml2);
-  if (is_nan(r)) { return F_QNAN | SIGN; }
-  return r;
-}
 
 // k4 packing of (ls, lm) for sub-block j, byte-wise as the reference (stores keep 8 bits).
 fn pack_k4(j: u32, ls: u32, lm: u32) {
@@ -294,7 +128,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
       for (var l = 0u; l < 32u; l = l + 1u) { WS[l] = f_add(av, XS[l] & ABS); }
     }
     // rmin -0.9, rdelta 0.05, 36 steps with importances.
-    r = qkx(${nmax}, select(${plainRmin}, 0xbf666666u, IMP), select(0x3dcccccdu, 0x3d4ccccdu, IMP), select(${plainSteps}, 36, IMP));
+    r = qkx(${nmax}, select(${plainRmin}, 0xbf666666u, IMP), select(0x3dcccccdu, 0x3d4ccccdu, IMP), select(${plainSteps}, 36, IMP), false);
     SC[j] = r.x;
     MN[j] = r.y;
     for (var l = 0u; l < 32u; l = l + 1u) { KL[32u * j + l] = LB[l]; }
