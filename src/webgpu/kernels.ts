@@ -7,6 +7,7 @@ import { Q4_1_DEQUANT, Q4_1_QUANT } from './shaders/q4_1.js';
 import { Q5_0_DEQUANT, Q5_0_QUANT } from './shaders/q5_0.js';
 import { Q5_1_DEQUANT, Q5_1_QUANT } from './shaders/q5_1.js';
 import { Q2_K_DEQUANT, Q2_K_QUANT } from './shaders/q2_k.js';
+import { Q3_K_DEQUANT, Q3_K_QUANT } from './shaders/q3_k.js';
 import { Q4_K_DEQUANT, Q4_K_QUANT } from './shaders/q4_k.js';
 import { Q5_K_DEQUANT, Q5_K_QUANT } from './shaders/q5_k.js';
 import { Q6_K_DEQUANT, Q6_K_QUANT } from './shaders/q6_k.js';
@@ -87,6 +88,7 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
   },
   // The K-quant and IQ4 searches: one pipeline without importances, one with (IMP).
   q2_k: { dequant: { body: Q2_K_DEQUANT, grid: block(256) }, ...searches(Q2_K_QUANT, 256) },
+  q3_k: { dequant: { body: Q3_K_DEQUANT, grid: block(256) }, ...searches(Q3_K_QUANT, 256) },
   q4_k: { dequant: { body: Q4_K_DEQUANT, grid: block(256) }, ...searches(Q4_K_QUANT, 256) },
   q5_k: { dequant: { body: Q5_K_DEQUANT, grid: block(256) }, ...searches(Q5_K_QUANT, 256) },
   q6_k: { dequant: { body: Q6_K_DEQUANT, grid: block(256) }, ...searches(Q6_K_QUANT, 256) },

@@ -111,7 +111,7 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
-  ...(['q2_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const).flatMap((format) => [
+  ...(['q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const).flatMap((format) => [
     { name: format, opts: { format } },
     { name: `${format} imatrix`, opts: { format, importance: importance() } },
     { name: `${format} imatrix zeros`, opts: { format, importance: new Float32Array(ROW) } },
@@ -168,7 +168,7 @@ if (existsSync(ICD)) {
     }
 
     it('importances reach the GPU searches: they change the bytes', async () => {
-      for (const format of ['q2_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
+      for (const format of ['q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
         const plain = await quantize(x, { format, rowLength: ROW, backend: 'webgpu' });
         const imp = await quantize(x, { format, rowLength: ROW, backend: 'webgpu', importance: importance() });
         expect(diffBytes(plain.data, imp.data), format).toBeGreaterThan(0);
@@ -176,7 +176,7 @@ if (existsSync(ICD)) {
     });
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
-    for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
+    for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q3_k', 110, [108], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
       ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
@@ -246,11 +246,11 @@ if (existsSync(ICD)) {
       setBackendPreference('webgpu', { allowCpuEmulated: true });
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW })).backend).toBe('webgpu');
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW, preferGpu: false })).backend).toBe('wasm-simd');
-      expect((await quantize(x, { format: 'q3_k', rowLength: ROW })).backend).toBe('wasm-simd');
+      expect((await quantize(x, { format: 'mxfp4', rowLength: ROW })).backend).toBe('wasm-simd');
       expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('wasm-simd');
       setBackendPreference('wasm');
       const bad = [
-        () => quantize(x, { format: 'q3_k', rowLength: ROW, backend: 'webgpu' }),
+        () => quantize(x, { format: 'mxfp4', rowLength: ROW, backend: 'webgpu' }),
         () => quantize(x, { format: 'q4_0', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
         () => quantize(x, { format: 'q5_1', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
