@@ -35,6 +35,8 @@ export interface GpuKernel {
    * say so here, which keeps it out of the pipeline's GPU lane (src/pipeline/gpu-lane.ts).
    */
   inexact?: boolean;
+  /** With importances: each chunk row's sum(x^2)/rowLen follows them in src (Q4_0..Q5_1's searches). */
+  rowSigma2?: boolean;
 }
 
 export interface GpuFormat {
@@ -48,9 +50,9 @@ export interface GpuFormat {
 }
 
 const block = (n: number): Grid => ({ by: 'block', elems: () => n });
-const searches = (body: string, n: number): Pick<GpuFormat, 'quant' | 'quantImportance'> => ({
+const searches = (body: string, n: number, rowSigma2 = false): Pick<GpuFormat, 'quant' | 'quantImportance'> => ({
   quant: { body, grid: block(n), constants: { IMP: 0 } },
-  quantImportance: { body, grid: block(n), constants: { IMP: 1 } },
+  quantImportance: { body, grid: block(n), constants: { IMP: 1 }, ...(rowSigma2 ? { rowSigma2 } : {}) },
 });
 const group: Grid = { by: 'block', elems: (o) => o.groupSize };
 
@@ -66,26 +68,12 @@ const int8: GpuFormat = {
 
 export const GPU_FORMATS: Record<string, GpuFormat> = {
   q8_0: { dequant: { body: Q8_0_DEQUANT, grid: block(32) }, quant: { body: Q8_0_QUANT, grid: block(32) } },
-  q4_0: {
-    dequant: { body: Q4_0_DEQUANT, grid: block(32) },
-    quant: { body: Q4_0_QUANT, grid: block(32) },
-    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
-  },
-  q4_1: {
-    dequant: { body: Q4_1_DEQUANT, grid: block(32) },
-    quant: { body: Q4_1_QUANT, grid: block(32) },
-    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
-  },
-  q5_0: {
-    dequant: { body: Q5_0_DEQUANT, grid: block(32) },
-    quant: { body: Q5_0_QUANT, grid: block(32) },
-    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
-  },
-  q5_1: {
-    dequant: { body: Q5_1_DEQUANT, grid: block(32) },
-    quant: { body: Q5_1_QUANT, grid: block(32) },
-    quantUnsupported: (_o, imp) => (imp ? 'its WebGPU quantizer has no importance (imatrix) search' : undefined),
-  },
+  // The legacy types: the reference path, or with importances the QX (Q4_0, Q5_0) or QKX (Q4_1,
+  // Q5_1) search per block, whose weights need the row's sum of squares.
+  q4_0: { dequant: { body: Q4_0_DEQUANT, grid: block(32) }, ...searches(Q4_0_QUANT, 32, true) },
+  q4_1: { dequant: { body: Q4_1_DEQUANT, grid: block(32) }, ...searches(Q4_1_QUANT, 32, true) },
+  q5_0: { dequant: { body: Q5_0_DEQUANT, grid: block(32) }, ...searches(Q5_0_QUANT, 32, true) },
+  q5_1: { dequant: { body: Q5_1_DEQUANT, grid: block(32) }, ...searches(Q5_1_QUANT, 32, true) },
   // The K-quant and IQ4 searches: one pipeline without importances, one with (IMP).
   q2_k: { dequant: { body: Q2_K_DEQUANT, grid: block(256) }, ...searches(Q2_K_QUANT, 256) },
   q3_k: { dequant: { body: Q3_K_DEQUANT, grid: block(256) }, ...searches(Q3_K_QUANT, 256) },

@@ -149,6 +149,17 @@ function toF32(values: TensorValues, dtype: string, from: number, to: number): F
   return out;
 }
 
+/**
+ * sum(x^2)/len of one row in f32 arithmetic, left to right from +0 (the wasm's sumSquares(x,
+ * rowLen) / rowLen): each step through f64 and rounded to f32, which for +, * and / of f32
+ * operands gives the correctly rounded f32 result (53 >= 2*24 + 2 bits).
+ */
+function rowSigma2(x: Float32Array, at: number, len: number): number {
+  let s = 0;
+  for (let i = at; i < at + len; i++) s = Math.fround(s + Math.fround(x[i] * x[i]));
+  return Math.fround(s / len);
+}
+
 function onFailure(e: unknown, rowsDone: number, op: string, name: string, onLost: OnLost): void {
   if (!(e instanceof GpuFailure)) throw e;
   markGpuLost(e.message);
@@ -176,7 +187,9 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
     fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${nf} (row ${Math.floor(nf / rowLen)}, column ${nf % rowLen}) is not finite`, { tensor: name, index: nf, value: String(values[nf]) });
   }
   const perRowOut = secs.reduce((a, s) => a + s.perRow + 4, 0);
-  const rows = rowsPerChunk(gpu, Math.max(rowLen * 4, perRowOut), nrows, opts.chunkBytes, name, imp ? rowLen * 4 : 0);
+  // The legacy types' importance searches also read each row's sum(x^2)/rowLen (after the importances).
+  const sig = !!imp && kernel.rowSigma2;
+  const rows = rowsPerChunk(gpu, Math.max(rowLen * 4 + (sig ? 4 : 0), perRowOut), nrows, opts.chunkBytes, name, imp ? rowLen * 4 : 0);
   const c = o.calibration;
   let r0 = 0;
   try {
@@ -184,9 +197,10 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
       const n = Math.min(rows, nrows - r0);
       let x = toF32(values, dtype, r0 * rowLen, (r0 + n) * rowLen);
       if (imp) {
-        const xi = new Float32Array(x.length + rowLen);
+        const xi = new Float32Array(x.length + rowLen + (sig ? n : 0));
         xi.set(x);
         xi.set(imp, x.length);
+        if (sig) for (let r = 0; r < n; r++) xi[x.length + rowLen + r] = rowSigma2(x, r * rowLen, rowLen);
         x = xi;
       }
       const offs: number[] = [];

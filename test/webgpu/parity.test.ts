@@ -111,6 +111,11 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
+  // The legacy types' searches (their plain cases are above).
+  ...(['q4_0', 'q4_1', 'q5_0', 'q5_1'] as const).flatMap((format) => [
+    { name: `${format} imatrix`, opts: { format, importance: importance() } },
+    { name: `${format} imatrix zeros`, opts: { format, importance: new Float32Array(ROW) } },
+  ]),
   ...(['q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const).flatMap((format) => [
     { name: format, opts: { format } },
     { name: `${format} imatrix`, opts: { format, importance: importance() } },
@@ -167,8 +172,17 @@ if (existsSync(ICD)) {
       });
     }
 
+    it('the legacy types\' importance searches in chunks of a few rows: each row\'s sum of squares travels with it', async () => {
+      for (const format of ['q4_0', 'q5_1'] as const) {
+        const opts = { format, rowLength: ROW, importance: importance() };
+        const g = await quantize(x, { ...opts, backend: 'webgpu', chunkBytes: 4 * ROW * 4 }); // 2 rows a chunk
+        expect(g.backend).toBe('webgpu');
+        expect(diffBytes((await quantize(x, { ...opts, backend: 'wasm' })).data, g.data), format).toBe(0);
+      }
+    });
+
     it('importances reach the GPU searches: they change the bytes', async () => {
-      for (const format of ['q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
+      for (const format of ['q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs'] as const) {
         const plain = await quantize(x, { format, rowLength: ROW, backend: 'webgpu' });
         const imp = await quantize(x, { format, rowLength: ROW, backend: 'webgpu', importance: importance() });
         expect(diffBytes(plain.data, imp.data), format).toBeGreaterThan(0);
@@ -247,12 +261,10 @@ if (existsSync(ICD)) {
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW })).backend).toBe('webgpu');
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW, preferGpu: false })).backend).toBe('wasm-simd');
       expect((await quantize(x, { format: 'mxfp4', rowLength: ROW })).backend).toBe('wasm-simd');
-      expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('wasm-simd');
+      expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('webgpu');
       setBackendPreference('wasm');
       const bad = [
         () => quantize(x, { format: 'mxfp4', rowLength: ROW, backend: 'webgpu' }),
-        () => quantize(x, { format: 'q4_0', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
-        () => quantize(x, { format: 'q5_1', rowLength: ROW, backend: 'webgpu', importance: new Float32Array(ROW).fill(1) }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
         () => quantize(x, { format: 'int8', rowLength: ROW, backend: 'webgpu', calibration: 'mse' }),
       ];

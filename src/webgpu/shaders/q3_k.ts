@@ -2,6 +2,8 @@
 // bit e/32 of hmask[e % 32]), qs[64] (its low 2 bits, packed as Q2_K's), scales[12] at 96 (6-bit
 // sub-scales + 32: low nibbles in bytes 0..7, high 2 bits in 8..11), fp16 d at 108.
 // Value = (d*(sc - 32))*(c - 4).
+import { qxSearch } from './qx_search.js';
+
 export const Q3_K_DEQUANT = /* wgsl */ `
 fn q3_scale(sc: u32, j: u32) -> i32 {
   var lo = ld8(sc + j) & 15u;
@@ -35,51 +37,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 export const Q3_K_QUANT = /* wgsl */ `
 override IMP: bool = false;
 
-var<private> XV: array<u32, 16>;  // the values a search runs on
-var<private> WV: array<u32, 16>;  // their weights (QX)
-var<private> LQ: array<u32, 16>;  // its codes, l + nmax
+${qxSearch(16)}
 var<private> LI: array<i32, 16>;  // make_q3_quants' codes, l
 var<private> L: array<u32, 256>;  // codes (0..7) of the super-block
 var<private> SC: array<u32, 16>;  // sub-block scales
 var<private> SW: array<u32, 16>;  // sums of the importance weights per sub-block
 var<private> LS: array<u32, 16>;  // stored 6-bit scales (l + 32)
 var<private> WI: array<u32, 256>; // importance weights
-
-// §13.1 make_qx_quants (rmse_type 1) on XV, WV: codes l + nmax into LQ, returns the scale.
-// Trial -10 is the initial iscale -nmax/vmax; trials -9..-1, 1..9 are -(nmax + 0.1*k)/vmax.
-fn qx(nmax: i32) -> u32 {
-  var vmax = 0u;
-  for (var i = 0u; i < 16u; i = i + 1u) { vmax = absmax_step(vmax, XV[i]); }
-  if (f_lt(vmax & ABS, GROUP_EPS)) {
-    for (var i = 0u; i < 16u; i = i + 1u) { LQ[i] = 0u; }
-    return 0u;
-  }
-  let fnmax = f_from_i(nmax);
-  var win = 0u;
-  var scale = 0u;
-  var best = 0u;
-  for (var k = -10; k <= 9; k = k + 1) {
-    if (k == 0) { continue; }
-    var u = fnmax;
-    if (k > -10) { u = f_add(u, f_mul(0x3dcccccdu, f_from_i(k))); }
-    let iscale = f_div(u ^ SIGN, vmax);
-    var slx = 0u;
-    var sl2 = 0u;
-    for (var i = 0u; i < 16u; i = i + 1u) {
-      let l = f_from_i(clamp(nearest_int(f_mul(iscale, XV[i])), -nmax, nmax - 1));
-      slx = f_add(slx, f_mul(f_mul(WV[i], XV[i]), l));
-      sl2 = f_add(sl2, f_mul(f_mul(WV[i], l), l));
-    }
-    if (k == -10 || (f_gt(sl2, 0u) && f_gt(f_mul(slx, slx), f_mul(best, sl2)))) {
-      win = iscale;
-      // the initial trial with sum w*l*l = 0 has scale 0
-      scale = select(f_div(slx, sl2), 0u, k == -10 && f_eq(sl2, 0u));
-      best = f_mul(scale, slx);
-    }
-  }
-  for (var i = 0u; i < 16u; i = i + 1u) { LQ[i] = u32(clamp(nearest_int(f_mul(win, XV[i])), -nmax, nmax - 1) + nmax); }
-  return scale;
-}
 
 // §13.2 make_q3_quants (nmax 4, weights x^2, 5 rounds of coordinate descent) on XV: codes l + 4
 // into LQ, returns sumlx/suml2.
