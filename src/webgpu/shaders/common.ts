@@ -216,6 +216,13 @@ fn f_twice(a: u32) -> u32 {
 fn nearest_int(a: u32) -> i32 { return i32(f_add(a, 0x4b400000u) & 0x7fffffu) - 0x400000; }
 
 // Spec §0 signed absmax step: the first element whose |x| is strictly largest.
+// sum x^2 over src[x0 .. x0 + n), left to right from +0 (spec §0: the sigma2 of the searches).
+fn sum_sq(x0: u32, n: u32) -> u32 {
+  var s = 0u;
+  for (var l = 0u; l < n; l = l + 1u) { let v = src[x0 + l]; s = f_add(s, f_mul(v, v)); }
+  return s;
+}
+
 fn absmax_step(best: u32, v: u32) -> u32 {
   if (f_gt(v & ABS, best & ABS)) { return v; }
   return best;

@@ -118,9 +118,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   var sigma2 = 0u;
   if (IMP) {
-    var s = 0u;
-    for (var j = 0u; j < 32u; j = j + 1u) { let v = src[x0 + j]; s = f_add(s, f_mul(v, v)); }
-    sigma2 = f_mul(s, 0x3d800000u); // sum x^2 * (2/32)
+    sigma2 = f_mul(sum_sq(x0, 32u), 0x3d800000u); // sum x^2 * (2/32)
   }
   iq4_weights(x0, P.aux + (b % (P.row_len / 32u)) * 32u, sigma2);
   let d = iq4_search(x0, amax);

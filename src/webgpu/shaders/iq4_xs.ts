@@ -42,9 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let y = b * 136u;
   var sigma2 = 0u;
   if (IMP) {
-    var s = 0u;
-    for (var j = 0u; j < 256u; j = j + 1u) { let v = src[x0 + j]; s = f_add(s, f_mul(v, v)); }
-    sigma2 = f_mul(s, 0x3c000000u); // sum x^2 * (2/256)
+    sigma2 = f_mul(sum_sq(x0, 256u), 0x3c000000u); // sum x^2 * (2/256)
   }
   let q0 = P.aux + (b % (P.row_len / 256u)) * 256u;
   var max_scale = 0u;

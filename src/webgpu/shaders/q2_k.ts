@@ -42,11 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let x0 = b * 256u;
   let q0 = P.aux + (b % (P.row_len / 256u)) * 256u;
   var sigma2 = 0u;
-  if (IMP) {
-    var s = 0u;
-    for (var l = 0u; l < 256u; l = l + 1u) { let v = src[x0 + l]; s = f_add(s, f_mul(v, v)); }
-    sigma2 = f_div(s, 0x43800000u); // sum x^2 / 256
-  }
+  if (IMP) { sigma2 = f_div(sum_sq(x0, 256u), 0x43800000u); } // sum x^2 / 256
   for (var j = 0u; j < 16u; j = j + 1u) {
     var sw = 0u;
     for (var l = 0u; l < 16u; l = l + 1u) {

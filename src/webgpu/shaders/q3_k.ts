@@ -102,9 +102,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   var dh = 0u;
   if (IMP) {
     let q0 = P.aux + (b % (P.row_len / 256u)) * 256u;
-    var s = 0u;
-    for (var l = 0u; l < 256u; l = l + 1u) { let v = src[x0 + l]; s = f_add(s, f_mul(v, v)); }
-    let sigma2 = f_div(f_mul(0x40000000u, s), 0x43800000u); // 2 * sum x^2 / 256
+    let sigma2 = f_div(f_mul(0x40000000u, sum_sq(x0, 256u)), 0x43800000u); // 2 * sum x^2 / 256
     for (var l = 0u; l < 256u; l = l + 1u) { let v = src[x0 + l]; WI[l] = f_mul(src[q0 + l], f_sqrt(f_add(sigma2, f_mul(v, v)))); }
     for (var j = 0u; j < 16u; j = j + 1u) {
       var sw = 0u;

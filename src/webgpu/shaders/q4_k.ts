@@ -104,11 +104,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let q0 = P.aux + (b % (P.row_len / 256u)) * 256u;
   // With importances: sigma2 = (2 * sum x^2) / 256 over the super-block.
   var sigma2 = 0u;
-  if (IMP) {
-    var s = 0u;
-    for (var l = 0u; l < 256u; l = l + 1u) { let v = src[x0 + l]; s = f_add(s, f_mul(v, v)); }
-    sigma2 = f_div(f_mul(0x40000000u, s), 0x43800000u);
-  }
+  if (IMP) { sigma2 = f_div(f_mul(0x40000000u, sum_sq(x0, 256u)), 0x43800000u); }
   for (var j = 0u; j < 8u; j = j + 1u) {
     for (var l = 0u; l < 32u; l = l + 1u) { XS[l] = src[x0 + 32u * j + l]; }
     var r: vec2<u32>;
