@@ -181,6 +181,42 @@ describe.each([
     await page.setInputFiles('#files', []);
   });
 
+  it('a sharded checkpoint (index, shards and config.json chosen together) gives the bytes of the single file; a missing shard is named', async () => {
+    const { openSafetensors } = await import('../../src/io/safetensors.js');
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const { fromBuffer } = await import('../../src/io/source.js');
+    const { writeFileSync } = await import('node:fs');
+    // The single file's tensors, in its order, cut in two shards.
+    const src = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(MODEL)), 'model.bf16.safetensors'));
+    const names = src.tensors.map((t) => t.name);
+    const weightMap: Record<string, string> = {};
+    const paths: string[] = [];
+    for (const [i, part] of [names.slice(0, 20), names.slice(20)].entries()) {
+      const file = `model-0000${i + 1}-of-00002.safetensors`;
+      const tensors = await Promise.all(part.map(async (n) => ({ name: n, dtype: src.tensor(n).dtype, shape: src.tensor(n).shape, data: await src.readRaw(n) })));
+      // Each shard keeps the file's __metadata__ ({format: pt}), as Hugging Face's shards do.
+      writeFileSync(join(tmp, file), await collect(writeSafetensors({ tensors, metadata: src.metadata as Record<string, string> })));
+      for (const n of part) weightMap[n] = file;
+      paths.push(join(tmp, file));
+    }
+    const index = join(tmp, 'model.safetensors.index.json');
+    writeFileSync(index, JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    const run = async (files: string[]) => {
+      await page.fill('#url', '');
+      await page.setInputFiles('#files', files);
+      await page.selectOption('#scheme', 'preset:nf4');
+      await page.click('#run');
+      await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('status')?.dataset.state ?? ''));
+      return page.evaluate(() => (globalThis as unknown as { webquantDemo: DemoState }).webquantDemo.error);
+    };
+    expect(await run([index, ...paths, STORIES_CONFIG])).toBeUndefined();
+    expect(firstDifference((await outputOfPage(page)).bytes, await reference('nf4', 'safetensors'))).toBe(-1);
+    const missing = await run([index, paths[0], STORIES_CONFIG]);
+    expect(missing).toMatchObject({ code: 'E_BAD_INPUT', message: expect.stringContaining('model-00002-of-00002.safetensors') });
+    await page.setInputFiles('#files', []);
+  });
+
   it('Cancel aborts a run with E_ABORTED, and the next run works', async () => {
     await page.fill('#url', `${origin}/slow/stories260K/model.bf16.safetensors`);
     await page.selectOption('#scheme', 'preset:q8_0');

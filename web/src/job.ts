@@ -6,6 +6,7 @@ import {
   type PipelineResult, type ProgressEvent, type Sink, type WasmBuild,
 } from '../../src/index.js';
 import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
+import { openSafetensorsIndex } from '../../src/io/safetensors.js';
 import { WASM } from './wasm.js';
 import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
 
@@ -16,19 +17,33 @@ export type InputSpec = { url: string } | { files: File[] };
 export async function openInput(spec: InputSpec): Promise<InputBundle> {
   if ('url' in spec) return openUrlInput(new URL(spec.url, location.href).toString());
   const files = spec.files;
-  const model = files.find((f) => /\.(safetensors|gguf)$/i.test(f.name));
+  // A sharded checkpoint: its model.safetensors.index.json and the shards it names, dropped together.
+  const index = files.find((f) => /\.safetensors\.index\.json$/i.test(f.name));
+  const model = index ?? files.find((f) => /\.(safetensors|gguf)$/i.test(f.name));
   if (!model) {
-    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] no .safetensors or .gguf among the chosen files (${files.map((f) => f.name).join(', ')})`, {
-      value: files.map((f) => f.name), expected: ['*.safetensors', '*.gguf'],
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] no .safetensors, .gguf or model.safetensors.index.json among the chosen files (${files.map((f) => f.name).join(', ')})`, {
+      value: files.map((f) => f.name), expected: ['*.safetensors', '*.gguf', 'model.safetensors.index.json'],
     });
   }
   const cfg = files.find((f) => f.name === 'config.json');
   const config = cfg ? await readConfig(fromBlob(cfg)) : undefined;
+  // config.json's FP8 block size (quantization_config) is needed to read FP8 weights.
+  const opts = config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {};
+  const byName = new Map(files.map((f) => [f.name, f]));
+  const shard = (name: string) => {
+    const f = byName.get(name);
+    if (!f) {
+      throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] ${model.name} names the shard "${name}", which is not among the chosen files: choose every shard with the index`, {
+        file: name, value: [...byName.keys()], expected: name,
+      });
+    }
+    return fromBlob(f);
+  };
+  // A dropped file has no folder (unless a folder was chosen): its stem (less a dtype suffix) names the model.
+  const folder = (model as File & { webkitRelativePath?: string }).webkitRelativePath?.split('/').slice(-2, -1)[0];
   return {
-    // config.json's FP8 block size (quantization_config) is needed to read FP8 weights.
-    checkpoint: await openCheckpoint(fromBlob(model), config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {}),
-    // A dropped file has no folder: its stem (less a dtype suffix) names the model.
-    name: model.name.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
+    checkpoint: index ? await openSafetensorsIndex(fromBlob(index), shard, opts) : await openCheckpoint(fromBlob(model), opts),
+    name: folder || model.name.replace(/\.safetensors\.index\.json$/i, '').replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
     config,
     tokenizer: Object.fromEntries(files.filter((f) => (TOKENIZER_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
   };
