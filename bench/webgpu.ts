@@ -38,9 +38,11 @@ const only = arg('formats', '').split(',').filter(Boolean);
 // Importances as an imatrix gives them: positive, spread over orders of magnitude.
 const importance = Float32Array.from(weightData(ROW, 99), (v) => Math.exp(400 * v));
 const CASES: [string, Omit<QuantizeOptions, 'rowLength'>][] = [
-  ['q8_0', { format: 'q8_0' }], ['q4_0', { format: 'q4_0' }], ['q4_1', { format: 'q4_1' }], ['q4_k', { format: 'q4_k' }],
-  ['q4_k imatrix', { format: 'q4_k', importance }], ['q6_k', { format: 'q6_k' }], ['q6_k imatrix', { format: 'q6_k', importance }],
-  ['iq4_nl', { format: 'iq4_nl' }], ['iq4_nl imatrix', { format: 'iq4_nl', importance }], ['nf4', { format: 'nf4' }],
+  ['q8_0', { format: 'q8_0' }], ['q4_0', { format: 'q4_0' }], ['q4_0 imatrix', { format: 'q4_0', importance }], ['q4_1', { format: 'q4_1' }],
+  ['q5_0', { format: 'q5_0' }], ['q5_1', { format: 'q5_1' }], ['q2_k', { format: 'q2_k' }], ['q3_k', { format: 'q3_k' }],
+  ['q4_k', { format: 'q4_k' }], ['q4_k imatrix', { format: 'q4_k', importance }], ['q5_k', { format: 'q5_k' }], ['q6_k', { format: 'q6_k' }],
+  ['q6_k imatrix', { format: 'q6_k', importance }], ['iq4_nl', { format: 'iq4_nl' }], ['iq4_nl imatrix', { format: 'iq4_nl', importance }],
+  ['iq4_xs', { format: 'iq4_xs' }], ['nf4', { format: 'nf4' }],
   ['int8', { format: 'int8' }], ['affine4', { format: 'affine', bits: 4 }], ['fp8_e4m3', { format: 'fp8_e4m3' }],
 ];
 

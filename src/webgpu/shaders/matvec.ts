@@ -36,6 +36,47 @@ export const MATVEC_WVAL: Record<string, string> = {
     let b = e / 32u; let j = e % 32u; let c = ld8(b * 20u + 4u + j % 16u);
     let q = select(c >> 4u, c & 15u, j < 16u);
     return f32(q) * ${hf}ld16(b * 20u))) + ${hf}ld16(b * 20u + 2u))); }`,
+  q5_0: `fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 22u + 6u + j % 16u);
+    let qh = ld16(b * 22u + 2u) | (ld16(b * 22u + 4u) << 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u) | (((qh >> j) & 1u) << 4u);
+    return f32(i32(q) - 16) * ${hf}ld16(b * 22u))); }`,
+  q5_1: `fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 24u + 8u + j % 16u);
+    let qh = ld16(b * 24u + 4u) | (ld16(b * 24u + 6u) << 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u) | (((qh >> j) & 1u) << 4u);
+    return f32(q) * ${hf}ld16(b * 24u))) + ${hf}ld16(b * 24u + 2u))); }`,
+  q2_k: `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 84u; let t = e % 256u; let h = t / 128u; let j = (t % 128u) / 32u; let l = t % 32u;
+    let s = ld8(base + t / 16u);
+    let q = (ld8(base + 16u + 32u * h + l) >> (2u * j)) & 3u;
+    return ${hf}ld16(base + 80u))) * f32(s & 15u) * f32(q) - ${hf}ld16(base + 82u))) * f32(s >> 4u); }`,
+  q3_k: `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 110u; let t = e % 256u; let h = t / 128u; let j = (t % 128u) / 32u; let l = t % 32u;
+    let k = t / 16u; let sc = base + 96u;
+    var lo = ld8(sc + k) & 15u;
+    if (k >= 8u) { lo = ld8(sc + k - 8u) >> 4u; }
+    let s = i32(lo | (((ld8(sc + 8u + (k & 3u)) >> (2u * (k >> 2u))) & 3u) << 4u)) - 32;
+    let low = (ld8(base + 32u + 32u * h + l) >> (2u * j)) & 3u;
+    let hbit = (ld8(base + (t & 31u)) >> (t / 32u)) & 1u;
+    return ${hf}ld16(base + 108u))) * f32(s) * f32(i32(low | (hbit << 2u)) - 4); }`,
+  q5_k: `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 176u; let t = e % 256u; let c = t / 64u; let hi = (t % 64u) >= 32u; let l = t % 32u;
+    let j = 2u * c + select(0u, 1u, hi);
+    let sc = base + 4u;
+    var s: u32; var m: u32;
+    if (j < 4u) { s = ld8(sc + j) & 63u; m = ld8(sc + j + 4u) & 63u; }
+    else { s = (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u); m = (ld8(sc + j + 4u) >> 4u) | ((ld8(sc + j) >> 6u) << 4u); }
+    let v = ld8(base + 48u + 32u * c + l);
+    let q = select(v & 15u, v >> 4u, hi) | (((ld8(base + 16u + l) >> j) & 1u) << 4u);
+    return ${hf}ld16(base))) * f32(s) * f32(q) - ${hf}ld16(base + 2u))) * f32(m); }`,
+  iq4_xs: `const KV = array<i32, 16>(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+  fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * 136u; let t = e % 256u; let ib = t / 32u; let j = t % 32u;
+    let ls = ((ld8(base + 4u + ib / 2u) >> (4u * (ib & 1u))) & 15u) | (((ld16(base + 2u) >> (2u * ib)) & 3u) << 4u);
+    let c = ld8(base + 8u + 16u * ib + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    return ${hf}ld16(base))) * f32(i32(ls) - 32) * f32(KV[q]); }`,
   iq4_nl: `const KV = array<i32, 16>(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
   fn wval(e: u32) -> f32 {
     let b = e / 32u; let j = e % 32u; let c = ld8(b * 18u + 2u + j % 16u);
