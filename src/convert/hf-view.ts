@@ -2,8 +2,9 @@
 // GGUF tensor names, no tensors GGUF does not store (rotary caches), q_proj / k_proj rows permuted
 // from the rotate-half layout to interleaved pairs (Llama only), and 1-D F16/BF16 tensors (norms,
 // biases) widened to F32, since llama.cpp stores every vector in F32 (Gemma 3's norms + 1 first).
-// FP8 weights are presented as F32 with their block scales applied (GGUF has no FP8 type; what is
-// quantized is the value the checkpoint means), and their `_scale_inv` tensors are left out.
+// FP8 weights are presented as F32 with their scales applied (GGUF has no FP8 type; what is
+// quantized is the value the checkpoint means): DeepSeek's `_scale_inv` blocks or
+// compressed-tensors' `weight_scale`; those and the activation scales are left out.
 // Nothing is read until a tensor is asked for; ranged reads of a permuted tensor fetch only the
 // source rows they need.
 import { ErrorCodes, fail } from '../errors.js';
@@ -12,7 +13,7 @@ import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
-import { SCALE_SUFFIX } from '../io/safetensors.js';
+import { SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { GGUF_ARCHITECTURES, LAYER, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
@@ -103,9 +104,14 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   const fp8 = new Set(input.tensors.filter((t) => t.dtype.startsWith('F8_')).map((t) => t.name));
+  // An FP8 weight's scales are applied by the input's reads (readF32, readRows): GGUF gets the
+  // product. Its activation scale (input_scale) and FP8 KV-cache scales have no GGUF tensor.
+  const fp8Aux = (n: string) => (n.endsWith(SCALE_SUFFIX) && fp8.has(n.slice(0, -SCALE_SUFFIX.length)))
+    || (n.endsWith(WEIGHT_SCALE_SUFFIX) && fp8.has(n.slice(0, -WEIGHT_SCALE_SUFFIX.length)))
+    || (n.endsWith('.input_scale') && fp8.has(`${n.slice(0, -'input_scale'.length)}weight`))
+    || (fp8.size > 0 && /\.self_attn\.[kv]_scale$/.test(n));
   for (const src of input.tensors) {
-    // Block scales are applied by the input's FP8 reads (readF32, readRows); GGUF gets the product.
-    if (src.name.endsWith(SCALE_SUFFIX) && fp8.has(src.name.slice(0, -SCALE_SUFFIX.length))) continue;
+    if (fp8Aux(src.name)) continue;
     const layer = LAYER.exec(src.name);
     if (layer && arch?.extraLayers === 'drop' && Number(layer[1]) >= config.num_hidden_layers) continue;
     const derived = layer && arch?.derived?.(layer[2], src.shape, config);

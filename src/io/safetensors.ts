@@ -16,7 +16,7 @@
 //   spans not starting at 0, overlapping or with gaps   ST_BAD_OFFSETS
 //   data past the end of the file       ST_DATA_PAST_END
 //   bytes after the data                ST_TRAILING
-//   FP8 block scales of the wrong dtype or shape        ST_SCALE
+//   FP8 scales of the wrong dtype or shape              ST_SCALE
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
 import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorInfo, type TensorValues } from './checkpoint.js';
 import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
@@ -159,10 +159,22 @@ export async function openSafetensors(src: ByteSource, opts: SafetensorsOptions 
 
 /** The FP8 block-scale companion of a weight, DeepSeek-V3 style. */
 export const SCALE_SUFFIX = '_scale_inv';
+/** The FP8 scale companion of a weight in compressed-tensors checkpoints (the "-FP8" releases of llm-compressor). */
+export const WEIGHT_SCALE_SUFFIX = '_scale';
+
+/**
+ * How an FP8 weight's scales apply (values are codes times scale): one for the tensor, one per
+ * row (output channel), or one per block of the `block` tile.
+ */
+interface Fp8Scale {
+  entry: TensorEntry;
+  kind: 'tensor' | 'channel' | 'block';
+}
 
 class SafetensorsCheckpoint extends BaseCheckpoint {
   readonly format = 'safetensors' as const;
   private readonly block: [number, number];
+  private readonly scales = new Map<string, Fp8Scale>();
 
   constructor(source: string, entries: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
     super(source, entries, metadata);
@@ -173,14 +185,31 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     }
     for (const t of this.tensors) {
       if (!t.dtype.startsWith('F8_')) continue;
-      const s = this.entries.get(t.name + SCALE_SUFFIX)?.info;
-      if (!s) continue;
-      const want = t.shape.length === 2 ? [Math.ceil(t.shape[0] / br), Math.ceil(t.shape[1] / bc)] : undefined;
-      if (!want || s.dtype !== 'F32' || s.shape.length !== 2 || s.shape[0] !== want[0] || s.shape[1] !== want[1]) {
-        fail(ErrorCodes.ST_SCALE, `[safetensors] ${source}: block scales "${s.name}" ${s.dtype}[${s.shape}] do not fit the ${t.dtype}[${t.shape}] weight "${t.name}"`, {
-          file: t.file ?? source, tensor: s.name, value: { dtype: s.dtype, shape: s.shape }, expected: want ? { dtype: 'F32', shape: want } : 'a 2-D weight',
+      // DeepSeek-V3's weight_scale_inv (block scales), or compressed-tensors' weight_scale (one,
+      // one per output channel, or block scales).
+      const inv = this.entries.get(t.name + SCALE_SUFFIX);
+      const entry = inv ?? this.entries.get(t.name + WEIGHT_SCALE_SUFFIX);
+      if (!entry) continue;
+      const s = entry.info;
+      const n = s.shape.reduce((a, b) => a * b, 1);
+      const rows = t.shape.length === 2 ? t.shape[0] : undefined;
+      const tile = t.shape.length === 2 ? [Math.ceil(t.shape[0] / br), Math.ceil(t.shape[1] / bc)] : undefined;
+      const isBlock = tile !== undefined && s.shape.length === 2 && s.shape[0] === tile[0] && s.shape[1] === tile[1];
+      // _scale_inv is always per block; weight_scale may also be one value or one per output row.
+      const kind = !['F32', 'BF16', 'F16'].includes(s.dtype) ? undefined
+        : inv ? (isBlock ? 'block' : undefined)
+        : n === 1 ? 'tensor'
+        : rows !== undefined && n === rows && (s.shape.length === 1 || (s.shape.length === 2 && s.shape[1] === 1)) ? 'channel'
+        : isBlock ? 'block'
+        : undefined;
+      if (!kind) {
+        fail(ErrorCodes.ST_SCALE, `[safetensors] ${source}: scales "${s.name}" ${s.dtype}[${s.shape}] do not fit the ${t.dtype}[${t.shape}] weight "${t.name}"`, {
+          file: t.file ?? source, tensor: s.name, value: { dtype: s.dtype, shape: s.shape },
+          expected: inv ? (tile ? `F32, BF16 or F16 [${tile}] (one per ${br} x ${bc} block)` : 'a 2-D weight')
+            : `F32, BF16 or F16 of one value, [${rows ?? 'rows'}, 1] per output row${tile ? ` or [${tile}] per ${br} x ${bc} block` : ''}`,
         });
       }
+      this.scales.set(t.name, { entry, kind });
     }
   }
 
@@ -212,27 +241,38 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     return { values: await this.fp8(info, await src.read(info.offset + firstRow * cols, rows * cols), firstRow), dtype: 'f32' };
   }
 
-  /** FP8 codes (rows from `firstRow` on) as f32, times their block scales if the weight has any. */
+  /** FP8 codes (rows from `firstRow` on) as f32, times their scales if the weight has any. */
   private async fp8(info: TensorInfo, codes: Uint8Array, firstRow: number): Promise<Float32Array> {
     const table = info.dtype === 'F8_E4M3' ? E4M3_TO_F32 : E5M2_TO_F32;
     const out = new Float32Array(codes.length);
-    const s = this.entries.get(info.name + SCALE_SUFFIX);
-    if (!s || codes.length === 0) {
+    const sc = this.scales.get(info.name);
+    if (!sc || codes.length === 0) {
       for (let i = 0; i < codes.length; i++) out[i] = table[codes[i]];
       return out;
     }
-    const [br, bc] = this.block;
-    const cols = info.shape[1];
-    const sc = Math.ceil(cols / bc);
+    const s = sc.entry.info;
+    const read = (from: number, count: number) => sc.entry.src.read(s.offset + from * (s.byteLength / numel(s.shape)), count * (s.byteLength / numel(s.shape)));
+    const cols = info.shape[info.shape.length - 1];
     const rows = codes.length / cols;
+    if (sc.kind !== 'block') {
+      // One scale, or one per row: only those of these rows are read.
+      const scale = floatBytesToF32(sc.kind === 'tensor' ? await read(0, 1) : await read(firstRow, rows), s.dtype, s.name);
+      for (let r = 0; r < rows; r++) {
+        const f = scale[sc.kind === 'tensor' ? 0 : r];
+        for (let i = r * cols; i < (r + 1) * cols; i++) out[i] = table[codes[i]] * f;
+      }
+      return out;
+    }
+    const [br, bc] = this.block;
+    const tiles = Math.ceil(cols / bc);
     // Only the scale rows these rows use.
     const s0 = Math.floor(firstRow / br), s1 = Math.floor((firstRow + rows - 1) / br) + 1;
-    const scale = floatBytesToF32(await s.src.read(s.info.offset + s0 * sc * 4, (s1 - s0) * sc * 4), 'F32', s.info.name);
+    const scale = floatBytesToF32(await read(s0 * tiles, (s1 - s0) * tiles), s.dtype, s.name);
     // One pass, tile by tile, no division per value: a DeepSeek-V3 conversion decodes ~671G of them.
     for (let r = 0; r < rows; r++) {
-      const srow = (Math.floor((firstRow + r) / br) - s0) * sc;
+      const srow = (Math.floor((firstRow + r) / br) - s0) * tiles;
       const base = r * cols;
-      for (let t = 0, c0 = 0; t < sc; t++, c0 += bc) {
+      for (let t = 0, c0 = 0; t < tiles; t++, c0 += bc) {
         const f = scale[srow + t];
         const end = base + Math.min(c0 + bc, cols);
         for (let i = base + c0; i < end; i++) out[i] = table[codes[i]] * f;

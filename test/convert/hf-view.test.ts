@@ -101,6 +101,11 @@ describe('ggufView of an FP8 Llama checkpoint', () => {
     const names = await fp8Equivalence([['model.layers.0.self_attn.q_proj.weight', [4, 4]], ['model.layers.0.self_attn.k_proj.weight', [2, 4]], ['model.layers.0.mlp.up_proj.weight', [8, 4]]], [], cfg);
     expect(names).toEqual(['blk.0.attn_q.weight', 'blk.0.attn_k.weight', 'blk.0.ffn_up.weight']);
   });
+  it('reads compressed-tensors FP8 (weight_scale per output row) the same way, leaving out the activation and KV-cache scales', async () => {
+    const cfg = { model_type: 'llama', hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, vocab_size: 8 };
+    const names = await fp8Equivalence([['model.layers.0.self_attn.q_proj.weight', [4, 4]], ['model.layers.0.mlp.down_proj.weight', [4, 8]]], [], cfg, 'compressed-tensors');
+    expect(names).toEqual(['blk.0.attn_q.weight', 'blk.0.ffn_down.weight']);
+  });
 });
 
 describe('ggufView of a MoE checkpoint', () => {
@@ -147,16 +152,23 @@ describe('ggufView of a MoE checkpoint', () => {
  * their GGUF views must present the same tensors (FP8 as F32, scales gone) with the same bytes on
  * every read path and row range. Returns the view's tensor names.
  */
-async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[], cfg: Parameters<typeof ggufView>[1]): Promise<string[]> {
+async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[], cfg: Parameters<typeof ggufView>[1],
+  scheme: 'blocks' | 'compressed-tensors' = 'blocks'): Promise<string[]> {
   const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
   const { collect } = await import('../../src/io/stream.js');
   const { openSafetensors } = await import('../../src/io/safetensors.js');
   let seed = 7;
   const code = () => { seed = (seed * 1103515245 + 12345) >>> 0; const c = seed >>> 24; return (c & 0x7f) === 0x7f ? 0x38 : c; };
+  // DeepSeek's 2 x 2 blocks of _scale_inv, or compressed-tensors' weight_scale per output row
+  // beside an activation input_scale (and the layer's FP8 KV-cache scales).
   const tensors = fp8.flatMap(([name, [rows, cols]]) => [
     { name, dtype: 'F8_E4M3', shape: [rows, cols], data: Uint8Array.from({ length: rows * cols }, code) },
-    { name: `${name}_scale_inv`, dtype: 'F32', shape: [Math.ceil(rows / 2), Math.ceil(cols / 2)], data: Float32Array.from({ length: Math.ceil(rows / 2) * Math.ceil(cols / 2) }, (_, i) => 2 ** (i % 5 - 2) * 1.5) },
+    ...(scheme === 'blocks'
+      ? [{ name: `${name}_scale_inv`, dtype: 'F32', shape: [Math.ceil(rows / 2), Math.ceil(cols / 2)], data: Float32Array.from({ length: Math.ceil(rows / 2) * Math.ceil(cols / 2) }, (_, i) => 2 ** (i % 5 - 2) * 1.5) }]
+      : [{ name: `${name}_scale`, dtype: 'F32', shape: [rows, 1], data: Float32Array.from({ length: rows }, (_, i) => 2 ** (i % 5 - 2) * 1.5) },
+        { name: name.replace(/weight$/, 'input_scale'), dtype: 'F32', shape: [1], data: new Float32Array([3]) }]),
   ]);
+  if (scheme === 'compressed-tensors') tensors.push({ name: 'model.layers.0.self_attn.k_scale', dtype: 'F32', shape: [], data: new Float32Array([1]) });
   const q = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: [...tensors, ...other] })), 'fp8.safetensors'), { fp8BlockSize: [2, 2] });
   const plain = await Promise.all(fp8.map(async ([name, shape]) => ({ name, dtype: 'F32', shape, data: await q.readF32(name) })));
   const f = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [...plain, ...other] })), 'f32.safetensors'));

@@ -181,16 +181,40 @@ describe('FP8', () => {
     // With the default 128 x 128 these scales do not fit the weight.
     await expectCode(openSafetensors(fromBuffer(file, 'b.safetensors')), ErrorCodes.ST_SCALE);
   });
-  test('ST_SCALE: block scales of the wrong shape or dtype', async () => {
-    const mk = (shape: number[], dtype = 'F32') => collect(writeSafetensors({
+  test('ST_SCALE: scales of the wrong shape or dtype', async () => {
+    const mk = (shape: number[], dtype = 'F32', suffix = '_scale_inv') => collect(writeSafetensors({
       tensors: [
         { name: 'l.weight', dtype: 'F8_E4M3', shape: [130, 100], data: new Uint8Array(13000) },
-        { name: 'l.weight_scale_inv', dtype, shape, data: new Uint8Array(shape.reduce((a, b) => a * b, 1) * (dtype === 'F32' ? 4 : 2)) },
+        { name: `l.weight${suffix}`, dtype, shape, data: new Uint8Array(shape.reduce((a, b) => a * b, 1) * (dtype === 'F32' || dtype === 'I32' ? 4 : 2)) },
       ],
     }));
     await open(await mk([2, 1]));
+    await open(await mk([2, 1], 'BF16'));
+    // _scale_inv is per block only; weight_scale may be one value or one per row too.
     await expectCode(open(await mk([1, 1])), ErrorCodes.ST_SCALE);
-    await expectCode(open(await mk([2, 1], 'BF16')), ErrorCodes.ST_SCALE);
+    await expectCode(open(await mk([130, 1])), ErrorCodes.ST_SCALE);
+    for (const shape of [[1], [], [130, 1], [130], [2, 1]]) await open(await mk(shape, 'F32', '_scale'));
+    await expectCode(open(await mk([2, 1], 'I32')), ErrorCodes.ST_SCALE);
+    await expectCode(open(await mk([129, 1], 'F32', '_scale')), ErrorCodes.ST_SCALE);
+  });
+  test('compressed-tensors FP8 (weight_scale): one scale for the tensor or one per output row, F32 or BF16', async () => {
+    const rows = 6, cols = 4;
+    const codes = Uint8Array.from({ length: rows * cols }, (_, i) => [0x38, 0x40, 0xb8, 0x30][i % 4]); // 1, 2, -1, 0.5
+    const plain = Array.from(codes, (c) => E4M3_TO_F32[c]);
+    const bf16 = (v: number) => new Uint32Array(new Float32Array([v]).buffer)[0] >>> 16;
+    const perRow = [0.5, 1, 2, 4, 8, 16];
+    const c = await open(await collect(writeSafetensors({ tensors: [
+      { name: 't.weight', dtype: 'F8_E4M3', shape: [rows, cols], data: codes },
+      { name: 't.weight_scale', dtype: 'F32', shape: [1], data: new Float32Array([0.25]) },
+      { name: 't.input_scale', dtype: 'F32', shape: [1], data: new Float32Array([9]) },
+      { name: 'c.weight', dtype: 'F8_E4M3', shape: [rows, cols], data: codes },
+      { name: 'c.weight_scale', dtype: 'BF16', shape: [rows, 1], data: Uint16Array.from(perRow, bf16) },
+    ] })));
+    expect(Array.from(await c.readF32('t.weight'))).toEqual(plain.map((v) => v * 0.25));
+    const want = plain.map((v, i) => v * perRow[Math.floor(i / cols)]);
+    expect(Array.from(await c.readF32('c.weight'))).toEqual(want);
+    expect(Array.from((await c.readRows!('c.weight', 2, 3)).values)).toEqual(want.slice(2 * cols, 5 * cols));
+    expect(Array.from((await c.readRows!('t.weight', 4, 2)).values)).toEqual(plain.slice(4 * cols).map((v) => v * 0.25));
   });
 });
 
