@@ -26,6 +26,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
 const hf = 'bitcast<f32>(h2f(';
 
+/** Q4_K's element (five false) or Q5_K's, whose qh at 16 adds bit 4 and moves the nibbles to 48. */
+function k4Wval(five: boolean): string {
+  return `fn wval(e: u32) -> f32 {
+    let base = (e / 256u) * ${five ? 176 : 144}u; let t = e % 256u; let c = t / 64u; let hi = (t % 64u) >= 32u; let l = t % 32u;
+    let j = 2u * c + select(0u, 1u, hi);
+    let sc = base + 4u;
+    var s: u32; var m: u32;
+    if (j < 4u) { s = ld8(sc + j) & 63u; m = ld8(sc + j + 4u) & 63u; }
+    else { s = (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u); m = (ld8(sc + j + 4u) >> 4u) | ((ld8(sc + j) >> 6u) << 4u); }
+    let v = ld8(base + ${five ? 48 : 16}u + 32u * c + l);
+    let q = select(v & 15u, v >> 4u, hi)${five ? ' | (((ld8(base + 16u + l) >> j) & 1u) << 4u)' : ''};
+    return ${hf}ld16(base))) * f32(s) * f32(q) - ${hf}ld16(base + 2u))) * f32(m); }`;
+}
+
 export const MATVEC_WVAL: Record<string, string> = {
   q8_0: `fn wval(e: u32) -> f32 { let b = e / 32u; return f32(ldi8(b * 34u + 2u + e % 32u)) * ${hf}ld16(b * 34u))); }`,
   q4_0: `fn wval(e: u32) -> f32 {
@@ -60,16 +74,7 @@ export const MATVEC_WVAL: Record<string, string> = {
     let low = (ld8(base + 32u + 32u * h + l) >> (2u * j)) & 3u;
     let hbit = (ld8(base + (t & 31u)) >> (t / 32u)) & 1u;
     return ${hf}ld16(base + 108u))) * f32(s) * f32(i32(low | (hbit << 2u)) - 4); }`,
-  q5_k: `fn wval(e: u32) -> f32 {
-    let base = (e / 256u) * 176u; let t = e % 256u; let c = t / 64u; let hi = (t % 64u) >= 32u; let l = t % 32u;
-    let j = 2u * c + select(0u, 1u, hi);
-    let sc = base + 4u;
-    var s: u32; var m: u32;
-    if (j < 4u) { s = ld8(sc + j) & 63u; m = ld8(sc + j + 4u) & 63u; }
-    else { s = (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u); m = (ld8(sc + j + 4u) >> 4u) | ((ld8(sc + j) >> 6u) << 4u); }
-    let v = ld8(base + 48u + 32u * c + l);
-    let q = select(v & 15u, v >> 4u, hi) | (((ld8(base + 16u + l) >> j) & 1u) << 4u);
-    return ${hf}ld16(base))) * f32(s) * f32(q) - ${hf}ld16(base + 2u))) * f32(m); }`,
+  q5_k: k4Wval(true),
   iq4_xs: `const KV = array<i32, 16>(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
   fn wval(e: u32) -> f32 {
     let base = (e / 256u) * 136u; let t = e % 256u; let ib = t / 32u; let j = t % 32u;
@@ -82,16 +87,7 @@ export const MATVEC_WVAL: Record<string, string> = {
     let b = e / 32u; let j = e % 32u; let c = ld8(b * 18u + 2u + j % 16u);
     let q = select(c >> 4u, c & 15u, j < 16u);
     return ${hf}ld16(b * 18u))) * f32(KV[q]); }`,
-  q4_k: `fn wval(e: u32) -> f32 {
-    let base = (e / 256u) * 144u; let t = e % 256u; let c = t / 64u; let hi = (t % 64u) >= 32u; let l = t % 32u;
-    let j = 2u * c + select(0u, 1u, hi);
-    let sc = base + 4u;
-    var s: u32; var m: u32;
-    if (j < 4u) { s = ld8(sc + j) & 63u; m = ld8(sc + j + 4u) & 63u; }
-    else { s = (ld8(sc + j + 4u) & 15u) | ((ld8(sc + j - 4u) >> 6u) << 4u); m = (ld8(sc + j + 4u) >> 4u) | ((ld8(sc + j) >> 6u) << 4u); }
-    let v = ld8(base + 16u + 32u * c + l);
-    let q = select(v & 15u, v >> 4u, hi);
-    return ${hf}ld16(base))) * f32(s) * f32(q) - ${hf}ld16(base + 2u))) * f32(m); }`,
+  q4_k: k4Wval(false),
   q6_k: `fn wval(e: u32) -> f32 {
     let base = (e / 256u) * 210u; let t = e % 256u; let h = t / 128u; let u = t % 128u; let qt = u / 32u; let l = u % 32u;
     let a = ld8(base + 64u * h + l); let bq = ld8(base + 64u * h + 32u + l); let hb = ld8(base + 128u + 32u * h + l);
