@@ -23,13 +23,23 @@ export const BPE_PRE_REGEXES: Readonly<Record<string, string>> = {
 // marks; punctuation and symbol runs; line breaks; spaces.
 const DEEPSEEK_V3_WORDS = String.raw`[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_` + '`' + String.raw`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
 
+// DeepSeek-LLM's cased-letter class is a long list of Unicode ranges: it is known by its start.
+const DEEPSEEK_LLM_LETTERS = (r: string): boolean => r.startsWith('\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba') && r.endsWith(']+');
+
 /**
- * Pre-tokenizers of several Split steps (each Isolated) before a ByteLevel without its regex, by
- * their regexes in order: the ones llama.cpp lists for these names (src/llama-vocab.cpp).
+ * Pre-tokenizers of several Split steps (each Isolated), possibly single digits split off, then a
+ * ByteLevel without its regex, by their regexes in order (a string: that regex; a function: a test
+ * of it): the ones llama.cpp lists for these names (src/llama-vocab.cpp).
  */
-export const BPE_PRE_SEQUENCES: readonly { name: string; regexes: readonly string[] }[] = [
+export const BPE_PRE_SEQUENCES: readonly { name: string; regexes: readonly (string | ((r: string) => boolean))[]; digits?: true }[] = [
   // DeepSeek-V3, R1: digits in threes, then runs of CJK ideographs (U+4E00-9FA5) and kana, then words.
   { name: 'deepseek-v3', regexes: [String.raw`\p{N}{1,3}`, '[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+', DEEPSEEK_V3_WORDS] },
+  // DeepSeek-LLM, V2, V2-Lite, V2.5: line breaks; cased letters; ASCII, fullwidth and CJK
+  // punctuation; trailing spaces; CJK ideographs and Hangul; then every digit on its own.
+  {
+    name: 'deepseek-llm', digits: true,
+    regexes: ['[\r\n]', DEEPSEEK_LLM_LETTERS, '\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+', '\\s+$', '[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+'],
+  },
 ];
 
 // tokenizer.json writes some line breaks in its regexes as the characters themselves (DeepSeek's),
@@ -52,12 +62,14 @@ export function bpePre(tokenizer: Json, file: string): string {
     const name = BPE_PRE_REGEXES[regexOf(split[0]) ?? ''] ?? BPE_PRE_CANONICAL.get(canonical(regexOf(split[0]) ?? ''));
     if (name) return name;
   }
-  // Several Isolated splits, then a ByteLevel without its regex.
-  const last = steps[steps.length - 1];
-  if (split.length === steps.length - 1 && byteLevel.length === 1 && last === byteLevel[0] && byteLevel[0].use_regex === false
-    && split.every((s) => s.behavior === 'Isolated' && s.invert !== true)) {
+  // Several Isolated splits (then maybe single digits), then a ByteLevel without its regex.
+  const last = steps[steps.length - 1], beforeLast = steps[steps.length - 2];
+  const digitsLast = obj(beforeLast) && beforeLast.type === 'Digits' && beforeLast.individual_digits === true;
+  if (split.length === steps.length - (digitsLast ? 2 : 1) && byteLevel.length === 1 && last === byteLevel[0] && byteLevel[0].use_regex === false
+    && split.every((s, i) => s === steps[i] && s.behavior === 'Isolated' && s.invert !== true)) {
     const got = split.map((s) => canonical(regexOf(s) ?? ''));
-    const hit = BPE_PRE_SEQUENCES.find((q) => q.regexes.length === got.length && q.regexes.every((r, i) => canonical(r) === got[i]));
+    const hit = BPE_PRE_SEQUENCES.find((q) => !!q.digits === digitsLast && q.regexes.length === got.length
+      && q.regexes.every((r, i) => (typeof r === 'string' ? canonical(r) === got[i] : r(got[i]))));
     if (hit) return hit.name;
   }
   // A lone ByteLevel splits with the GPT-2 regex (use_regex defaults to true).

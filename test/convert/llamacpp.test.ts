@@ -23,7 +23,7 @@ import { llama2cVocab } from '../../src/convert/llama2c-tokenizer.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { splitDocuments } from '../../src/eval/tokens.js';
-import { byteLevelTokenizer, DEEPSEEK_V3_PRE_TOKENIZER, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
+import { byteLevelTokenizer, DEEPSEEK_LLM_PRE_TOKENIZER, DEEPSEEK_V3_PRE_TOKENIZER, GPT4O_REGEX, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
 import { fromPath } from '../../src/io/node.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { LlamaModel, checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
@@ -580,7 +580,7 @@ const CASES: Case[] = [
   {
     // llama.cpp reads one q_proj only in a 27-layer model (V2-Lite's depth); YaRN with V2's mscales.
     title: 'DeepSeek-V2-Lite: one q_proj, softmax routing, two shared experts, YaRN', seed: 67,
-    decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }),
+    decoder: (seed) => deepseekDecoder(seed, { layers: 27, qLora: false, bias: false, shared: 2 }), preTokenizer: DEEPSEEK_LLM_PRE_TOKENIZER,
     config: {
       ...deepseekConfig('DeepseekV2ForCausalLM', 'deepseek_v2', 27), q_lora_rank: null, n_shared_experts: 2, routed_scaling_factor: 1, norm_topk_prob: false, scoring_func: 'softmax',
       topk_method: 'greedy', rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1, mscale: 0.707, mscale_all_dim: 0.707 },

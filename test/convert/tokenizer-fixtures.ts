@@ -162,3 +162,22 @@ export const DEEPSEEK_V3_PRE_TOKENIZER: Record<string, unknown> = JSON.parse(Str
     { "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false }
   ]
 }`);
+
+/**
+ * DeepSeek-LLM's pre_tokenizer (DeepSeek-V2, V2-Lite, V2.5) as its tokenizer.json writes it: five
+ * Isolated splits (line breaks; cased letters as a long list of ranges; ASCII, fullwidth and CJK
+ * punctuation; trailing spaces; CJK ideographs and Hangul), every digit on its own, then a
+ * ByteLevel without its regex.
+ */
+export const DEEPSEEK_LLM_PRE_TOKENIZER: Record<string, unknown> = JSON.parse(String.raw`{
+  "type": "Sequence",
+  "pretokenizers": [
+    { "type": "Split", "pattern": { "Regex": "[\r\n]" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ\ud801\udc00-\ud801\udc4f\ud801\udcb0-\ud801\udcd3\ud801\udcd8-\ud801\udcfb\ud803\udc80-\ud803\udcb2\ud803\udcc0-\ud803\udcf2\ud806\udca0-\ud806\udcdf\ud83a\udd00-\ud83a\udd43]+" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "\\s+$" }, "behavior": "Isolated", "invert": false },
+    { "type": "Split", "pattern": { "Regex": "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+" }, "behavior": "Isolated", "invert": false },
+    { "type": "Digits", "individual_digits": true },
+    { "type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false }
+  ]
+}`);

@@ -9,7 +9,7 @@ import { TOKEN_TYPE, vocabMetadata, type GgufVocab } from '../../src/convert/ggu
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { WebquantError } from '../../src/errors.js';
-import { BPE_MERGES, byteChars, byteLevelTokenizer, DEEPSEEK_V3_PRE_TOKENIZER, files, GPT4O_REGEX, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
+import { BPE_MERGES, byteChars, byteLevelTokenizer, DEEPSEEK_LLM_PRE_TOKENIZER, DEEPSEEK_V3_PRE_TOKENIZER, files, GPT4O_REGEX, lenField, llamaPieces, QWEN2_REGEX, spModel, spmStyleTokenizer, varint } from './tokenizer-fixtures.js';
 
 const { NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE } = TOKEN_TYPE;
 const f32 = (x: number) => Math.fround(x);
@@ -237,6 +237,19 @@ describe('tokenizer.json, byte-level BPE (gpt2)', () => {
     expect((await variant((p) => { p.splice(0, 2, p[1], p[0]); })).code).toBe('E_TOKENIZER');
     expect((await variant((p) => { p[1].behavior = 'Removed'; })).code).toBe('E_TOKENIZER');
     expect((await variant((p) => { p.splice(1, 1); })).code).toBe('E_TOKENIZER');
+  });
+
+  it('recognises DeepSeek-LLM\'s five splits and single digits (deepseek-llm: V2, V2-Lite, V2.5), and not without the digits step', async () => {
+    const ds = { ...byteLevelTokenizer({ added: [{ content: '<｜end▁of▁sentence｜>', special: true }] }), pre_tokenizer: DEEPSEEK_LLM_PRE_TOKENIZER };
+    expect((await readGgufVocab(files({ 'tokenizer.json': ds })))!.pre).toBe('deepseek-llm');
+    const variant = (f: (p: { type: string; pattern?: { Regex: string } }[]) => void) => {
+      const t = JSON.parse(JSON.stringify(ds));
+      f(t.pre_tokenizer.pretokenizers);
+      return tokenizerError(readGgufVocab(files({ 'tokenizer.json': t })));
+    };
+    expect((await variant((p) => { p.splice(5, 1); })).code).toBe('E_TOKENIZER');
+    expect((await variant((p) => { p[1].pattern!.Regex = '\\s?\\p{L}+'; })).code).toBe('E_TOKENIZER');
+    expect((await variant((p) => { p[3].pattern!.Regex = '\\s+'; })).code).toBe('E_TOKENIZER');
   });
 });
 
