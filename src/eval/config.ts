@@ -81,7 +81,8 @@ export interface LlamaConfig {
    */
   mla?: { qLora?: number; kvLora: number; nope: number; rope: number; v: number };
   /**
-   * YaRN as DeepSeek's rotary embedding computes it (rope_scaling type "yarn"): frequencies blended
+   * YaRN as DeepSeek's rotary embedding computes it (rope_scaling type "yarn"; the Qwen families'
+   * default YaRN is the case mscale 1, mscaleAllDim 0): frequencies blended
    * between theta^(-2i/d) and that over `factor` by a ramp over the wavelengths that fit
    * `original` positions (betaFast..betaSlow rotations), cos and sin times
    * mscale(factor, mscale) / mscale(factor, mscaleAllDim), attention scores times
@@ -239,8 +240,12 @@ export function llamaConfig(json: unknown): LlamaConfig {
     const lr = rs ? phi3LongRope({ ...cfg, rope_scaling: rs, partial_rotary_factor: partial, original_max_position_embeddings: num(j.original_max_position_embeddings) ? j.original_max_position_embeddings : undefined }) : undefined;
     cfg.phi3 = { rotaryDims, ...(lr ? { longrope: { short: lr.short, long: lr.long, original: j.original_max_position_embeddings as number, attnFactor: lr.attnFactor } } : {}) };
   } else {
-    const yarn = cfg.mla !== undefined && ropeType === 'yarn';
-    unsupported('rope_scaling', (v) => v === null || ((((ropeType === 'llama3' || ropeType === 'linear') && !cfg.mla) || yarn) && num((v as Record<string, unknown>).factor)), cfg.mla ? 'null, or {"type": "yarn", "factor": ...}' : 'null, or {"rope_type": "llama3" | "linear", "factor": ...}');
+    // YaRN: DeepSeek's (with its mscales), or the Qwen families' (transformers' default YaRN, whose
+    // attention factor 0.1 ln(factor) + 1 scales cos and sin: mscale 1, mscale_all_dim 0 below).
+    const qwen = ['qwen2', 'qwen3', 'qwen2_moe', 'qwen3_moe'].includes(String(j.model_type));
+    const yarn = (cfg.mla !== undefined || qwen) && ropeType === 'yarn';
+    unsupported('rope_scaling', (v) => v === null || ((((ropeType === 'llama3' || ropeType === 'linear') && !cfg.mla) || yarn) && num((v as Record<string, unknown>).factor)),
+      cfg.mla ? 'null, or {"type": "yarn", "factor": ...}' : `null, or {"rope_type": "llama3" | "linear"${qwen ? ' | "yarn"' : ''}, "factor": ...}`);
     if (yarn) {
       const r = rs as Record<string, unknown>;
       const opt = (key: string, dflt: number) => {
@@ -249,7 +254,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
         return v;
       };
       cfg.yarn = {
-        factor: r.factor as number, original: opt('original_max_position_embeddings', 4096), betaFast: opt('beta_fast', 32), betaSlow: opt('beta_slow', 1),
+        factor: r.factor as number, original: opt('original_max_position_embeddings', qwen ? cfg.max_position_embeddings ?? 4096 : 4096), betaFast: opt('beta_fast', 32), betaSlow: opt('beta_slow', 1),
         mscale: opt('mscale', 1), mscaleAllDim: opt('mscale_all_dim', 0),
       };
     }

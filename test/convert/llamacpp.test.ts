@@ -594,6 +594,17 @@ const CASES: Case[] = [
     expectConfig: (cfg) => expect(cfg.qkv_bias).toBe(true),
     without: (cfg) => ({ ...cfg, qkv_bias: false }),
   },
+  {
+    // transformers' default YaRN (Qwen2.5 / Qwen3 long-context configs): blended frequencies and
+    // cos, sin times 0.1 ln(factor) + 1; a short original context so that the blend moves.
+    title: 'Qwen2 with YaRN rope scaling', seed: 29, decoder: qwen2,
+    config: {
+      ...hfConfig(qwen2, 'Qwen2ForCausalLM', 'qwen2'), rope_theta: 10000, hidden_act: 'silu',
+      rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 16 },
+    },
+    expectConfig: (cfg) => expect(cfg.yarn).toEqual({ factor: 4, original: 16, betaFast: 32, betaSlow: 1, mscale: 1, mscaleAllDim: 0 }),
+    without: (cfg) => ({ ...cfg, yarn: undefined }),
+  },
 ];
 
 describe('llama.cpp runs generated checkpoints as webquant\'s reference forward does', () => {
