@@ -105,11 +105,12 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   const fp8 = new Set(input.tensors.filter((t) => t.dtype.startsWith('F8_')).map((t) => t.name));
   // An FP8 weight's scales are applied by the input's reads (readF32, readRows): GGUF gets the
-  // product. Its activation scale (input_scale) and FP8 KV-cache scales have no GGUF tensor.
+  // product. Its activation scale (input_scale) and the KV-cache scales of an FP8 KV cache (a
+  // runtime setting, with FP8 weights or without) have no GGUF tensor.
   const fp8Aux = (n: string) => (n.endsWith(SCALE_SUFFIX) && fp8.has(n.slice(0, -SCALE_SUFFIX.length)))
     || (n.endsWith(WEIGHT_SCALE_SUFFIX) && fp8.has(n.slice(0, -WEIGHT_SCALE_SUFFIX.length)))
     || (n.endsWith('.input_scale') && fp8.has(`${n.slice(0, -'input_scale'.length)}weight`))
-    || (fp8.size > 0 && /\.self_attn\.[kv]_scale$/.test(n));
+    || /\.self_attn\.(?:k|v|kv)_scale$/.test(n);
   for (const src of input.tensors) {
     if (fp8Aux(src.name)) continue;
     const layer = LAYER.exec(src.name);

@@ -108,6 +108,25 @@ describe('ggufView of an FP8 Llama checkpoint', () => {
   });
 });
 
+describe('ggufView of a checkpoint with an FP8 KV cache', () => {
+  it('leaves out the KV-cache scales (a runtime setting llama.cpp has no tensor for), with BF16 weights too', async () => {
+    const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
+    const { collect } = await import('../../src/io/stream.js');
+    const cfg = { model_type: 'llama', hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, vocab_size: 8 };
+    const ck = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
+      { name: 'model.layers.0.self_attn.k_proj.weight', dtype: 'BF16', shape: [2, 4], data: new Uint16Array(8) },
+      { name: 'model.layers.0.self_attn.k_scale', dtype: 'F32', shape: [], data: new Float32Array([1]) },
+      { name: 'model.layers.0.self_attn.v_scale', dtype: 'F32', shape: [], data: new Float32Array([1]) },
+    ] })), 'kv.safetensors'));
+    expect(ggufView(ck, cfg).tensors.map((t) => t.name)).toEqual(['blk.0.attn_k.weight']);
+    // Other unknown tensors are still an error naming them.
+    const other = await openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors: [
+      { name: 'model.layers.0.self_attn.q_scale', dtype: 'F32', shape: [], data: new Float32Array([1]) },
+    ] })), 'q.safetensors'));
+    expect(() => ggufView(other, cfg)).toThrow(/q_scale/);
+  });
+});
+
 describe('ggufView of a MoE checkpoint', () => {
   it('stacks each layer\'s experts into one [experts, rows, cols] tensor, on every read path', async () => {
     const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
