@@ -6,7 +6,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { ErrorCodes, fail, WebquantError } from '../errors.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import { readConfig, type ModelConfig } from '../io/config.js';
+import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.js';
 import { fromPath, type FileSource } from '../io/node.js';
 import { openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
@@ -89,7 +89,7 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
         found.configError = e;
       }
     }
-    const opts = found.config?.fp8Block ? { fp8BlockSize: found.config.fp8Block } : {};
+    const opts = safetensorsOptions(found.config);
     let checkpoint: Checkpoint;
     let size: number | undefined;
     if (file.endsWith('.json')) {
@@ -136,7 +136,7 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
     }
   }
   // Its FP8 block size (quantization_config) is needed to open the checkpoint.
-  const st = found.config?.fp8Block ? { fp8BlockSize: found.config.fp8Block } : {};
+  const st = safetensorsOptions(found.config);
   const main = fromUrl(url, opts);
   const checkpoint = url.split('?')[0].endsWith('.json')
     ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts), st)

@@ -103,7 +103,7 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
   const tensors: TensorInfo[] = [];
   // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
-  const fp8 = new Set(input.tensors.filter((t) => t.dtype.startsWith('F8_')).map((t) => t.name));
+  const fp8 = new Set(input.tensors.filter(isF8).map((t) => t.name));
   // An FP8 weight's scales are applied by the input's reads (readF32, readRows): GGUF gets the
   // product. Its activation scale (input_scale) and the KV-cache scales of an FP8 KV cache (a
   // runtime setting, with FP8 weights or without) have no GGUF tensor.

@@ -299,17 +299,26 @@ export function qwen2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   return qwenMetadata('qwen2', cfg, name);
 }
 
+/**
+ * Qwen's keys under `<arch>.` and the experts' count, use and width (the keys Qwen2-MoE and
+ * Qwen3-MoE share); `model` and `needs` name the family and its required config keys in the error.
+ */
+function qwenMoeMetadata(arch: 'qwen2moe' | 'qwen3moe', cfg: LlamaConfig, name: string, model: string, needs: string[]): Record<string, GgufValue> {
+  const md = qwenMetadata(arch, cfg, name);
+  const moe = moeCounts(cfg);
+  if (!moe || needs.some((key) => !cfg[key as keyof LlamaConfig])) {
+    const keys = ['num_experts', 'num_experts_per_tok', ...needs].map((k) => `"${k}"`);
+    fail(ErrorCodes.CONFIG, `[gguf] config.json: a ${model} model needs ${keys.slice(0, -1).join(', ')} and ${keys[keys.length - 1]}`, { option: 'num_experts', value: cfg.num_experts });
+  }
+  md[`${arch}.expert_count`] = { type: 'u32', value: moe!.experts };
+  md[`${arch}.expert_used_count`] = { type: 'u32', value: moe!.used };
+  md[`${arch}.expert_feed_forward_length`] = { type: 'u32', value: cfg.moe_intermediate_size! };
+  return md;
+}
+
 /** The keys of a Qwen3-MoE model: Qwen3's under `qwen3moe.`, and the experts' count, use and width. */
 export function qwen3MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  const md = qwenMetadata('qwen3moe', cfg, name);
-  const moe = moeCounts(cfg);
-  if (!moe || !cfg.moe_intermediate_size) {
-    fail(ErrorCodes.CONFIG, '[gguf] config.json: a Qwen3-MoE model needs "num_experts", "num_experts_per_tok" and "moe_intermediate_size"', { option: 'num_experts', value: cfg.num_experts });
-  }
-  md['qwen3moe.expert_count'] = { type: 'u32', value: moe!.experts };
-  md['qwen3moe.expert_used_count'] = { type: 'u32', value: moe!.used };
-  md['qwen3moe.expert_feed_forward_length'] = { type: 'u32', value: cfg.moe_intermediate_size! };
-  return md;
+  return qwenMoeMetadata('qwen3moe', cfg, name, 'Qwen3-MoE', ['moe_intermediate_size']);
 }
 
 // Qwen2-MoE's shared expert and the sigmoid gate of its output (llama.cpp's *_shexp).
@@ -328,18 +337,11 @@ const QWEN2MOE_LAYER_NAMES: Record<string, string> = {
  * MoE ones (it makes every layer MoE).
  */
 export function qwen2MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  const md = qwenMetadata('qwen2moe', cfg, name);
-  const moe = moeCounts(cfg);
-  if (!moe || !cfg.moe_intermediate_size || !cfg.shared_expert_intermediate_size) {
-    fail(ErrorCodes.CONFIG, '[gguf] config.json: a Qwen2-MoE model needs "num_experts", "num_experts_per_tok", "moe_intermediate_size" and "shared_expert_intermediate_size"', { option: 'num_experts', value: cfg.num_experts });
-  }
+  const md = qwenMoeMetadata('qwen2moe', cfg, name, 'Qwen2-MoE', ['moe_intermediate_size', 'shared_expert_intermediate_size']);
   const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's qwen2moe (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
   if (cfg.norm_topk_prob === true) refuse('norm_topk_prob', true, false);
   if ((cfg.decoder_sparse_step ?? 1) !== 1) refuse('decoder_sparse_step', cfg.decoder_sparse_step, 1);
   if ((cfg.mlp_only_layers ?? []).length) refuse('mlp_only_layers', cfg.mlp_only_layers, []);
-  md['qwen2moe.expert_count'] = { type: 'u32', value: moe!.experts };
-  md['qwen2moe.expert_used_count'] = { type: 'u32', value: moe!.used };
-  md['qwen2moe.expert_feed_forward_length'] = { type: 'u32', value: cfg.moe_intermediate_size! };
   md['qwen2moe.expert_shared_feed_forward_length'] = { type: 'u32', value: cfg.shared_expert_intermediate_size! };
   return md;
 }

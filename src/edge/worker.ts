@@ -19,7 +19,7 @@ import { ErrorCodes, WebquantError } from '../errors.js';
 import { configureWasm, type WasmBuild, type WasmSource } from '../kernels/loader.js';
 import { fromBlob, fromBuffer } from '../io/source.js';
 import { openCheckpoint } from '../io/open.js';
-import { readConfig } from '../io/config.js';
+import { readConfig, safetensorsOptions } from '../io/config.js';
 import { quantizeCheckpoint } from '../pipeline/pipeline.js';
 import { WorkerPool } from '../pipeline/pool.js';
 import { readableStreamSink } from '../pipeline/sink.js';
@@ -73,7 +73,7 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
     const name = q.get('name') ?? stem((file as Blob & { name?: string }).name ?? 'model');
     const config = cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined;
     return {
-      checkpoint: await openCheckpoint(fromBlob(file, name), config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {}),
+      checkpoint: await openCheckpoint(fromBlob(file, name), safetensorsOptions(config)),
       name,
       config,
       tokenizer: formTokenizer(form),

@@ -193,10 +193,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     unsupported('mlp_only_layers', (v) => Array.isArray(v) && v.length === 0, '[]');
     cfg.moe = { experts, used, ffn: qwen ? int('moe_intermediate_size') : cfg.intermediate_size, names: qwen ? 'qwen' : 'mixtral', ...(qwen && j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
     if (j.model_type === 'qwen3_moe') cfg.qk_norm = true;
-    if (j.model_type === 'qwen2_moe') {
-      cfg.qkv_bias = true;
-      cfg.moe.gatedShared = int('shared_expert_intermediate_size');
-    }
+    if (j.model_type === 'qwen2_moe') cfg.moe.gatedShared = int('shared_expert_intermediate_size');
   }
   if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
   if (j.model_type === 'granite') {
@@ -262,9 +259,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, half * 2);
     else if (ropeType === 'linear') cfg.rope_factors = new Float32Array(half).fill(rs!.factor as number);
   }
-  // Qwen2 has q/k/v biases without saying so; a Llama config says attention_bias (which also
-  // biases o_proj, which this forward does not implement).
-  if (j.model_type === 'qwen2') cfg.qkv_bias = true;
+  // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
+  // (which also biases o_proj, which this forward does not implement).
+  if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
   else unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (gemma) {

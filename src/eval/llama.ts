@@ -470,7 +470,7 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
     let sum = 0;
     if (ds?.gating === 'sigmoid') {
       // Unnormalised sigmoid weights stay as they are (sum 1).
-      for (let e = 0; e < E; e++) p[e] = 1 / (1 + Math.exp(-scores[t * E + e]));
+      for (let e = 0; e < E; e++) p[e] = sigmoid(scores[t * E + e]);
       sum = 1;
     } else {
       let max = -Infinity;
@@ -483,7 +483,7 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
     for (const e of pick) swiglu(L.experts![e], xt, moe.ffn, (p[e] / total) * (ds?.scale ?? 1), t * dim);
     // Qwen2-MoE scales its shared expert by sigmoid(shared_expert_gate . x).
     if (L.sharedGate) L.sharedGate.apply(xt, 1, gateOut);
-    if (L.shared) swiglu(L.shared, xt, sharedWidth, L.sharedGate ? 1 / (1 + Math.exp(-gateOut[0])) : 1, t * dim);
+    if (L.shared) swiglu(L.shared, xt, sharedWidth, L.sharedGate ? sigmoid(gateOut[0]) : 1, t * dim);
   }
 }
 
@@ -500,6 +500,7 @@ function splitRows(src: Float32Array, n: number, parts: [Float32Array, number][]
 }
 
 const silu = (a: number) => a / (1 + Math.exp(-a));
+const sigmoid = (a: number) => 1 / (1 + Math.exp(-a));
 
 /** x[t, i] += b[i] for n rows of b.length values. */
 function addBias(x: Float32Array, n: number, b: Float32Array): void {

@@ -14,6 +14,9 @@ import { llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from
 
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
+// DeepSeek's kv_b_proj, which a GGUF holds as attn_k_b and attn_v_b.
+const KV_B = /^model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight$/;
+
 /**
  * The GGUF tensors holding a Hugging Face tensor the forward reads: its own, the stack of an
  * expert's MoE layer, or DeepSeek's attn_k_b and attn_v_b for kv_b_proj.
@@ -25,7 +28,6 @@ function storedAs(hf: string, cfg: LlamaConfig, arch: GgufArchitecture | undefin
   if (kvb) return [`blk.${kvb[1]}.attn_k_b.weight`, `blk.${kvb[1]}.attn_v_b.weight`];
   return [ggufTensorName(hf, arch?.name) ?? hf];
 }
-const KV_B = /^model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight$/;
 
 /** The forward's (Hugging Face) tensor names over a GGUF candidate's weight source. */
 function ggufAsHf(ws: QuantizedWeightSource, cfg: LlamaConfig, arch: GgufArchitecture | undefined, kvb: Map<string, Float32Array>): WeightSource {

@@ -106,6 +106,19 @@ export abstract class BaseCheckpoint implements Checkpoint {
     return storedValues(info, await this.readRaw(name), this.format, this.source, this.entry(name).src.freshReads);
   }
 
+  /** The row length of `name`, after checking that rows [firstRow, firstRow + rows) exist (E_BAD_INPUT). */
+  protected rowLength(name: string, firstRow: number, rows: number): number {
+    const { info } = this.entry(name);
+    const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
+    const nrows = rowLen === 0 ? 0 : numel(info.shape) / rowLen;
+    if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
+      fail(ErrorCodes.BAD_INPUT, `[${this.format}] ${this.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${nrows} rows of "${name}"`, {
+        file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
+      });
+    }
+    return rowLen;
+  }
+
   async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
     const { info, src } = this.entry(name);
     const at = this.locate(name, firstRow, rows);
@@ -115,13 +128,7 @@ export abstract class BaseCheckpoint implements Checkpoint {
 
   locate(name: string, firstRow: number, rows: number): StoredRows | undefined {
     const { info, src } = this.entry(name);
-    const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
-    const nrows = rowLen === 0 ? 0 : numel(info.shape) / rowLen;
-    if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
-      fail(ErrorCodes.BAD_INPUT, `[${this.format}] ${this.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${nrows} rows of "${name}"`, {
-        file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
-      });
-    }
+    const rowLen = this.rowLength(name, firstRow, rows);
     const dtype = STORED[info.dtype];
     if (!dtype) return undefined;
     const es = dtype === 'f32' ? 4 : 2;

@@ -3,6 +3,7 @@
 // stays available in `raw`.
 import { ErrorCodes, fail } from '../errors.js';
 import type { ByteSource } from './source.js';
+import type { SafetensorsOptions } from './safetensors.js';
 
 export interface ModelConfig {
   /** architectures[0], e.g. 'LlamaForCausalLM'. */
@@ -145,4 +146,9 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
     ...(block ? { fp8Block: block as [number, number] } : {}),
     raw: c,
   };
+}
+
+/** The safetensors reader's options a config.json implies: the tile of its FP8 weights' scales. */
+export function safetensorsOptions(c: ModelConfig | undefined): SafetensorsOptions {
+  return c?.fp8Block ? { fp8BlockSize: c.fp8Block } : {};
 }

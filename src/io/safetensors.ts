@@ -231,13 +231,7 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   override async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
     const { info, src } = this.entry(name);
     if (!info.dtype.startsWith('F8_')) return super.readRows(name, firstRow, rows);
-    const cols = info.shape.length ? info.shape[info.shape.length - 1] : 1;
-    const nrows = cols === 0 ? 0 : numel(info.shape) / cols;
-    if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > nrows) {
-      fail(ErrorCodes.BAD_INPUT, `[safetensors] ${this.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${nrows} rows of "${name}"`, {
-        file: info.file ?? this.source, tensor: name, value: [firstRow, rows], expected: `0 <= firstRow <= firstRow + rows <= ${nrows}`,
-      });
-    }
+    const cols = this.rowLength(name, firstRow, rows);
     return { values: await this.fp8(info, await src.read(info.offset + firstRow * cols, rows * cols), firstRow), dtype: 'f32' };
   }
 

@@ -5,7 +5,7 @@
 // needs config.json; safetensors output records the plan's label. test/browser checks the bytes.
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import { readConfig, type ModelConfig } from '../io/config.js';
+import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
@@ -67,7 +67,7 @@ export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Pr
   // config.json first: its FP8 block size (quantization_config) is needed to open the checkpoint.
   const cfg = await besideUrl('config.json', url, opts);
   const config = cfg ? await readConfig(cfg) : undefined;
-  const st = config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {};
+  const st = safetensorsOptions(config);
   const main = fromUrl(url, opts);
   const sharded = url.split('?')[0].endsWith('.json');
   const checkpoint = sharded

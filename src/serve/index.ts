@@ -315,6 +315,13 @@ function kernelArgs(o: ResolvedOptions | undefined): KernelArgs {
   return { group: o.groupSize, bits: o.bits, flags };
 }
 
+/** Bytes per row of each row section (a float tensor is one section of plain rows). */
+function rowSectionBytes(e: Entry): number[] {
+  const kind = e.kind;
+  if (kind.type === 'quant') return kind.layout.sections.filter((s) => s.perRow > 0).map((s) => s.perRow);
+  return [e.info.rowLength * (kind.type === 'float' && kind.dtype !== 'F32' ? 2 : 4)];
+}
+
 /**
  * The chunked driver behind matvec / matmul / dequantize. Row sections are copied into the private
  * wasm instance `rows` at a time; `mode` 'dequantize' writes f32 rows into `out` ([rows, rowLen]),
@@ -324,19 +331,16 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   const { rows: nrows, rowLength: rowLen } = e.info;
   const kind = e.kind;
   let kernel: string;
-  let perRow: number[];
+  const perRow = rowSectionBytes(e);
   let tensorSecs: Uint8Array[] = [];
   let args: KernelArgs = {};
   if (kind.type === 'quant') {
     kernel = kind.spec.kernel;
-    perRow = kind.layout.sections.filter((s) => s.perRow > 0).map((s) => s.perRow);
     tensorSecs = sections.slice(perRow.length) as Uint8Array[];
     args = kernelArgs(kind.options);
     if (q8 && mode === 'matvec' && Q8_ACTIVATION_FORMATS.includes(kind.spec.name)) args.flags = (args.flags ?? 0) | SERVE_Q8_ACT;
   } else {
-    const dt = kind.type === 'float' ? kind.dtype : 'F32';
-    kernel = dt.toLowerCase();
-    perRow = [rowLen * (dt === 'F32' ? 4 : 2)];
+    kernel = (kind.type === 'float' ? kind.dtype : 'F32').toLowerCase();
   }
   const out = new Float32Array(mode === 'dequantize' ? nrows * rowLen : batch * nrows);
   if (nrows === 0 || rowLen === 0) return out;
@@ -490,17 +494,15 @@ function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chu
           tensor: e.info.name, value: [first, count], expected: `0 <= first <= first + count <= ${rows}`,
         });
       }
-      // Bytes per row of each section (a float tensor has one section of plain rows).
-      let perRow = [rowLength * (e.kind.type === 'float' ? (e.kind.dtype === 'F32' ? 4 : 2) : 4)];
       let kind = e.kind;
       if (kind.type === 'quant') {
         const { spec, options } = kind;
         if (kind.layout.sections.some((x) => x.perRow === 0)) {
           fail(ErrorCodes.UNSUPPORTED_DTYPE, `[serve] ${e.info.name}: ${spec.name} has whole-tensor sections, so its rows cannot be served apart`, { tensor: e.info.name, value: spec.name });
         }
-        perRow = kind.layout.sections.map((x) => x.perRow);
         kind = { ...kind, layout: layoutOf(spec, count, rowLength, options) };
       }
+      const perRow = rowSectionBytes(e);
       const info = { ...e.info, name: `${e.info.name}[${first}:${first + count}]`, shape: [count, rowLength], rows: count, byteLength: perRow.reduce((a, b) => a + b, 0) * count };
       return loadedTensor(k, { info, kind }, sections.map((sec, i) => sec.subarray(perRow[i] * first, perRow[i] * (first + count))), chunkBytes, q8);
     },

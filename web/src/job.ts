@@ -7,6 +7,7 @@ import {
 } from '../../src/index.js';
 import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
 import { openSafetensorsIndex } from '../../src/io/safetensors.js';
+import { safetensorsOptions } from '../../src/io/config.js';
 import { WASM } from './wasm.js';
 import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
 
@@ -28,7 +29,7 @@ export async function openInput(spec: InputSpec): Promise<InputBundle> {
   const cfg = files.find((f) => f.name === 'config.json');
   const config = cfg ? await readConfig(fromBlob(cfg)) : undefined;
   // config.json's FP8 block size (quantization_config) is needed to read FP8 weights.
-  const opts = config?.fp8Block ? { fp8BlockSize: config.fp8Block } : {};
+  const opts = safetensorsOptions(config);
   const byName = new Map(files.map((f) => [f.name, f]));
   const shard = (name: string) => {
     const f = byName.get(name);
