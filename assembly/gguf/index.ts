@@ -12,3 +12,4 @@ export { Q5_1_BLOCK, Q5_1_BYTES, q5_1_quantize, q5_1_dequantize } from './q5_1';
 export { IQ4_NL_BLOCK, IQ4_NL_BYTES, iq4_nl_quantize, iq4_nl_dequantize } from './iq4_nl';
 export { IQ4_XS_BLOCK, IQ4_XS_BYTES, iq4_xs_quantize, iq4_xs_dequantize } from './iq4_xs';
 export { F16_BLOCK, F16_BYTES, BF16_BLOCK, BF16_BYTES, f16_quantize, f16_dequantize, bf16_quantize, bf16_dequantize } from './f16';
+export { MXFP4_GGUF_BLOCK, MXFP4_GGUF_BYTES, mxfp4_gguf_quantize, mxfp4_gguf_dequantize } from './mxfp4';

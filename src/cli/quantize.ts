@@ -217,7 +217,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
   }
   const choice = choosePlan({ ...a, rules: rulesText });
   if (choice.container && choice.container !== kind) {
-    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}`, {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}${kind === 'gguf' && a.format === 'mxfp4' ? ' (mxfp4_gguf is MXFP4 as GGUF stores it, with llama.cpp\'s rounding)' : ''}`, {
       option: 'output', value: a.output, expected: `.${choice.container}`,
     });
   }

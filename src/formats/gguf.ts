@@ -31,4 +31,7 @@ export const ggufFormats: FormatSpec[] = [
   gguf('iq4_xs', 23, 256, 136, true, '4-bit non-linear grid, 8 x 32 sub-blocks with 6-bit scales (4.25 bpw)'),
   gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
+  // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
+  { ...gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)'),
+    ggml: { type: 39, blockSize: 32, typeSize: 17, name: 'mxfp4' } },
 ];

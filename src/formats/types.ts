@@ -43,7 +43,8 @@ export interface FormatSpec {
   /** Row lengths must be a multiple of this (after options). */
   blockSize(o: ResolvedOptions): number;
   /** GGUF type id and block geometry, for formats a GGUF file can hold. */
-  readonly ggml?: { type: number; blockSize: number; typeSize: number };
+  /** The ggml type it writes; `name` when the GGUF type name is not the format name (mxfp4_gguf). */
+  readonly ggml?: { type: number; blockSize: number; typeSize: number; name?: string };
   /** Accepted calibrations; the first is the default. */
   readonly calibrations: readonly CalibrationName[];
   /** Whether per-column importance weights change the result. */

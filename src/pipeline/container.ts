@@ -144,7 +144,7 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
         }
         const g = getFormat(t.format!).ggml;
         if (!g) {
-          throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}": format ${t.format} has no GGUF type; write safetensors or pick a GGUF format`, { tensor: t.name, value: t.format, expected: 'a format with a ggml type' });
+          throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}": format ${t.format} has no GGUF type; write safetensors or pick a GGUF format${t.format === 'mxfp4' ? ' (mxfp4_gguf is MXFP4 as GGUF stores it, with llama.cpp\'s rounding)' : ''}`, { tensor: t.name, value: t.format, expected: 'a format with a ggml type' });
         }
         return { name: t.name, ggmlType: g.type, shape: t.shape };
       });

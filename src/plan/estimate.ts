@@ -2,6 +2,7 @@
 // every quantized tensor equals what quantize() returns for it.
 import { getFormat as registryGetFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec } from '../formats/types.js';
+import { ggmlType } from '../io/ggml-types.js';
 import type { Role } from './roles.js';
 import type { ResolvedPlan } from './types.js';
 
@@ -52,6 +53,9 @@ export function storedBytes(dtype: string, params: number, rowLength: number, lo
   } catch {
     // not a format the registry knows
   }
+  // A GGUF type webquant has no kernel for (IQ2_XXS, NVFP4, ...) still has a known block geometry.
+  const t = ggmlType(d);
+  if (t && t.blockSize > 1 && rowLength % t.blockSize === 0) return (params / t.blockSize) * t.typeSize;
   return undefined;
 }
 

@@ -14,7 +14,7 @@ import {
 
 const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2']);
 const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
-const GGUF_QUANT_DTYPE = /^(?:q\d(?:_\d|_k)|iq\d_\w+|tq\d_0)$/;
+const GGUF_QUANT_DTYPE = /^(?:q\d(?:_\d|_k)|iq\d_\w+|tq\d_0|mxfp4|nvfp4)$/;
 
 type DtypeClass = 'float' | 'int' | 'unknown';
 function dtypeClass(dtype: string): DtypeClass {

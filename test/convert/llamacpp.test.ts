@@ -10,7 +10,8 @@
 // SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
 // (1 + w sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
-// original safetensors. CI installs chromium; without it this test fails (as test/browser does).
+// original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
+// forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
@@ -105,8 +106,8 @@ async function logprobs(gguf: string, prompt: string, maxTokens: number): Promis
   return page.evaluate(([f, p, n]) => (window as unknown as { logprobs: (f: string, p: string, n: number) => Promise<Steps> }).logprobs(f, p, n), [`/m/${name}`, prompt, maxTokens] as const);
 }
 
-async function quantize(input: string, out: string, extra: string[] = []): Promise<string> {
-  const r = await cli(['quantize', input, '-o', join(tmp, out), '--preset', 'f16', '--workers', '1', ...extra], { cwd: tmp });
+async function quantize(input: string, out: string, extra: string[] = [], scheme = ['--preset', 'f16']): Promise<string> {
+  const r = await cli(['quantize', input, '-o', join(tmp, out), ...scheme, '--workers', '1', ...extra], { cwd: tmp });
   expect(r.code, r.stderr).toBe(0);
   return join(tmp, out);
 }
@@ -235,7 +236,7 @@ type Forced = { logprob: number; best: number }[];
  * those tokens, on the GGUF llama.cpp ran or on the original safetensors (float32): the latter
  * checks the conversion against the checkpoint's own meaning, not only against itself.
  */
-async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false, preTokenizer?: Record<string, unknown>) {
+async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false, preTokenizer?: Record<string, unknown>, scheme?: string[]) {
   const V = config.vocab_size as number, H = config.hidden_size as number;
   // A byte-level BPE tokenizer, prompt "<|im_start|>" (one special token; no BOS for the qwen2
   // pre-tokenizer), or a SentencePiece one (Phi-3's kind), prompt "a" (<s> "▁a").
@@ -258,7 +259,7 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tok));
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ bos_token: null, eos_token: '<|endoftext|>', pad_token: '<|endoftext|>' }));
   }
-  const gguf = await quantize(dir, `${String(config.model_type)}.gguf`);
+  const gguf = await quantize(dir, `${String(config.model_type)}${scheme ? '-' + scheme.join('') : ''}.gguf`, [], scheme);
   const r = await logprobs(gguf, prompt, 12);
   const promptIds = r.addBos ? [r.bos, start] : [start];
   expect(r.promptTokens).toBe(promptIds.length);
@@ -269,6 +270,7 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
   const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')), block ? { fp8BlockSize: block } : {});
   return {
     steps: r.steps,
+    gguf: ck,
     async forced(cfg: ReturnType<typeof llamaConfig>, fromOriginal = false): Promise<Forced> {
       const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, cfg));
       const logits = model.forward([...promptIds, ...r.steps.map((s) => s.id)].slice(0, -1));
@@ -606,6 +608,24 @@ const CASES: Case[] = [
     without: (cfg) => ({ ...cfg, yarn: undefined }),
   },
 ];
+
+describe('llama.cpp reads webquant\'s GGUF MXFP4 (type 39) as webquant does', () => {
+  it('a Qwen3 checkpoint quantized to mxfp4_gguf: the same log-probabilities from llama.cpp and from the forward on the GGUF', async () => {
+    const config = { ...hfConfig(qwen3, 'Qwen3ForCausalLM', 'qwen3'), rope_theta: 1000000, attention_bias: false, hidden_act: 'silu', rope_scaling: null };
+    const run = await againstLlamaCpp(tempDir('mxfp4'), decoder(7, qwen3), config, false, undefined, ['--format', 'mxfp4_gguf']);
+    const mx = run.gguf.tensors.filter((t) => t.dtype === 'MXFP4').map((t) => t.name);
+    expect(mx).toContain('blk.0.ffn_down.weight');
+    expect(mx).toContain('blk.1.attn_q.weight');
+    // llama.cpp multiplies MXFP4 weights with Q8_0-rounded activations (ggml's vec_dot type for
+    // MXFP4), hence a looser bound than the f16 cases; a misread block (scale, sign, nibble order)
+    // moves log-probabilities by far more, as the original's unquantized weights do.
+    const ours = await run.forced(llamaConfig(config));
+    ours.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.05));
+    expect(run.diff(ours)).toBeLessThan(0.1);
+    expect(run.diff(await run.forced(llamaConfig(config), true))).toBeGreaterThan(0.3);
+    await run.close();
+  });
+});
 
 describe('llama.cpp runs generated checkpoints as webquant\'s reference forward does', () => {
   for (const c of CASES) {

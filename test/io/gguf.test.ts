@@ -154,10 +154,16 @@ describe('GGUF reader', () => {
     await expectCode(open(finish(tinfo(head(3, 1, 0), 'w', [2 ** 31, 2 ** 31, 2 ** 31], 0, 0), 32)), ErrorCodes.GGUF_TENSOR);
   });
   test('GGUF_TYPE: removed and unknown ggml types', async () => {
-    for (const t of [4, 5, 31, 39, 1000]) {
+    for (const t of [4, 5, 31, 41, 1000]) {
       const e = await expectCode(open(finish(tinfo(head(3, 1, 0), 'w', [32], t, 0), 128)), ErrorCodes.GGUF_TYPE);
       expect(e.details).toMatchObject({ tensor: 'w', value: t });
     }
+  });
+  test('MXFP4 and NVFP4 tensors are listed with their block geometry', async () => {
+    const g = await open(finish(tinfo(head(3, 1, 0), 'w', [64, 2], 40, 0), 128));
+    expect(g.tensor('w')).toMatchObject({ dtype: 'NVFP4', byteLength: 72 });
+    const m = await open(finish(tinfo(head(3, 1, 0), 'w', [64, 2], 39, 0), 128));
+    expect(m.tensor('w')).toMatchObject({ dtype: 'MXFP4', byteLength: 68 });
   });
   test('GGUF_BLOCK: ne[0] not a multiple of the block', async () => {
     const e = await expectCode(open(finish(tinfo(head(3, 1, 0), 'w', [48, 2], 2, 0), 128)), ErrorCodes.GGUF_BLOCK);
@@ -227,7 +233,7 @@ describe('ggml type table', () => {
       if (!f.ggml) continue;
       const t = GGML_TYPES.get(f.ggml.type);
       expect(t, f.name).toBeDefined();
-      expect([t!.name.toLowerCase(), t!.blockSize, t!.typeSize], f.name).toEqual([f.name.toLowerCase(), f.ggml.blockSize, f.ggml.typeSize]);
+      expect([t!.name.toLowerCase(), t!.blockSize, t!.typeSize], f.name).toEqual([f.ggml.name ?? f.name, f.ggml.blockSize, f.ggml.typeSize]);
       n++;
     }
     expect(n).toBeGreaterThanOrEqual(2);
@@ -247,7 +253,7 @@ describe('every registered GGUF format reads back through readF32', () => {
       const qt = await quantize(values, { format: f.name, rowLength: 256 });
       const file = await collect(writeGguf({ tensors: [{ name: 't', ggmlType: f.ggml.type, shape: [3, 256], data: qt.data }] }));
       const g = await open(file);
-      expect(g.tensor('t').dtype.toLowerCase(), f.name).toBe(f.name);
+      expect(g.tensor('t').dtype.toLowerCase(), f.name).toBe(f.ggml.name ?? f.name);
       expect(await g.readF32('t'), f.name).toEqual(await dequantize(qt));
       done.push(f.name);
     }
