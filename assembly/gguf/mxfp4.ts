@@ -19,16 +19,22 @@
 // e = 253 (amax within ulps of 2^128) 8*d and 12*d overflow to inf in fp32 as the C source writes
 // them (a build that fuses the multiply and subtract into an FMA would not overflow there).
 import { A_SCRATCH, argU32, rowF32 } from '../common';
+import { absmax } from '../bnb/lut';
 import { storeAQ } from './pack';
 
 export const MXFP4_GGUF_BLOCK: i32 = 32;
 export const MXFP4_GGUF_BYTES: i32 = 17;
 
 const KV = memory.data<i8>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
-// The midpoints, splatted (a v128.const in a loop is rebuilt at every use; a load is one op).
-const MID = memory.data<f32>([
-  0.5, 0.5, 0.5, 0.5, 1.5, 1.5, 1.5, 1.5, 2.5, 2.5, 2.5, 2.5, 3.5, 3.5, 3.5, 3.5,
-  5, 5, 5, 5, 7, 7, 7, 7, 10, 10, 10, 10,
+// SIMD constants, loaded (a v128.const in a loop is rebuilt at every use; a load is one op).
+const C = memory.data<u32>([
+  0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, // |x| mask
+  0x3e800000, 0x3e800000, 0x3e800000, 0x3e800000, // 0.25
+  0x3f400000, 0x3f400000, 0x3f400000, 0x3f400000, // 0.75
+  0x001fffff, 0x001fffff, 0x001fffff, 0x001fffff, // mantissa rounding, half down
+  252, 252, 252, 252,
+  7, 7, 7, 7,
+  8, 8, 8, 8,
 ], 16);
 
 // ggml's E8M0 -> fp32 "half" scale, 2^(e-128).
@@ -65,34 +71,29 @@ function codeLiteral(x: f32, d: f32): u32 {
   return m | (x < 0 && m != 0 ? 8 : 0);
 }
 
-// Codes of four values as i32 lanes (SIMD build's codeFast).
-@inline function codes4(x: v128, vinv: v128): v128 {
-  const y = f32x4.mul(v128.and(x, i32x4.splat(0x7fffffff)), vinv);
-  let m = f32x4.gt(y, v128.load(MID));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 16)));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 32)));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 48)));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 64)));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 80)));
-  m = i32x4.add(m, f32x4.gt(y, v128.load(MID, 96)));
-  const mag = i32x4.neg(m);
-  const neg = v128.andnot(f32x4.lt(x, f32x4.splat(0)), i32x4.eq(mag, i32x4.splat(0)));
-  return v128.or(mag, v128.and(neg, i32x4.splat(8)));
+// Codes of four values as i32 lanes (the SIMD build's codeFast), in E2M1 units a = y/2 < 8:
+// below 1 the subnormal steps by two compares; from 1 up the fp32 mantissa rounded to one bit,
+// half down (adding 0x1fffff before the shift), and the exponent rebiased, as E2M1's normal codes
+// 2..7 sit (8 and up: 7). Below 1 that formula gives at most the compares' count, from 1 up at
+// least 2 = their count there, so the larger of the two is the code.
+@inline function codes4(x: v128, vinv2: v128): v128 {
+  const a = f32x4.mul(v128.and(x, v128.load(C)), vinv2);
+  const sub = i32x4.neg(i32x4.add(f32x4.gt(a, v128.load(C, 16)), f32x4.gt(a, v128.load(C, 32))));
+  const nrm = i32x4.sub(i32x4.shr_u(i32x4.add(a, v128.load(C, 48)), 22), v128.load(C, 64));
+  const mag = i32x4.max_s(sub, i32x4.min_s(nrm, v128.load(C, 80)));
+  const neg = v128.andnot(f32x4.lt(x, f32x4.splat(0)), i32x4.eq(mag, f32x4.splat(0)));
+  return v128.or(mag, v128.and(neg, v128.load(C, 96)));
 }
 
 function quantizeBlock(x: usize, y: usize): void {
-  let amax: f32 = 0;
-  for (let j: usize = 0; j < 32; j++) {
-    const v = Mathf.abs(load<f32>(x + (j << 2)));
-    if (amax < v) amax = v;
-  }
+  const amax = absmax(x, 32);
   const k = amax > 0 ? floorLog2f(amax) : -125;
   const e = <u32>(k + 125) & 0xff;
   store<u8>(y, <u8>e);
   if (k >= -123 && k <= 127) {
     const inv = reinterpret<f32>((255 - e) << 23); // 2^(128-e)
     if (ASC_FEATURE_SIMD) {
-      const vinv = f32x4.splat(inv);
+      const vinv = f32x4.splat(inv * 0.5);
       const c0 = i8x16.narrow_i16x8_u(
         i16x8.narrow_i32x4_u(codes4(v128.load(x), vinv), codes4(v128.load(x, 16), vinv)),
         i16x8.narrow_i32x4_u(codes4(v128.load(x, 32), vinv), codes4(v128.load(x, 48), vinv)));
