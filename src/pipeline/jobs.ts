@@ -132,7 +132,7 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
       }
       return job;
     }
-    if (stored === undefined && !['F64', 'F8_E4M3', 'F8_E5M2'].includes(info.dtype) && !/^(Q|IQ|TQ)\d/.test(info.dtype)) {
+    if (stored === undefined && !['F64', 'F8_E4M3', 'F8_E5M2'].includes(info.dtype) && !/^(?:(?:Q|IQ|TQ)\d|MXFP4$|NVFP4$)/.test(info.dtype)) {
       throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" is ${info.dtype}, which cannot be quantized (plan it as 'keep')`, { tensor: info.name, value: info.dtype, expected: 'a float tensor' });
     }
     let spec: FormatSpec, o: ResolvedOptions, layout: Layout;

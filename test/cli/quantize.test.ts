@@ -146,6 +146,47 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     expect(types).toEqual({ Q4_0: 31, F16: 5, Q8_0: 1, F32: 11 }); // output.weight: Q6_K -> Q8_0 on 64-value rows
   });
 
+  it("a GGUF with MXFP4 experts (gpt-oss's MXFP4_MOE layout) requantizes from their MXFP4 values, and back to MXFP4 without loss", async () => {
+    const E = 4, H = 64, FF = 96, V = 128;
+    const wave = (n: number, s: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + s) * 0.1);
+    const tensors: { name: string; ggmlType: number; shape: number[]; data: Uint8Array }[] = [];
+    const f32 = (name: string, shape: number[], s: number) => tensors.push({ name, ggmlType: 0, shape, data: new Uint8Array(wave(shape.reduce((a, b) => a * b, 1), s).buffer) });
+    f32('token_embd.weight', [V, H], 1);
+    f32('blk.0.attn_norm.weight', [H], 2);
+    f32('blk.0.attn_sinks.weight', [4], 3);
+    f32('blk.0.attn_q.weight', [H, H], 4);
+    f32('blk.0.attn_q.bias', [H], 5);
+    f32('blk.0.ffn_gate_inp.weight', [E, H], 6);
+    f32('blk.0.ffn_gate_inp.bias', [E], 7);
+    for (const [i, p] of ['gate', 'up', 'down'].entries()) {
+      const shape = p === 'down' ? [E, H, FF] : [E, FF, H];
+      const q = await quantize(wave(E * FF * H, 8 + i), { format: 'mxfp4_gguf', rowLength: shape[2] });
+      tensors.push({ name: `blk.0.ffn_${p}_exps.weight`, ggmlType: 39, shape, data: q.data });
+      f32(`blk.0.ffn_${p}_exps.bias`, [E, shape[1]], 11 + i);
+    }
+    f32('output.weight', [V, H], 14);
+    const input = join(tmp, 'oss-mxfp4.gguf');
+    writeFileSync(input, await collect(writeGguf({ metadata: [{ key: 'general.architecture', type: 'string', value: 'gpt-oss' }], tensors })));
+    const src = await openFile(input);
+    expect(src.tensor('blk.0.ffn_up_exps.weight').dtype).toBe('MXFP4');
+
+    const q8 = join(tmp, 'oss-q8_0.gguf');
+    let r = await cli(['quantize', input, '-o', q8, '--format', 'q8_0'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const types = await checkGguf(await openFile(q8), src);
+    expect(types.Q8_0).toBeGreaterThanOrEqual(4);
+
+    const mx = join(tmp, 'oss-mxfp4-again.gguf');
+    r = await cli(['quantize', input, '-o', mx, '--format', 'mxfp4_gguf'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const again = await openFile(mx);
+    for (const p of ['gate', 'up', 'down']) {
+      const name = `blk.0.ffn_${p}_exps.weight`;
+      expect(again.tensor(name).dtype).toBe('MXFP4');
+      expect(same(await again.readF32(name), await src.readF32(name)), name).toBe(true);
+    }
+  });
+
   it('--json prints one parseable report and JSON progress lines on stderr', async () => {
     const out = join(tmp, 'j.safetensors');
     const r = await cli(['quantize', MODEL, '-o', out, '--format', 'int8', '--json'], { cwd: tmp });
