@@ -16,6 +16,7 @@ import type { DerivedTensor } from './deepseek-gguf.js';
 import { SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { GGUF_ARCHITECTURES, LAYER, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
+import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
 
 export interface GgufViewOptions {
   /** Present 1-D F16/BF16 tensors as F32, as llama.cpp's converter stores them (default true). */
@@ -95,9 +96,11 @@ function vectorF32(v: TensorValues, shift: number): Float32Array {
   return Float32Array.from(v.values as Uint16Array, (b) => (shift ? toF32(fromF32(toF32(b) + shift)) : toF32(b)));
 }
 
-export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
+export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
   const widen = opts.f32Vectors ?? true;
   const arch = ggufArchitecture(config);
+  // gpt-oss's packed experts and router under the per-expert names the MoE converters read.
+  const input = arch?.name === 'gpt-oss' && isGptOssCheckpoint(source) ? gptOssView(source) : source;
   const permute = arch?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];
@@ -171,8 +174,9 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
     const list = g.list, first = list[0];
     for (let e = 0; e < list.length; e++) {
       const x = list[e];
-      if (!x || x.dtype !== first?.dtype || x.shape.join() !== first.shape.join() || x.shape.length !== 2 || !readable(x)) {
-        fail(ErrorCodes.MODEL, `[convert] ${input.source}: the experts of "${name}" must be F32, F16, BF16 or FP8 matrices of one dtype and shape; expert ${e} is ${x ? `${x.dtype} [${x.shape}]` : 'missing'}`, {
+      // Matrices, or vectors (gpt-oss's expert biases).
+      if (!x || x.dtype !== first?.dtype || x.shape.join() !== first.shape.join() || x.shape.length < 1 || x.shape.length > 2 || !readable(x)) {
+        fail(ErrorCodes.MODEL, `[convert] ${input.source}: the experts of "${name}" must be F32, F16, BF16 or FP8 matrices (or vectors) of one dtype and shape; expert ${e} is ${x ? `${x.dtype} [${x.shape}]` : 'missing'}`, {
           file: input.source, tensor: x?.name ?? name, expected: first ? `${first.dtype} [${first.shape}]` : 'expert 0',
         });
       }
@@ -282,6 +286,11 @@ export function ggufView(input: Checkpoint, config: LlamaConfig, opts: GgufViewO
         const v = await view.readValues(name);
         return { values: v.values.subarray(firstRow * rowLen, (firstRow + rows) * rowLen), dtype: v.dtype } as TensorValues;
       }
+      if (e.experts && e.experts[0].shape.length === 1) {
+        // A stack of vectors: one row per expert.
+        const parts = await Promise.all(e.experts.slice(firstRow, firstRow + rows).map(values));
+        return parts.length ? concatValues(parts) : { values: new Float32Array(0), dtype: 'f32' };
+      }
       if (e.experts) {
         // Rows of the stack: expert e holds rows [e * per, (e + 1) * per).
         const per = e.experts[0].shape[0];
@@ -363,7 +372,8 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
       'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
-      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step'] as const),
+      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit'] as const),
+    ...(Array.isArray(c.raw.layer_types) ? { layer_types: c.raw.layer_types as string[] } : {}),
     ...(Array.isArray(c.raw.mlp_only_layers) ? { mlp_only_layers: c.raw.mlp_only_layers as number[] } : {}),
     ...(typeof c.raw.norm_topk_prob === 'boolean' ? { norm_topk_prob: c.raw.norm_topk_prob } : {}),
     ...(typeof c.raw.scoring_func === 'string' ? { scoring_func: c.raw.scoring_func } : {}),

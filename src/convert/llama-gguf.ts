@@ -52,6 +52,9 @@ export interface LlamaConfig extends DeepseekConfig {
   residual_multiplier?: number;
   attention_multiplier?: number;
   logits_scaling?: number;
+  /** gpt-oss: per layer "sliding_attention" or "full_attention"; its SwiGLU's clamp. */
+  layer_types?: string[];
+  swiglu_limit?: number;
 }
 
 /** model.layers.N.<rest>: the layer index and the layer-relative name. */
@@ -95,7 +98,8 @@ const GLOBAL_NAMES: Record<string, string> = {
 
 // A per-expert MoE matrix: Mixtral's block_sparse_moe.experts.E.w1/w2/w3, Qwen-MoE's
 // mlp.experts.E.gate_proj/up_proj/down_proj.
-const EXPERT = /^model\.layers\.(\d+)\.(?:block_sparse_moe\.experts\.(\d+)\.(w1|w2|w3)|mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj))\.weight$/;
+// gpt-oss's expert biases (mlp.experts.E.*_proj.bias, through gpt-oss.ts) are stacked the same way.
+const EXPERT = /^model\.layers\.(\d+)\.(?:block_sparse_moe\.experts\.(\d+)\.(w1|w2|w3)\.weight|mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|bias))$/;
 const EXPERT_NAMES: Record<string, string> = { w1: 'ffn_gate_exps', w3: 'ffn_up_exps', w2: 'ffn_down_exps', gate_proj: 'ffn_gate_exps', up_proj: 'ffn_up_exps', down_proj: 'ffn_down_exps' };
 
 /**
@@ -106,7 +110,7 @@ const EXPERT_NAMES: Record<string, string> = { w1: 'ffn_gate_exps', w3: 'ffn_up_
 export function ggufExpertSlot(hf: string): { name: string; expert: number } | undefined {
   const m = EXPERT.exec(hf);
   if (!m) return undefined;
-  return { name: `blk.${m[1]}.${EXPERT_NAMES[m[3] ?? m[5]]}.weight`, expert: Number(m[2] ?? m[4]) };
+  return { name: `blk.${m[1]}.${EXPERT_NAMES[m[3] ?? m[5]]}.${m[6] ?? 'weight'}`, expert: Number(m[2] ?? m[4]) };
 }
 
 /** Experts per MoE layer and experts used per token, from config.json (undefined: dense). */
@@ -262,7 +266,7 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
  * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
  * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
  */
-function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
+function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gpt-oss', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -343,6 +347,40 @@ export function qwen2MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<st
   if ((cfg.decoder_sparse_step ?? 1) !== 1) refuse('decoder_sparse_step', cfg.decoder_sparse_step, 1);
   if ((cfg.mlp_only_layers ?? []).length) refuse('mlp_only_layers', cfg.mlp_only_layers, []);
   md['qwen2moe.expert_shared_feed_forward_length'] = { type: 'u32', value: cfg.shared_expert_intermediate_size! };
+  return md;
+}
+
+// gpt-oss: biases on every attention projection, a sink logit per head, the router's bias, and
+// post_attention_layernorm before the MoE (llama.cpp's post_attention_norm).
+const GPT_OSS_LAYER_NAMES: Record<string, string> = {
+  ...LAYER_NAMES,
+  'self_attn.o_proj.bias': 'attn_output.bias',
+  'self_attn.sinks': 'attn_sinks.weight',
+  'mlp.gate.bias': 'ffn_gate_inp.bias',
+  'post_attention_layernorm.weight': 'post_attention_norm.weight',
+};
+
+/**
+ * The keys of a gpt-oss model (convert_hf_to_gguf's GptOssModel): the TextModel keys under
+ * `gpt-oss.`, the experts' count, use and width (intermediate_size), the sliding window and YaRN.
+ * llama.cpp fixes what the file does not say: even layers slide, the SwiGLU is clamped at 7 with
+ * alpha 1.702, the router's softmax runs over the chosen experts. A config that says otherwise
+ * (other layer_types, swiglu_limit) is refused.
+ */
+export function gptOssMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const c = cfg;
+  const moe = moeCounts(cfg);
+  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's gpt-oss (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
+  if (!moe) refuse('num_local_experts', cfg.num_local_experts, 'a positive integer');
+  if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) refuse('sliding_window', cfg.sliding_window, 'a positive integer');
+  const alternating = Array.from({ length: cfg.num_hidden_layers }, (_, l) => (l % 2 === 0 ? 'sliding_attention' : 'full_attention'));
+  if (c.layer_types !== undefined && JSON.stringify(c.layer_types) !== JSON.stringify(alternating)) refuse('layer_types', c.layer_types, alternating);
+  if (c.swiglu_limit !== undefined && c.swiglu_limit !== 7) refuse('swiglu_limit', c.swiglu_limit, 7);
+  const md = qwenMetadata('gpt-oss', { ...cfg, head_dim_in_config: cfg.head_dim !== undefined }, name);
+  md['gpt-oss.expert_count'] = { type: 'u32', value: moe!.experts };
+  md['gpt-oss.expert_used_count'] = { type: 'u32', value: moe!.used };
+  md['gpt-oss.expert_feed_forward_length'] = { type: 'u32', value: cfg.intermediate_size };
+  md['gpt-oss.attention.sliding_window'] = { type: 'u32', value: cfg.sliding_window! };
   return md;
 }
 
@@ -499,7 +537,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -561,6 +599,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
     name: 'deepseek2', modelTypes: ['deepseek_v2', 'deepseek_v3'], permuteQK: false, layerNames: { ...LAYER_NAMES, ...DEEPSEEK_LAYER_NAMES }, extraLayers: 'drop', metadata: deepseek2Metadata,
     derived: (t, shape, cfg) => (t === 'self_attn.kv_b_proj.weight' ? deepseekKvB(cfg, shape) : undefined),
   },
+  // gpt-oss: read through gpt-oss.ts (experts unpacked, router renamed); no q/k permutation (NeoX rope).
+  { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).
   {

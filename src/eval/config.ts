@@ -88,7 +88,15 @@ export interface LlamaConfig {
    * mscale(factor, mscale) / mscale(factor, mscaleAllDim), attention scores times
    * mscale(factor, mscaleAllDim)^2, where mscale(s, m) = 0.1 m ln s + 1.
    */
-  yarn?: { factor: number; original: number; betaFast: number; betaSlow: number; mscale: number; mscaleAllDim: number };
+  yarn?: { factor: number; original: number; betaFast: number; betaSlow: number; mscale: number; mscaleAllDim: number; truncate?: false };
+  /**
+   * gpt-oss (model_type gpt_oss; its checkpoint read through convert/gpt-oss.ts): biases on q, k, v
+   * and o (qkv_bias, and o_proj.bias), a learned sink logit per head that joins every softmax
+   * (self_attn.sinks), `sliding` layers attending to the last `window` positions, and MoE experts
+   * with biases whose SwiGLU is (min(g, limit) * sigmoid(alpha * min(g, limit))) * (clamp(u, -limit,
+   * limit) + 1), chosen by the router's logits plus its bias (mlp.gate.bias), softmax over the chosen.
+   */
+  gptOss?: { sliding: boolean[]; window: number; alpha: number; limit: number };
 }
 
 /**
@@ -196,6 +204,17 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (j.model_type === 'qwen2_moe') cfg.moe.gatedShared = int('shared_expert_intermediate_size');
   }
   if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
+  if (j.model_type === 'gpt_oss') {
+    const { experts, used } = expertCounts('num_local_experts', int);
+    cfg.moe = { experts, used, ffn: cfg.intermediate_size, names: 'qwen' };
+    cfg.qkv_bias = true;
+    const types = Array.isArray(j.layer_types) && j.layer_types.length === cfg.num_hidden_layers ? j.layer_types : undefined;
+    cfg.gptOss = {
+      // layer_types when config.json has them; otherwise even layers slide (GptOssConfig's default).
+      sliding: Array.from({ length: cfg.num_hidden_layers }, (_, l) => (types ? types[l] === 'sliding_attention' : l % 2 === 0)),
+      window: int('sliding_window', 128), alpha: 1.702, limit: pos('swiglu_limit', 7),
+    };
+  }
   if (j.model_type === 'granite') {
     cfg.granite = { embedding: pos('embedding_multiplier', 1), residual: pos('residual_multiplier', 1), attention: pos('attention_multiplier', 1), logits: pos('logits_scaling', 1) };
   }
@@ -239,7 +258,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   } else {
     // YaRN: DeepSeek's (with its mscales), or the Qwen families' (transformers' default YaRN, whose
     // attention factor 0.1 ln(factor) + 1 scales cos and sin: mscale 1, mscale_all_dim 0 below).
-    const qwen = ['qwen2', 'qwen3', 'qwen2_moe', 'qwen3_moe'].includes(String(j.model_type));
+    const qwen = ['qwen2', 'qwen3', 'qwen2_moe', 'qwen3_moe', 'gpt_oss'].includes(String(j.model_type));
     const yarn = (cfg.mla !== undefined || qwen) && ropeType === 'yarn';
     unsupported('rope_scaling', (v) => v === null || ((((ropeType === 'llama3' || ropeType === 'linear') && !cfg.mla) || yarn) && num((v as Record<string, unknown>).factor)),
       cfg.mla ? 'null, or {"type": "yarn", "factor": ...}' : `null, or {"rope_type": "llama3" | "linear"${qwen ? ' | "yarn"' : ''}, "factor": ...}`);
@@ -253,6 +272,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
       cfg.yarn = {
         factor: r.factor as number, original: opt('original_max_position_embeddings', qwen ? cfg.max_position_embeddings ?? 4096 : 4096), betaFast: opt('beta_fast', 32), betaSlow: opt('beta_slow', 1),
         mscale: opt('mscale', 1), mscaleAllDim: opt('mscale_all_dim', 0),
+        // transformers' truncate (default true): the ramp's ends rounded to whole dimensions.
+        ...(r.truncate === false ? { truncate: false as const } : {}),
       };
     }
     const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;
@@ -262,7 +283,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
-  else unsupported('attention_bias', (v) => v === false, 'false');
+  else if (j.model_type !== 'gpt_oss') unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
@@ -377,9 +398,11 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
     if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
-    names.push(`${p}self_attn.o_proj.weight`, `${p}post_attention_layernorm.weight`);
+    names.push(`${p}self_attn.o_proj.weight`);
+    if (config.gptOss) names.push(`${p}self_attn.o_proj.bias`, `${p}self_attn.sinks`);
+    names.push(`${p}post_attention_layernorm.weight`);
     if (config.gemma) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
-    if (config.moe) names.push(...moeTensorNames(config.moe, p));
+    if (config.moe) names.push(...moeTensorNames(config.moe, p, config.gptOss !== undefined));
     else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
   names.push('model.norm.weight');
@@ -391,12 +414,14 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
  * A MoE layer's router (and DeepSeek-V3's correction bias), then each expert's gate, up and down
  * matrices, then DeepSeek's shared experts' (Hugging Face names).
  */
-export function moeTensorNames(moe: NonNullable<LlamaConfig['moe']>, prefix: string): string[] {
+export function moeTensorNames(moe: NonNullable<LlamaConfig['moe']>, prefix: string, biased = false): string[] {
   const names = [moe.names === 'mixtral' ? `${prefix}block_sparse_moe.gate.weight` : `${prefix}mlp.gate.weight`];
   if (moe.deepseek?.bias) names.push(`${prefix}mlp.gate.e_score_correction_bias`);
+  if (biased) names.push(`${prefix}mlp.gate.bias`);
   for (let e = 0; e < moe.experts; e++) {
     const x = moe.names === 'mixtral' ? `${prefix}block_sparse_moe.experts.${e}.` : `${prefix}mlp.experts.${e}.`;
     names.push(...(moe.names === 'mixtral' ? ['w1', 'w3', 'w2'] : ['gate_proj', 'up_proj', 'down_proj']).map((w) => `${x}${w}.weight`));
+    if (biased) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${x}${w}.bias`));
   }
   if (moe.deepseek?.shared) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${prefix}mlp.shared_experts.${w}.weight`));
   if (moe.gatedShared) names.push(...['gate_proj', 'up_proj', 'down_proj'].map((w) => `${prefix}mlp.shared_expert.${w}.weight`), `${prefix}mlp.shared_expert_gate.weight`);

@@ -14,6 +14,8 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
 import { languageModelName } from '../convert/llama-gguf.js';
+import { gptOssView, isGptOssCheckpoint } from '../convert/gpt-oss.js';
+import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
@@ -38,9 +40,11 @@ export interface WeightSource {
 /**
  * A WeightSource over a Checkpoint from src/io (or anything else with readF32). The language model
  * of a multimodal checkpoint (Gemma 3 4B and up) is read under its prefixed names (see
- * languageModelName) when its tensor list holds them.
+ * languageModelName) when its tensor list holds them; a gpt-oss checkpoint through gptOssView.
  */
-export function checkpointWeights(ckpt: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
+export function checkpointWeights(input: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
+  // gpt-oss's packed experts and router, under the per-expert names the forward reads.
+  const ckpt = 'tensor' in input && isGptOssCheckpoint(input as Checkpoint) ? gptOssView(input as Checkpoint) : input;
   // The prefix the stored embedding has in place of "model.", applied to every model.* name.
   const embed = 'embed_tokens.weight';
   const names = ckpt.tensors ?? [];
@@ -110,15 +114,24 @@ interface LayerWeights {
   q?: Linear; k?: Linear; v?: Linear; gate?: Linear; up?: Linear;
   qkv?: Linear; gateUp?: Linear;
   o: Linear; down?: Linear;
-  /** A MoE FFN instead of gate/up/down: the router and each expert's matrices. */
+  /** gpt-oss: the attention output's bias and each head's sink logit. */
+  oBias?: Float32Array; sinks?: Float32Array;
+  /** A MoE FFN instead of gate/up/down: the router and each expert's matrices (gpt-oss: and biases). */
   router?: Linear;
-  experts?: { gate: Linear; up: Linear; down: Linear }[];
+  experts?: Expert[];
+  /** gpt-oss: added to the router's logits. */
+  routerLogitBias?: Float32Array;
   /** DeepSeek: the router's correction bias (V3) and the shared experts; Qwen2-MoE: its shared expert and the gate of its output. */
   routerBias?: Float32Array;
   shared?: { gate: Linear; up: Linear; down: Linear };
   sharedGate?: Linear;
   /** DeepSeek's latent attention instead of q/k/v. */
   mla?: MlaWeights;
+}
+
+interface Expert {
+  gate: Linear; up: Linear; down: Linear;
+  gateBias?: Float32Array; upBias?: Float32Array; downBias?: Float32Array;
 }
 
 async function getChecked(src: WeightSource, name: string, length: number, shape: string): Promise<Float32Array> {
@@ -196,7 +209,7 @@ export class LlamaModel {
           mla: await mlaWeights(mla, d.heads, d.dim, p, (name, rows, cols) => linear(source, name, rows, cols), norm),
           o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim),
           ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
-          ...(moe ? await moeWeights(source, moe, p, d.dim) : {
+          ...(moe ? await moeWeights(source, moe, p, d.dim, false) : {
             gate: await linear(source, `${p}mlp.gate_proj.weight`, d.ffn, d.dim),
             up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim),
             down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn),
@@ -232,12 +245,16 @@ export class LlamaModel {
           kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
         } : {}),
         o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim),
+        ...(config.gptOss ? {
+          oBias: await getChecked(source, `${p}self_attn.o_proj.bias`, d.dim, `[${d.dim}]`),
+          sinks: await getChecked(source, `${p}self_attn.sinks`, d.heads, `[${d.heads}]`),
+        } : {}),
         ...(gemma ? {
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
         } : config.olmo2 ? {} : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
-        ...(config.moe ? await moeWeights(source, config.moe, p, d.dim) : { down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn) }),
+        ...(config.moe ? await moeWeights(source, config.moe, p, d.dim, config.gptOss !== undefined) : { down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn) }),
       });
     }
     const finalNorm = await norm('model.norm.weight', d.dim);
@@ -308,20 +325,23 @@ export class LlamaModel {
       if (L.qNorm) L.qNorm.length === d.headDim ? rmsNorm(q, n * d.heads, d.headDim, L.qNorm, eps, q) : rmsNorm(q, n, d.qDim, L.qNorm, eps, q);
       if (L.kNorm) L.kNorm.length === d.headDim ? rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k) : rmsNorm(k, n, d.kvDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
+      const oss = this.config.gptOss;
+      const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : n;
       const r = sliding ? local : global;
       if (!this.config.no_rope?.[l] && !mla) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
-      attention(q, k, v, n, d, attnScale, sliding ? gemma!.slidingWindow : n, gemma?.attnLogitSoftcapping, scores, att);
+      attention(q, k, v, n, d, attnScale, window, gemma?.attnLogitSoftcapping, scores, att, L.sinks);
       L.o.apply(att, n, xb2);
+      if (L.oBias) addBias(xb2, n, L.oBias);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
 
       if (L.ffnNorm) rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
       else xb.set(x.subarray(0, n * d.dim));
       if (L.router) {
-        moeFfn(L, this.config.moe!, xb, n, d.dim, xb2);
+        moeFfn(L, this.config.moe!, xb, n, d.dim, xb2, this.config.gptOss);
       } else {
         if (L.gateUp) {
           L.gateUp.apply(xb, n, fused);
@@ -406,19 +426,30 @@ interface Workspace {
 }
 
 /** A MoE layer's router and experts, read in moeTensorNames' order. */
-async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number): Promise<Pick<LayerWeights, 'router' | 'experts' | 'routerBias' | 'shared' | 'sharedGate'>> {
-  const names = moeTensorNames(moe, prefix);
+async function moeWeights(source: WeightSource, moe: NonNullable<LlamaConfig['moe']>, prefix: string, dim: number, biased: boolean): Promise<Pick<LayerWeights, 'router' | 'experts' | 'routerBias' | 'routerLogitBias' | 'shared' | 'sharedGate'>> {
+  const names = moeTensorNames(moe, prefix, biased);
   const ds = moe.deepseek;
   const router = await linear(source, names[0], moe.experts, dim);
   const routerBias = ds?.bias ? await getChecked(source, names[1], moe.experts, `[${moe.experts}]`) : undefined;
-  const first = ds?.bias ? 2 : 1;
+  const routerLogitBias = biased ? await getChecked(source, names[1], moe.experts, `[${moe.experts}]`) : undefined;
+  const first = ds?.bias || biased ? 2 : 1;
+  const per = biased ? 6 : 3;
   const swiglu = async ([g, u, dn]: string[], width: number) => ({ gate: await linear(source, g, width, dim), up: await linear(source, u, width, dim), down: await linear(source, dn, dim, width) });
-  const experts: { gate: Linear; up: Linear; down: Linear }[] = [];
-  for (let e = 0; e < moe.experts; e++) experts.push(await swiglu(names.slice(first + 3 * e, first + 3 * e + 3), moe.ffn));
+  const experts: Expert[] = [];
+  for (let e = 0; e < moe.experts; e++) {
+    const at = first + per * e;
+    const ex: Expert = await swiglu(names.slice(at, at + 3), moe.ffn);
+    if (biased) {
+      ex.gateBias = await getChecked(source, names[at + 3], moe.ffn, `[${moe.ffn}]`);
+      ex.upBias = await getChecked(source, names[at + 4], moe.ffn, `[${moe.ffn}]`);
+      ex.downBias = await getChecked(source, names[at + 5], dim, `[${dim}]`);
+    }
+    experts.push(ex);
+  }
   const width = ds?.shared || moe.gatedShared;
   const shared = width ? await swiglu(names.slice(first + 3 * moe.experts, first + 3 * moe.experts + 3), width) : undefined;
   const sharedGate = moe.gatedShared ? await linear(source, names[first + 3 * moe.experts + 3], 1, dim) : undefined;
-  return { router, experts, ...(routerBias ? { routerBias } : {}), ...(shared ? { shared } : {}), ...(sharedGate ? { sharedGate } : {}) };
+  return { router, experts, ...(routerBias ? { routerBias } : {}), ...(routerLogitBias ? { routerLogitBias } : {}), ...(shared ? { shared } : {}), ...(sharedGate ? { sharedGate } : {}) };
 }
 
 /**
@@ -447,10 +478,11 @@ export function deepseekPick(p: Float64Array, moe: NonNullable<LlamaConfig['moe'
  * experts (the lower index first on a tie), their probabilities renormalised to sum 1 (unless
  * moe.unnormalized), and the sum of their SwiGLU outputs so weighted, into out [n, dim].
  */
-function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float32Array, n: number, dim: number, out: Float32Array): void {
+function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float32Array, n: number, dim: number, out: Float32Array, oss?: LlamaConfig['gptOss']): void {
   const E = moe.experts;
   const scores = new Float32Array(n * E);
   L.router!.apply(x, n, scores);
+  if (L.routerLogitBias) addBias(scores, n, L.routerLogitBias);
   const g = new Float32Array(moe.ffn), u = new Float32Array(moe.ffn), y = new Float32Array(dim);
   const p = new Float64Array(E);
   out.fill(0, 0, n * dim);
@@ -458,12 +490,22 @@ function moeFfn(L: LayerWeights, moe: NonNullable<LlamaConfig['moe']>, x: Float3
   // The shared experts' width has buffers of its own.
   const sharedWidth = ds?.shared || moe.gatedShared || 0;
   const sg = new Float32Array(sharedWidth), su = new Float32Array(sharedWidth), gateOut = new Float32Array(1);
-  const swiglu = (ex: { gate: Linear; up: Linear; down: Linear }, xt: Float32Array, width: number, w: number, o: number) => {
+  const swiglu = (ex: Expert, xt: Float32Array, width: number, w: number, o: number) => {
     const [gg, uu] = width === moe.ffn ? [g, u] : [sg, su];
     ex.gate.apply(xt, 1, gg);
     ex.up.apply(xt, 1, uu);
-    for (let i = 0; i < width; i++) gg[i] = silu(gg[i]) * uu[i];
+    if (ex.gateBias) addBias(gg, 1, ex.gateBias);
+    if (ex.upBias) addBias(uu, 1, ex.upBias);
+    if (oss) {
+      for (let i = 0; i < width; i++) {
+        const a = Math.min(gg[i], oss.limit), b = Math.min(Math.max(uu[i], -oss.limit), oss.limit);
+        gg[i] = a * sigmoid(oss.alpha * a) * (b + 1);
+      }
+    } else {
+      for (let i = 0; i < width; i++) gg[i] = silu(gg[i]) * uu[i];
+    }
     ex.down.apply(gg, 1, y);
+    if (ex.downBias) addBias(y, 1, ex.downBias);
     for (let i = 0; i < dim; i++) out[o + i] += w * y[i];
   };
   for (let t = 0; t < n; t++) {
@@ -512,7 +554,7 @@ const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a
 // Causal grouped-query attention: position t of head h attends to positions t-window+1..t of KV
 // head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64. Values
 // have vHeadDim dims per head (MLA's differ from the keys').
-function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, cap: number | undefined, scores: Float64Array, att: Float32Array): void {
+function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, cap: number | undefined, scores: Float64Array, att: Float32Array, sinks?: Float32Array): void {
   const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
   const vd = d.vHeadDim, vDim = d.kvHeads * vd;
   for (let t = 0; t < n; t++) {
@@ -529,7 +571,9 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
         scores[s] = sc;
         if (sc > max) max = sc;
       }
-      let sum = 0;
+      // gpt-oss: the head's sink logit joins the softmax and takes its share of the weight.
+      if (sinks && sinks[h] > max) max = sinks[h];
+      let sum = sinks ? Math.exp(sinks[h] - max) : 0;
       for (let s = s0; s <= t; s++) {
         const e = Math.exp(scores[s] - max);
         scores[s] = e;

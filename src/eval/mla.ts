@@ -90,8 +90,9 @@ export const yarnMscale = (s: number, m: number) => (s <= 1 ? 1 : 0.1 * m * Math
  */
 export function yarnFactors(y: NonNullable<LlamaConfig['yarn']>, theta: number, rot: number): Float32Array {
   const corr = (rotations: number) => (rot * Math.log(y.original / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
-  const low = Math.max(Math.floor(corr(y.betaFast)), 0);
-  let high = Math.min(Math.ceil(corr(y.betaSlow)), rot - 1);
+  const whole = y.truncate !== false;
+  const low = Math.max(whole ? Math.floor(corr(y.betaFast)) : corr(y.betaFast), 0);
+  let high = Math.min(whole ? Math.ceil(corr(y.betaSlow)) : corr(y.betaSlow), rot - 1);
   if (low === high) high += 0.001;
   const out = new Float32Array(rot / 2);
   for (let i = 0; i < out.length; i++) {

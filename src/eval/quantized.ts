@@ -115,7 +115,8 @@ export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, op
   const stacks = new Set(isGguf ? hfNames.map((n) => ggufExpertSlot(n)?.name).filter((n) => n !== undefined) : []);
   for (const n of stacks) {
     const { shape } = q.tensor(n).info;
-    if (shape.length !== 3 || shape[0] !== config.moe?.experts) {
+    // Matrices [experts, rows, cols], or gpt-oss's bias vectors [experts, n].
+    if (shape.length !== (n.endsWith('.bias') ? 2 : 3) || shape[0] !== config.moe?.experts) {
       fail(ErrorCodes.MODEL, `[eval] ${ckpt.source}: "${n}" has shape [${shape}], not a stack of the config's ${config.moe?.experts} experts`, { file: ckpt.source, tensor: n, value: shape, expected: `[${config.moe?.experts}, rows, cols]` });
     }
   }

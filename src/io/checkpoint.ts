@@ -47,6 +47,11 @@ export interface Checkpoint {
    */
   readRows?(name: string, firstRow: number, rows: number): Promise<TensorValues>;
   /**
+   * `length` stored bytes of a tensor from byte `at` of it, untouched (any dtype): what a view that
+   * decodes a packed format (gpt-oss's MXFP4 experts) reads part of a tensor with. Optional.
+   */
+  readBytes?(name: string, at: number, length: number): Promise<Uint8Array>;
+  /**
    * Where the bytes readRows would return for these rows are stored, untouched, so that another
    * thread can read them itself (see ByteSource.ref); undefined when they are not stored that way
    * (a converted or permuted tensor, a dtype other than F32 / F16 / BF16). Optional.
@@ -97,6 +102,16 @@ export abstract class BaseCheckpoint implements Checkpoint {
   async readRaw(name: string): Promise<Uint8Array> {
     const { info, src } = this.entry(name);
     return src.read(info.offset, info.byteLength);
+  }
+
+  async readBytes(name: string, at: number, length: number): Promise<Uint8Array> {
+    const { info, src } = this.entry(name);
+    if (!Number.isSafeInteger(at) || !Number.isSafeInteger(length) || at < 0 || length < 0 || at + length > info.byteLength) {
+      fail(ErrorCodes.BAD_INPUT, `[${this.format}] ${this.source}: bytes [${at}, ${at + length}) are outside the ${info.byteLength} bytes of "${name}"`, {
+        file: info.file ?? this.source, tensor: name, value: [at, length], expected: `0 <= at <= at + length <= ${info.byteLength}`,
+      });
+    }
+    return src.read(info.offset + at, length);
   }
 
   abstract readF32(name: string): Promise<Float32Array>;

@@ -429,6 +429,63 @@ type Cfg = ReturnType<typeof llamaConfig>;
  * config must say, and the same config without the architecture's feature, with which the
  * comparison must fail by far (so that it can tell a forward or a file that leaves it out).
  */
+/**
+ * A gpt-oss checkpoint as released: attention with biases and a sink per head, a router with a
+ * bias, and experts packed as transformers saves them: gate and up rows interleaved in
+ * gate_up_proj, matrices in MXFP4 (`_blocks`: byte i holds elements 2i and 2i + 1 of a 32-value
+ * block, low nibble first; `_scales`: E8M0), biases beside them.
+ */
+function gptOssDecoder(seed: number): GenTensor[] {
+  const d: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], bias: 0.5, moe: { experts: 4, names: 'qwen', router: 0.5 } };
+  const base = decoder(seed, d);
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6];
+  // Rows of 32-value blocks -> MXFP4 blocks and scales (nearest E2M1 value, scale 2^(floor(log2 amax) - 2)).
+  const mxfp4 = (x: Float32Array, rows: number, cols: number) => {
+    const nb = cols / 32, blocks = new Uint8Array(rows * nb * 16), scales = new Uint8Array(rows * nb);
+    for (let b = 0; b < rows * nb; b++) {
+      let amax = 0;
+      for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b * 32 + j]));
+      const s = amax > 0 ? Math.floor(Math.log2(amax)) - 2 + 127 : 0;
+      scales[b] = s;
+      const code = (v: number) => {
+        const a = Math.abs(v) / 2 ** (s - 127);
+        const m = E2M1.reduce((best, e, i) => (Math.abs(e - a) < Math.abs(E2M1[best] - a) ? i : best), 0);
+        return m | (v < 0 && m ? 8 : 0);
+      };
+      for (let i = 0; i < 16; i++) blocks[b * 16 + i] = code(x[b * 32 + 2 * i]) | (code(x[b * 32 + 2 * i + 1]) << 4);
+    }
+    return { blocks, scales };
+  };
+  const { H, HEADS, FF } = D, E = 4;
+  const get = (name: string) => base.find((t) => t.name === name)!.data;
+  const out: GenTensor[] = base.filter((t) => !/\.mlp\.(?:gate|experts)\./.test(t.name));
+  for (let l = 0; l < d.LAYERS; l++) {
+    const p = `model.layers.${l}.`;
+    out.push({ name: `${p}self_attn.o_proj.bias`, dtype: 'F32', shape: [H], data: rnd(H, 0.5) },
+      { name: `${p}self_attn.sinks`, dtype: 'F32', shape: [HEADS], data: rnd(HEADS, 4) },
+      { name: `${p}mlp.router.weight`, dtype: 'F32', shape: [E, H], data: get(`${p}mlp.gate.weight`) as Float32Array },
+      { name: `${p}mlp.router.bias`, dtype: 'F32', shape: [E], data: rnd(E, 1) });
+    const gateUp = new Float32Array(E * 2 * FF * H), down = new Float32Array(E * H * FF);
+    for (let e = 0; e < E; e++) {
+      const g = get(`${p}mlp.experts.${e}.gate_proj.weight`) as Float32Array, u = get(`${p}mlp.experts.${e}.up_proj.weight`) as Float32Array;
+      for (let f = 0; f < FF; f++) {
+        gateUp.set(g.subarray(f * H, (f + 1) * H), (e * 2 * FF + 2 * f) * H);
+        gateUp.set(u.subarray(f * H, (f + 1) * H), (e * 2 * FF + 2 * f + 1) * H);
+      }
+      down.set(get(`${p}mlp.experts.${e}.down_proj.weight`) as Float32Array, e * H * FF);
+    }
+    const gu = mxfp4(gateUp, E * 2 * FF, H), dn = mxfp4(down, E * H, FF);
+    out.push({ name: `${p}mlp.experts.gate_up_proj_blocks`, dtype: 'U8', shape: [E, 2 * FF, H / 32, 16], data: gu.blocks },
+      { name: `${p}mlp.experts.gate_up_proj_scales`, dtype: 'U8', shape: [E, 2 * FF, H / 32], data: gu.scales },
+      { name: `${p}mlp.experts.gate_up_proj_bias`, dtype: 'F32', shape: [E, 2 * FF], data: rnd(E * 2 * FF, 0.5) },
+      { name: `${p}mlp.experts.down_proj_blocks`, dtype: 'U8', shape: [E, H, FF / 32, 16], data: dn.blocks },
+      { name: `${p}mlp.experts.down_proj_scales`, dtype: 'U8', shape: [E, H, FF / 32], data: dn.scales },
+      { name: `${p}mlp.experts.down_proj_bias`, dtype: 'F32', shape: [E, H], data: rnd(E * H, 0.5) });
+  }
+  return out;
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -589,6 +646,19 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.mla?.qLora, cfg.moe?.deepseek, cfg.moe?.unnormalized]).toEqual([undefined, { gating: 'softmax', bias: false, scale: 1, shared: 64, denseLayers: 1 }, true]),
     without: (cfg) => ({ ...cfg, yarn: undefined }),
+  },
+  {
+    // As released: MXFP4 experts (gate and up interleaved), sinks, biases everywhere, even layers
+    // sliding (window 4 of the 13 positions run), YaRN over a short original context.
+    title: 'gpt-oss: MXFP4 experts with biases, attention sinks, sliding layers, clamped SwiGLU, YaRN', seed: 73, decoder: gptOssDecoder,
+    config: {
+      ...hfConfig({ ...D, HD: 16, LAYERS: 2 } as Decoder, 'GptOssForCausalLM', 'gpt_oss'), rms_norm_eps: 1e-5, rope_theta: 150000, hidden_act: 'silu', attention_bias: true,
+      num_local_experts: 4, num_experts_per_tok: 2, sliding_window: 4, layer_types: ['sliding_attention', 'full_attention'], swiglu_limit: 7,
+      rope_scaling: { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 16, beta_fast: 32, beta_slow: 1 },
+      quantization_config: { quant_method: 'mxfp4', modules_to_not_convert: ['model.layers.*.self_attn', 'model.layers.*.mlp.router', 'model.embed_tokens', 'lm_head'] },
+    },
+    expectConfig: (cfg) => expect([cfg.moe, cfg.gptOss, cfg.qkv_bias]).toEqual([{ experts: 4, used: 2, ffn: D.FF, names: 'qwen' }, { sliding: [true, false], window: 4, alpha: 1.702, limit: 7 }, true]),
+    without: (cfg) => ({ ...cfg, gptOss: { ...cfg.gptOss!, sliding: [false, false] } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
