@@ -25,6 +25,7 @@ export const LLAMA_FTYPE = Object.freeze({
   ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q4_1: 3, MOSTLY_Q8_0: 7, MOSTLY_Q5_0: 8, MOSTLY_Q5_1: 9,
   MOSTLY_Q2_K: 10, MOSTLY_Q3_K_S: 11, MOSTLY_Q3_K_M: 12, MOSTLY_Q3_K_L: 13, MOSTLY_Q4_K_S: 14, MOSTLY_Q4_K_M: 15,
   MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ4_NL: 25, MOSTLY_IQ4_XS: 30, MOSTLY_BF16: 32,
+  MOSTLY_MXFP4_MOE: 38,
 });
 
 // llama-quantize quantizes token_embd with the file's type, never position embeddings.
@@ -91,6 +92,9 @@ const builtins: Preset[] = [
     [MOE8_O,
      { role: 'attention', kind: 'v', minGqa: 4, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL attn_v, n_gqa >= 4' },
      { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'first_eighth', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL ffn_down, no imatrix' }]),
+  gguf('mxfp4_moe', LLAMA_FTYPE.MOSTLY_MXFP4_MOE, 'q8_0',
+    "llama.cpp's MXFP4_MOE: MoE expert tensors in MXFP4 (gpt-oss's own experts keep their values), every other weight Q8_0",
+    6, 7, [{ role: 'expert', scheme: { format: 'mxfp4_gguf' }, optional: true, note: 'llama.cpp MXFP4_MOE: experts -> MXFP4' }]),
   st('int8', 'int8 symmetric, one absmax scale per output channel (MaxText int8w)', { format: 'int8', granularity: 'channel' }, 9, 9),
   st('fp8', 'FP8 E4M3 with one scale per output channel', { format: 'fp8_e4m3', granularity: 'channel' }, 8, 9),
   st('int4w', 'int4 weights, one scale per group of 128', { format: 'int4', groupSize: 128 }, 5, 8),
