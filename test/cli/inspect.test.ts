@@ -48,7 +48,7 @@ describe.skipIf(!hasShared)('webquant inspect', () => {
       expect(t).toMatchObject({ shape: [32, 64], role: 'attention', kind: 'k', layer: 0 });
       expect(j.tensorBytes).toBe(j.tensors.reduce((a: number, x: { bytes: number }) => a + x.bytes, 0));
       expect(j.config).toMatchObject({ architecture: 'LlamaForCausalLM', numKvHeads: 4, tieWordEmbeddings: true });
-      expect(j.presets).toHaveLength(15);
+      expect(j.presets).toHaveLength(16);
       for (const p of j.presets) {
         expect(p.error, p.preset).toBeUndefined();
         expect(p.bytes).toBeGreaterThan(0);
