@@ -145,10 +145,8 @@ export function gptOssView(input: Checkpoint): Checkpoint {
     return out;
   }
 
-  const decodedRows = (name: string) => {
-    const { info } = entry(name);
-    return info.shape.length === 2 ? info.shape[0] : info.shape[0];
-  };
+  // Rows of a decoded matrix; a bias vector's values count as its rows.
+  const decodedRows = (name: string) => entry(name).info.shape[0];
 
   const view: Checkpoint = {
     format: input.format,

@@ -697,6 +697,19 @@ describe('llama.cpp reads webquant\'s GGUF MXFP4 (type 39) as webquant does', ()
   });
 });
 
+describe('llama.cpp runs gpt-oss written with the mxfp4_moe preset as webquant does', () => {
+  it('MXFP4 experts (their released values) and Q8_0 elsewhere: the same log-probabilities from llama.cpp and from the forward on the GGUF', async () => {
+    const c = CASES.find((x) => x.title.startsWith('gpt-oss'))!;
+    const run = await againstLlamaCpp(tempDir('oss-mxfp4'), gptOssDecoder(c.seed), c.config, false, undefined, ['--preset', 'mxfp4_moe']);
+    expect(['blk.0.ffn_gate_exps.weight', 'blk.1.ffn_down_exps.weight', 'blk.0.attn_q.weight'].map((n) => run.gguf.tensor(n).dtype)).toEqual(['MXFP4', 'MXFP4', 'Q8_0']);
+    // Q8_0-rounded activations in llama.cpp's MXFP4 and Q8_0 products (see the MXFP4 case above).
+    const ours = await run.forced(llamaConfig(c.config));
+    ours.forEach((x, i) => expect(x.best - x.logprob, `step ${i}`).toBeLessThan(0.05));
+    expect(run.diff(ours)).toBeLessThan(0.1);
+    await run.close();
+  });
+});
+
 describe('llama.cpp runs generated checkpoints as webquant\'s reference forward does', () => {
   for (const c of CASES) {
     it(`${c.title}: the same log-probabilities, and without it they differ`, async () => {
