@@ -16,7 +16,6 @@ import type { DerivedTensor } from './deepseek-gguf.js';
 import { SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { GGUF_ARCHITECTURES, LAYER, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
-import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
 
 export interface GgufViewOptions {
   /** Present 1-D F16/BF16 tensors as F32, as llama.cpp's converter stores them (default true). */
@@ -99,8 +98,8 @@ function vectorF32(v: TensorValues, shift: number): Float32Array {
 export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
   const widen = opts.f32Vectors ?? true;
   const arch = ggufArchitecture(config);
-  // gpt-oss's packed experts and router under the per-expert names the MoE converters read.
-  const input = arch?.name === 'gpt-oss' && isGptOssCheckpoint(source) ? gptOssView(source) : source;
+  // gpt-oss's packed experts, GPT-2's Conv1D layers: under the Llama-style names read below.
+  const input = arch?.view ? arch.view(source) : source;
   const permute = arch?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];
@@ -372,7 +371,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
       'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
-      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit'] as const),
+      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit', 'layer_norm_epsilon'] as const),
     ...(Array.isArray(c.raw.layer_types) ? { layer_types: c.raw.layer_types as string[] } : {}),
     ...(Array.isArray(c.raw.mlp_only_layers) ? { mlp_only_layers: c.raw.mlp_only_layers as number[] } : {}),
     ...(typeof c.raw.norm_topk_prob === 'boolean' ? { norm_topk_prob: c.raw.norm_topk_prob } : {}),

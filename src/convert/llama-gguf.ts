@@ -7,6 +7,9 @@
 // and often differs from hidden_size / num_attention_heads.
 import { ErrorCodes, fail } from '../errors.js';
 import { DEEPSEEK_LAYER_NAMES, deepseek2Metadata, deepseekKvB, type DeepseekConfig, type DerivedTensor } from './deepseek-gguf.js';
+import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
+import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
+import type { Checkpoint } from '../io/checkpoint.js';
 
 export interface LlamaConfig extends DeepseekConfig {
   architectures?: string[];
@@ -52,6 +55,8 @@ export interface LlamaConfig extends DeepseekConfig {
   residual_multiplier?: number;
   attention_multiplier?: number;
   logits_scaling?: number;
+  /** GPT-2: its LayerNorms' epsilon. */
+  layer_norm_epsilon?: number;
   /** gpt-oss: per layer "sliding_attention" or "full_attention"; its SwiGLU's clamp. */
   layer_types?: string[];
   swiglu_limit?: number;
@@ -94,6 +99,9 @@ const GLOBAL_NAMES: Record<string, string> = {
   'model.embed_tokens.weight': 'token_embd.weight',
   'model.norm.weight': 'output_norm.weight',
   'lm_head.weight': 'output.weight',
+  // GPT-2 (through gpt2.ts): learned positions, the final LayerNorm's bias.
+  'model.embed_positions.weight': 'position_embd.weight',
+  'model.norm.bias': 'output_norm.bias',
 };
 
 // A per-expert MoE matrix: Mixtral's block_sparse_moe.experts.E.w1/w2/w3, Qwen-MoE's
@@ -384,6 +392,41 @@ export function gptOssMetadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
   return md;
 }
 
+// GPT-2 (through gpt2.ts): every projection and norm has a bias; q, k and v in one projection.
+const GPT2_LAYER_NAMES: Record<string, string> = {
+  'input_layernorm.weight': 'attn_norm.weight',
+  'input_layernorm.bias': 'attn_norm.bias',
+  'self_attn.qkv_proj.weight': 'attn_qkv.weight',
+  'self_attn.qkv_proj.bias': 'attn_qkv.bias',
+  'self_attn.o_proj.weight': 'attn_output.weight',
+  'self_attn.o_proj.bias': 'attn_output.bias',
+  'post_attention_layernorm.weight': 'ffn_norm.weight',
+  'post_attention_layernorm.bias': 'ffn_norm.bias',
+  'mlp.up_proj.weight': 'ffn_up.weight',
+  'mlp.up_proj.bias': 'ffn_up.bias',
+  'mlp.down_proj.weight': 'ffn_down.weight',
+  'mlp.down_proj.bias': 'ffn_down.bias',
+};
+
+/**
+ * The keys of a GPT-2 model (convert_hf_to_gguf's GPT2Model): sizes under `gpt2.` and the
+ * LayerNorm epsilon (config.json's layer_norm_epsilon, GPT2Config's 1e-5 when absent).
+ */
+export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const llama = llamaMetadata(cfg, name);
+  const k = (key: string) => `gpt2.${key}`;
+  return {
+    'general.architecture': { type: 'string', value: 'gpt2' },
+    'general.name': llama['general.name'],
+    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 1024 },
+    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
+    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
+    [k('attention.head_count')]: { type: 'u32', value: cfg.num_attention_heads },
+    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_epsilon ?? 1e-5 },
+  };
+}
+
 /** The keys of a Qwen3 (dense) model. */
 export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   return qwenMetadata('qwen3', cfg, name);
@@ -537,7 +580,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -565,6 +608,18 @@ export interface GgufArchitecture {
   derived?(layerTensor: string, shape: readonly number[], cfg: LlamaConfig): DerivedTensor[] | undefined;
   /** Layers numbered num_hidden_layers and up are not part of the model (DeepSeek-V3's multi-token prediction). */
   extraLayers?: 'drop';
+  /**
+   * The checkpoint under the Llama-style names the converter reads, when the family stores its
+   * tensors otherwise (gpt-oss's packed experts, GPT-2's Conv1D layers).
+   */
+  view?(input: Checkpoint): Checkpoint;
+}
+
+/** A family's own names and layouts made Llama-style (see GgufArchitecture.view), or the checkpoint itself. */
+export function familyView(input: Checkpoint): Checkpoint {
+  if (isGptOssCheckpoint(input)) return gptOssView(input);
+  if (isGpt2Checkpoint(input)) return gpt2View(input);
+  return input;
 }
 
 /** One entry per architecture: model types, q/k layout and metadata keys. */
@@ -600,7 +655,9 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
     derived: (t, shape, cfg) => (t === 'self_attn.kv_b_proj.weight' ? deepseekKvB(cfg, shape) : undefined),
   },
   // gpt-oss: read through gpt-oss.ts (experts unpacked, router renamed); no q/k permutation (NeoX rope).
-  { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata },
+  { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata, view: (c) => (isGptOssCheckpoint(c) ? gptOssView(c) : c) },
+  // GPT-2: read through gpt2.ts (Conv1D weights transposed); LayerNorms with biases, learned positions.
+  { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).
   {

@@ -97,6 +97,13 @@ export interface LlamaConfig {
    * limit) + 1), chosen by the router's logits plus its bias (mlp.gate.bias), softmax over the chosen.
    */
   gptOss?: { sliding: boolean[]; window: number; alpha: number; limit: number };
+  /**
+   * GPT-2 (model_type gpt2; its checkpoint read through convert/gpt2.ts): learned positions added to
+   * the embeddings (model.embed_positions), LayerNorms with biases (epsilon `eps`) in place of
+   * RMSNorms, q, k and v from one biased projection, no rotation, a biased o_proj, and an FFN of
+   * up_proj, GELU (tanh) and down_proj, both biased.
+   */
+  gpt2?: { eps: number; positions: number };
 }
 
 /**
@@ -204,6 +211,13 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (j.model_type === 'qwen2_moe') cfg.moe.gatedShared = int('shared_expert_intermediate_size');
   }
   if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
+  if (j.model_type === 'gpt2') {
+    const act = j.activation_function ?? 'gelu_new';
+    if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
+      fail(ErrorCodes.MODEL, `[llama] config.activation_function = ${JSON.stringify(act)} is not supported; expected "gelu_new"`, { option: 'activation_function', value: act, expected: 'gelu_new' });
+    }
+    cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
+  }
   if (j.model_type === 'gpt_oss') {
     const { experts, used } = expertCounts('num_local_experts', int);
     cfg.moe = { experts, used, ffn: cfg.intermediate_size, names: 'qwen' };
@@ -285,7 +299,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
   else if (j.model_type !== 'gpt_oss') unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  if (gemma) {
+  if (cfg.gpt2) {
+    // activation_function was checked above.
+  } else if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
   } else {
     unsupported('hidden_act', (v) => v === 'silu', '"silu"');
@@ -375,6 +391,16 @@ export const layerPrefix = (i: number) => `model.layers.${i}.`;
 /** Every tensor name the forward reads, in load order. */
 export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
+  if (config.gpt2) {
+    names.push('model.embed_positions.weight');
+    for (let i = 0; i < config.num_hidden_layers; i++) {
+      const p = layerPrefix(i);
+      for (const t of ['input_layernorm', 'self_attn.qkv_proj', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.up_proj', 'mlp.down_proj']) names.push(`${p}${t}.weight`, `${p}${t}.bias`);
+    }
+    names.push('model.norm.weight', 'model.norm.bias');
+    if (!config.tie_word_embeddings) names.push('lm_head.weight');
+    return names;
+  }
   for (let i = 0; i < config.num_hidden_layers; i++) {
     const p = layerPrefix(i);
     if (config.phi3) {

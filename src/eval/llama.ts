@@ -13,8 +13,7 @@
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
-import { languageModelName } from '../convert/llama-gguf.js';
-import { gptOssView, isGptOssCheckpoint } from '../convert/gpt-oss.js';
+import { familyView, languageModelName } from '../convert/llama-gguf.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 
@@ -40,11 +39,11 @@ export interface WeightSource {
 /**
  * A WeightSource over a Checkpoint from src/io (or anything else with readF32). The language model
  * of a multimodal checkpoint (Gemma 3 4B and up) is read under its prefixed names (see
- * languageModelName) when its tensor list holds them; a gpt-oss checkpoint through gptOssView.
+ * languageModelName) when its tensor list holds them; gpt-oss and GPT-2 through familyView.
  */
 export function checkpointWeights(input: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
-  // gpt-oss's packed experts and router, under the per-expert names the forward reads.
-  const ckpt = 'tensor' in input && isGptOssCheckpoint(input as Checkpoint) ? gptOssView(input as Checkpoint) : input;
+  // gpt-oss's packed experts, GPT-2's Conv1D layers: under the Llama-style names the forward reads.
+  const ckpt = 'tensor' in input ? familyView(input as Checkpoint) : input;
   // The prefix the stored embedding has in place of "model.", applied to every model.* name.
   const embed = 'embed_tokens.weight';
   const names = ckpt.tensors ?? [];
@@ -114,8 +113,10 @@ interface LayerWeights {
   q?: Linear; k?: Linear; v?: Linear; gate?: Linear; up?: Linear;
   qkv?: Linear; gateUp?: Linear;
   o: Linear; down?: Linear;
-  /** gpt-oss: the attention output's bias and each head's sink logit. */
+  /** gpt-oss, GPT-2: the attention output's bias; gpt-oss: each head's sink logit. */
   oBias?: Float32Array; sinks?: Float32Array;
+  /** GPT-2: the LayerNorms' biases, the fused q/k/v projection's and the FFN's. */
+  inNormBias?: Float32Array; ffnNormBias?: Float32Array; qkvBias?: Float32Array; upBias?: Float32Array; downBias?: Float32Array;
   /** A MoE FFN instead of gate/up/down: the router and each expert's matrices (gpt-oss: and biases). */
   router?: Linear;
   experts?: Expert[];
@@ -187,6 +188,8 @@ export class LlamaModel {
     private readonly layers: LayerWeights[],
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
+    /** GPT-2: the learned positions and the final LayerNorm's bias. */
+    private readonly gpt2?: { positions: Float32Array; finalNormBias: Float32Array },
   ) {}
 
   static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
@@ -199,8 +202,21 @@ export class LlamaModel {
       const w = await getChecked(source, name, n, `[${n}]`);
       return gemma ? w.map((v) => v + 1) : w;
     };
+    const vec = (name: string, n: number) => getChecked(source, name, n, `[${n}]`);
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
+      if (config.gpt2) {
+        const qkvRows = d.qDim + 2 * d.kvDim;
+        layers.push({
+          inNorm: await vec(`${p}input_layernorm.weight`, d.dim), inNormBias: await vec(`${p}input_layernorm.bias`, d.dim),
+          qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, qkvRows, d.dim), qkvBias: await vec(`${p}self_attn.qkv_proj.bias`, qkvRows),
+          o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim), oBias: await vec(`${p}self_attn.o_proj.bias`, d.dim),
+          ffnNorm: await vec(`${p}post_attention_layernorm.weight`, d.dim), ffnNormBias: await vec(`${p}post_attention_layernorm.bias`, d.dim),
+          up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim), upBias: await vec(`${p}mlp.up_proj.bias`, d.ffn),
+          down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn), downBias: await vec(`${p}mlp.down_proj.bias`, d.dim),
+        });
+        continue;
+      }
       const mla = config.mla;
       if (mla) {
         const moe = config.moe?.deepseek && i >= config.moe.deepseek.denseLayers ? config.moe : undefined;
@@ -264,7 +280,11 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    return new LlamaModel(config, d, embed, layers, finalNorm, head);
+    const gpt2 = config.gpt2 ? {
+      positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`),
+      finalNormBias: await vec('model.norm.bias', d.dim),
+    } : undefined;
+    return new LlamaModel(config, d, embed, layers, finalNorm, head, gpt2);
   }
 
   /**
@@ -296,6 +316,16 @@ export class LlamaModel {
     const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
+    const gpt2 = this.gpt2;
+    if (gpt2) {
+      const max = this.config.gpt2!.positions;
+      if (n > max) fail(ErrorCodes.BAD_INPUT, `[llama] ${n} positions are more than the ${max} GPT-2 has learned (n_positions)`, { value: n, expected: `<= ${max}` });
+      for (let i = 0; i < n * d.dim; i++) x[i] += gpt2.positions[i];
+    }
+    // LayerNorm with bias (GPT-2) or RMSNorm.
+    const gptEps = this.config.gpt2?.eps ?? 0;
+    const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
+      (b ? layerNorm(src, n, d.dim, w, b, gptEps, out) : rmsNorm(src, n, d.dim, w, eps, out));
     const xn = x.subarray(0, n * d.dim);
     const granite = this.config.granite;
     if (gemma || granite) {
@@ -307,12 +337,13 @@ export class LlamaModel {
 
     for (let l = 0; l < d.layers; l++) {
       const L = this.layers[l];
-      if (L.inNorm) rmsNorm(x, n, d.dim, L.inNorm, eps, xb);
+      if (L.inNorm) norm(x, L.inNorm, L.inNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
       if (L.mla) {
         mlaProject(L.mla, mla!, d, xb, n, global.cos, global.sin, q, k, v);
       } else if (L.qkv) {
         L.qkv.apply(xb, n, fused);
+        if (L.qkvBias) addBias(fused, n, L.qkvBias);
         splitRows(fused, n, [[q, d.qDim], [k, d.kvDim], [v, d.kvDim]]);
       } else {
         L.q!.apply(xb, n, q);
@@ -328,7 +359,7 @@ export class LlamaModel {
       const oss = this.config.gptOss;
       const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : n;
       const r = sliding ? local : global;
-      if (!this.config.no_rope?.[l] && !mla) {
+      if (!this.config.no_rope?.[l] && !mla && !gpt2) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
@@ -338,9 +369,15 @@ export class LlamaModel {
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
 
-      if (L.ffnNorm) rmsNorm(x, n, d.dim, L.ffnNorm, eps, xb);
+      if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (L.router) {
+      if (gpt2) {
+        L.up!.apply(xb, n, u);
+        addBias(u, n, L.upBias!);
+        for (let i = 0; i < n * d.ffn; i++) u[i] = geluTanh(u[i]);
+        L.down!.apply(u, n, xb2);
+        addBias(xb2, n, L.downBias!);
+      } else if (L.router) {
         moeFfn(L, this.config.moe!, xb, n, d.dim, xb2, this.config.gptOss);
       } else {
         if (L.gateUp) {
@@ -357,7 +394,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
       opts.onLayer?.(l, xn);
     }
-    rmsNorm(x, n, d.dim, this.finalNorm, eps, xb);
+    norm(x, this.finalNorm, gpt2?.finalNormBias, xb);
     const out = logits.subarray(0, n * d.vocab);
     this.head.apply(xb, n, out);
     const cap = gemma?.finalLogitSoftcapping;
@@ -406,7 +443,7 @@ export class LlamaModel {
     this.ws = {
       capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvHeads * d.vHeadDim),
       att: f(d.attDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
-      fused: this.config.phi3 ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
+      fused: this.config.phi3 || this.config.gpt2 ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
     };
     return this.ws;
   }
@@ -587,6 +624,19 @@ function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number,
         att[ao + i] = a / sum;
       }
     }
+  }
+}
+
+/** LayerNorm over each of n rows: (x - mean) / sqrt(var + eps) * w + b, statistics in float64. */
+export function layerNorm(x: Float32Array, n: number, dim: number, w: Float32Array, b: Float32Array, eps: number, out: Float32Array): void {
+  for (let t = 0, o = 0; t < n; t++, o += dim) {
+    let mean = 0;
+    for (let i = 0; i < dim; i++) mean += x[o + i];
+    mean /= dim;
+    let v = 0;
+    for (let i = 0; i < dim; i++) v += (x[o + i] - mean) ** 2;
+    const inv = 1 / Math.sqrt(v / dim + eps);
+    for (let i = 0; i < dim; i++) out[o + i] = (x[o + i] - mean) * inv * w[i] + b[i];
   }
 }
 

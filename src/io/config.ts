@@ -48,9 +48,23 @@ const CONFIG_DEFAULTS: Record<string, Record<string, unknown>> = {
   gemma2: { head_dim: 256, sliding_window: 4096, tie_word_embeddings: true },
 };
 
+/**
+ * GPT-2's config names its sizes its own way (GPT2Config: n_embd, n_layer, n_head, n_positions,
+ * n_inner = null for 4 * n_embd) and ties its head by PretrainedConfig's default: the common names.
+ */
+function gpt2Names(c: Record<string, unknown>): Record<string, unknown> {
+  const n = (k: string) => (typeof c[k] === 'number' ? c[k] : undefined);
+  const embd = n('n_embd');
+  return {
+    hidden_size: embd, num_hidden_layers: n('n_layer'), num_attention_heads: n('n_head'), max_position_embeddings: n('n_positions'),
+    intermediate_size: n('n_inner') ?? (embd === undefined ? undefined : 4 * (embd as number)), tie_word_embeddings: true,
+  };
+}
+
 /** A parsed config.json (or its merged text_config) with its model type's defaults under it. */
 export function withConfigDefaults(c: Record<string, unknown>): Record<string, unknown> {
   const defaults = typeof c.model_type === 'string' ? CONFIG_DEFAULTS[c.model_type] : undefined;
+  if (c.model_type === 'gpt2') return { ...gpt2Names(c), ...c };
   return defaults ? { ...defaults, ...c } : c;
 }
 

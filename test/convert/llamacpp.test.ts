@@ -8,7 +8,8 @@
 // whole-projection q/k norms), Mixtral and Qwen3-MoE (stacked experts), DeepSeek-V2 and V3 (latent
 // attention, shared experts; V3 in FP8), Granite (scaled embeddings, branches, scores, logits),
 // SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
-// (1 + w sandwich norms, sliding-window layers, capped scores) and rope-scaled Llama 3 checkpoints
+// (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
+// biases), GPT-2 (Conv1D layers, LayerNorms, learned positions) and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -237,7 +238,7 @@ type Forced = { logprob: number; best: number }[];
  * checks the conversion against the checkpoint's own meaning, not only against itself.
  */
 async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false, preTokenizer?: Record<string, unknown>, scheme?: string[]) {
-  const V = config.vocab_size as number, H = config.hidden_size as number;
+  const V = config.vocab_size as number, H = (config.hidden_size ?? config.n_embd) as number;
   // A byte-level BPE tokenizer, prompt "<|im_start|>" (one special token; no BOS for the qwen2
   // pre-tokenizer), or a SentencePiece one (Phi-3's kind), prompt "a" (<s> "▁a").
   const words = Array.from({ length: 26 }, (_, i) => `▁${String.fromCharCode(97 + i)}`);
@@ -249,7 +250,7 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
   // text stays UTF-8, which wllama needs, and never ends. With a tied head the embedding rows are
   // the output rows; the prompt's token keeps its own.
   const sampled = spm ? (id: number) => id >= 259 && id < 259 + words.length : (id: number) => (id >= 32 && id <= 126) || (id >= 256 && id < added[0].id);
-  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight')!).data as Float32Array;
+  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight' || x.name === 'wte.weight')!).data as Float32Array;
   for (let id = 0; id < V; id++) if (!sampled(id) && id !== start) head.fill(0, id * H, (id + 1) * H);
   writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
@@ -486,6 +487,28 @@ function gptOssDecoder(seed: number): GenTensor[] {
   return out;
 }
 
+/**
+ * A GPT-2 checkpoint as transformers saves it: Conv1D projections stored [in, out], q, k and v in
+ * one c_attn, LayerNorms with biases, learned positions, the head tied to wte.
+ */
+function gpt2Decoder(seed: number): GenTensor[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, V } = D, FF = 4 * H;
+  // wte's rows and ln_f's bias share a positive offset: the tied head then scores the tokens that
+  // keep their rows above the zeroed ones (see againstLlamaCpp).
+  const tensors: GenTensor[] = [t('wte.weight', [V, H], 1, 0.3), t('wpe.weight', [64, H], 0.5), t('ln_f.weight', [H], 0.5, 1), t('ln_f.bias', [H], 0.2, 1)];
+  for (let l = 0; l < 2; l++) {
+    const p = `h.${l}.`;
+    tensors.push(t(`${p}ln_1.weight`, [H], 0.5, 1), t(`${p}ln_1.bias`, [H], 0.2), t(`${p}attn.c_attn.weight`, [H, 3 * H], 0.5), t(`${p}attn.c_attn.bias`, [3 * H], 0.5),
+      t(`${p}attn.c_proj.weight`, [H, H], 0.4), t(`${p}attn.c_proj.bias`, [H], 0.2), t(`${p}ln_2.weight`, [H], 0.5, 1), t(`${p}ln_2.bias`, [H], 0.2),
+      t(`${p}mlp.c_fc.weight`, [H, FF], 0.4), t(`${p}mlp.c_fc.bias`, [FF], 0.4), t(`${p}mlp.c_proj.weight`, [FF, H], 0.3), t(`${p}mlp.c_proj.bias`, [H], 0.2),
+      // The causal-mask buffer old checkpoints carry, which GGUF does not store.
+      { name: `${p}attn.bias`, dtype: 'F32', shape: [1, 1, 4, 4], data: new Float32Array(16).fill(1) });
+  }
+  return tensors;
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -659,6 +682,15 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.moe, cfg.gptOss, cfg.qkv_bias]).toEqual([{ experts: 4, used: 2, ffn: D.FF, names: 'qwen' }, { sliding: [true, false], window: 4, alpha: 1.702, limit: 7 }, true]),
     without: (cfg) => ({ ...cfg, gptOss: { ...cfg.gptOss!, sliding: [false, false] } }),
+  },
+  {
+    title: 'GPT-2: Conv1D projections transposed, LayerNorms with biases, learned positions, tied head', seed: 79, decoder: gpt2Decoder,
+    config: {
+      architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', n_embd: D.H, n_layer: 2, n_head: D.HEADS, n_positions: 64, n_ctx: 64, n_inner: null,
+      vocab_size: D.V, layer_norm_epsilon: 1e-5, activation_function: 'gelu_new',
+    },
+    expectConfig: (cfg) => expect([cfg.gpt2, cfg.tie_word_embeddings, cfg.intermediate_size]).toEqual([{ eps: 1e-5, positions: 64 }, true, 4 * D.H]),
+    without: (cfg) => ({ ...cfg, gpt2: { ...cfg.gpt2!, eps: 1 } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
