@@ -69,7 +69,7 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
     const json = !!o.json;
     let last = 0;
     const result = await evaluate({
-      reference: { config, weights: checkpointWeights(ref.checkpoint) },
+      reference: { config, weights: checkpointWeights(ref.checkpoint, config) },
       candidate, tokens, maxDocs: o['max-docs'] as number | undefined, contextLength: o.context as number | undefined, signal: io.signal,
       onProgress: (p) => {
         if (json || !io.stdout.isTTY || Date.now() - last < 200) return;

@@ -9,6 +9,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { DEEPSEEK_LAYER_NAMES, deepseek2Metadata, deepseekKvB, type DeepseekConfig, type DerivedTensor } from './deepseek-gguf.js';
 import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
 import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
+import { gptNeoxView, isGptNeoxCheckpoint } from './gpt-neox.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 
 export interface LlamaConfig extends DeepseekConfig {
@@ -57,6 +58,11 @@ export interface LlamaConfig extends DeepseekConfig {
   logits_scaling?: number;
   /** GPT-2: its LayerNorms' epsilon. */
   layer_norm_epsilon?: number;
+  /** GPT-NeoX: LayerNorm epsilon, rotated share of each head, rope base, parallel residuals. */
+  layer_norm_eps?: number;
+  rotary_pct?: number;
+  rotary_emb_base?: number;
+  use_parallel_residual?: boolean;
   /** gpt-oss: per layer "sliding_attention" or "full_attention"; its SwiGLU's clamp. */
   layer_types?: string[];
   swiglu_limit?: number;
@@ -427,6 +433,31 @@ export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
   };
 }
 
+/**
+ * The keys of a GPT-NeoX model (convert_hf_to_gguf's GPTNeoXModel): sizes under `gptneox.`, the
+ * rotated dimensions (rotary_pct of head_dim), parallel residuals and the LayerNorm epsilon.
+ * llama.cpp takes the rope base as 10000 (the converter writes none): another rotary_emb_base is
+ * refused.
+ */
+export function gptNeoxMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const base = cfg.rotary_emb_base ?? cfg.rope_theta ?? 10000;
+  if (base !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rotary_emb_base = ${base} cannot be written for llama.cpp's gptneox (it needs 10000)`, { option: 'rotary_emb_base', value: base, expected: 10000 });
+  const llama = llamaMetadata(cfg, name);
+  const k = (key: string) => `gptneox.${key}`;
+  return {
+    'general.architecture': { type: 'string', value: 'gptneox' },
+    'general.name': llama['general.name'],
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
+    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
+    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
+    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
+    [k('rope.dimension_count')]: { type: 'u32', value: Math.trunc((cfg.rotary_pct ?? 1) * (cfg.hidden_size / cfg.num_attention_heads)) },
+    [k('attention.head_count')]: { type: 'u32', value: cfg.num_attention_heads },
+    [k('use_parallel_residual')]: { type: 'bool', value: cfg.use_parallel_residual ?? true },
+    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_eps ?? 1e-5 },
+  };
+}
+
 /** The keys of a Qwen3 (dense) model. */
 export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   return qwenMetadata('qwen3', cfg, name);
@@ -580,7 +611,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -612,13 +643,17 @@ export interface GgufArchitecture {
    * The checkpoint under the Llama-style names the converter reads, when the family stores its
    * tensors otherwise (gpt-oss's packed experts, GPT-2's Conv1D layers).
    */
-  view?(input: Checkpoint): Checkpoint;
+  view?(input: Checkpoint, cfg: Pick<LlamaConfig, 'num_attention_heads'>): Checkpoint;
 }
 
-/** A family's own names and layouts made Llama-style (see GgufArchitecture.view), or the checkpoint itself. */
-export function familyView(input: Checkpoint): Checkpoint {
+/**
+ * A family's own names and layouts made Llama-style (see GgufArchitecture.view), or the checkpoint
+ * itself. GPT-NeoX's needs the head count (its q, k and v rows are grouped by head).
+ */
+export function familyView(input: Checkpoint, cfg?: Pick<LlamaConfig, 'num_attention_heads'>): Checkpoint {
   if (isGptOssCheckpoint(input)) return gptOssView(input);
   if (isGpt2Checkpoint(input)) return gpt2View(input);
+  if (cfg && isGptNeoxCheckpoint(input)) return gptNeoxView(input, cfg.num_attention_heads);
   return input;
 }
 
@@ -658,6 +693,11 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata, view: (c) => (isGptOssCheckpoint(c) ? gptOssView(c) : c) },
   // GPT-2: read through gpt2.ts (Conv1D weights transposed); LayerNorms with biases, learned positions.
   { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
+  // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.
+  {
+    name: 'gptneox', modelTypes: ['gpt_neox'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gptNeoxMetadata,
+    view: (c, cfg) => (isGptNeoxCheckpoint(c) ? gptNeoxView(c, cfg.num_attention_heads) : c),
+  },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).
   {

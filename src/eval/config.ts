@@ -104,6 +104,13 @@ export interface LlamaConfig {
    * up_proj, GELU (tanh) and down_proj, both biased.
    */
   gpt2?: { eps: number; positions: number };
+  /**
+   * GPT-NeoX (model_type gpt_neox: Pythia; read through convert/gpt-neox.ts): GPT-2's LayerNorms and
+   * biased projections, with rotary positions on the first `rotaryDims` of each head (NeoX's
+   * rotate-half), attention and FFN fed the same input and both added (`parallel`), and GELU exact
+   * (erf, hidden_act "gelu") or tanh.
+   */
+  neox?: { eps: number; rotaryDims: number; parallel: boolean; exactGelu: boolean };
 }
 
 /**
@@ -218,6 +225,16 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
   }
+  if (j.model_type === 'gpt_neox') {
+    const act = j.hidden_act ?? 'gelu';
+    if (!['gelu', 'gelu_new', 'gelu_fast', 'gelu_pytorch_tanh'].includes(String(act))) {
+      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for gpt_neox; expected "gelu"`, { option: 'hidden_act', value: act, expected: 'gelu' });
+    }
+    const headDim = cfg.hidden_size / heads;
+    const pct = j.rotary_pct === undefined ? 1 : pos('rotary_pct', 1);
+    cfg.rope_theta = pos('rotary_emb_base', cfg.rope_theta);
+    cfg.neox = { eps: pos('layer_norm_eps', 1e-5), rotaryDims: Math.trunc(pct * headDim), parallel: j.use_parallel_residual !== false, exactGelu: act === 'gelu' };
+  }
   if (j.model_type === 'gpt_oss') {
     const { experts, used } = expertCounts('num_local_experts', int);
     cfg.moe = { experts, used, ffn: cfg.intermediate_size, names: 'qwen' };
@@ -297,10 +314,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
-  else if (j.model_type !== 'gpt_oss') unsupported('attention_bias', (v) => v === false, 'false');
+  else if (j.model_type !== 'gpt_oss' && j.model_type !== 'gpt_neox') unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  if (cfg.gpt2) {
-    // activation_function was checked above.
+  if (cfg.gpt2 || cfg.neox) {
+    // activation_function / hidden_act were checked above.
   } else if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
   } else {
@@ -391,8 +408,8 @@ export const layerPrefix = (i: number) => `model.layers.${i}.`;
 /** Every tensor name the forward reads, in load order. */
 export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
-  if (config.gpt2) {
-    names.push('model.embed_positions.weight');
+  if (config.gpt2 || config.neox) {
+    if (config.gpt2) names.push('model.embed_positions.weight');
     for (let i = 0; i < config.num_hidden_layers; i++) {
       const p = layerPrefix(i);
       for (const t of ['input_layernorm', 'self_attn.qkv_proj', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.up_proj', 'mlp.down_proj']) names.push(`${p}${t}.weight`, `${p}${t}.bias`);

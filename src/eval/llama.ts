@@ -41,9 +41,10 @@ export interface WeightSource {
  * of a multimodal checkpoint (Gemma 3 4B and up) is read under its prefixed names (see
  * languageModelName) when its tensor list holds them; gpt-oss and GPT-2 through familyView.
  */
-export function checkpointWeights(input: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }): WeightSource {
-  // gpt-oss's packed experts, GPT-2's Conv1D layers: under the Llama-style names the forward reads.
-  const ckpt = 'tensor' in input ? familyView(input as Checkpoint) : input;
+export function checkpointWeights(input: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }, config?: Pick<LlamaConfig, 'num_attention_heads'>): WeightSource {
+  // gpt-oss's packed experts, GPT-2's Conv1D layers, GPT-NeoX's q/k/v by head (which needs the
+  // config): under the Llama-style names the forward reads.
+  const ckpt = 'tensor' in input ? familyView(input as Checkpoint, config) : input;
   // The prefix the stored embedding has in place of "model.", applied to every model.* name.
   const embed = 'embed_tokens.weight';
   const names = ckpt.tensors ?? [];
@@ -188,8 +189,8 @@ export class LlamaModel {
     private readonly layers: LayerWeights[],
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
-    /** GPT-2: the learned positions and the final LayerNorm's bias. */
-    private readonly gpt2?: { positions: Float32Array; finalNormBias: Float32Array },
+    /** GPT-2 and GPT-NeoX: the final LayerNorm's bias; GPT-2: the learned positions. */
+    private readonly gpt2?: { positions?: Float32Array; finalNormBias: Float32Array },
   ) {}
 
   static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
@@ -205,7 +206,7 @@ export class LlamaModel {
     const vec = (name: string, n: number) => getChecked(source, name, n, `[${n}]`);
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
-      if (config.gpt2) {
+      if (config.gpt2 || config.neox) {
         const qkvRows = d.qDim + 2 * d.kvDim;
         layers.push({
           inNorm: await vec(`${p}input_layernorm.weight`, d.dim), inNormBias: await vec(`${p}input_layernorm.bias`, d.dim),
@@ -280,8 +281,8 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const gpt2 = config.gpt2 ? {
-      positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`),
+    const gpt2 = config.gpt2 || config.neox ? {
+      ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
     } : undefined;
     return new LlamaModel(config, d, embed, layers, finalNorm, head, gpt2);
@@ -317,13 +318,14 @@ export class LlamaModel {
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
     const gpt2 = this.gpt2;
-    if (gpt2) {
+    const neox = this.config.neox;
+    if (gpt2?.positions) {
       const max = this.config.gpt2!.positions;
       if (n > max) fail(ErrorCodes.BAD_INPUT, `[llama] ${n} positions are more than the ${max} GPT-2 has learned (n_positions)`, { value: n, expected: `<= ${max}` });
-      for (let i = 0; i < n * d.dim; i++) x[i] += gpt2.positions[i];
+      for (let i = 0; i < n * d.dim; i++) x[i] += gpt2.positions![i];
     }
     // LayerNorm with bias (GPT-2) or RMSNorm.
-    const gptEps = this.config.gpt2?.eps ?? 0;
+    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? 0;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
       (b ? layerNorm(src, n, d.dim, w, b, gptEps, out) : rmsNorm(src, n, d.dim, w, eps, out));
     const xn = x.subarray(0, n * d.dim);
@@ -359,7 +361,7 @@ export class LlamaModel {
       const oss = this.config.gptOss;
       const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : n;
       const r = sliding ? local : global;
-      if (!this.config.no_rope?.[l] && !mla && !gpt2) {
+      if (!this.config.no_rope?.[l] && !mla && !gpt2?.positions) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
@@ -367,14 +369,19 @@ export class LlamaModel {
       L.o.apply(att, n, xb2);
       if (L.oBias) addBias(xb2, n, L.oBias);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
+      // GPT-NeoX's parallel residual: the FFN reads the block's input, not input + attention.
+      if (neox?.parallel) norm(x, L.ffnNorm!, L.ffnNormBias, xb);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
 
-      if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
+      if (neox?.parallel) {
+        // xb already holds the FFN's input.
+      } else if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
       if (gpt2) {
         L.up!.apply(xb, n, u);
         addBias(u, n, L.upBias!);
-        for (let i = 0; i < n * d.ffn; i++) u[i] = geluTanh(u[i]);
+        const gelu = neox?.exactGelu ? geluErf : geluTanh;
+        for (let i = 0; i < n * d.ffn; i++) u[i] = gelu(u[i]);
         L.down!.apply(u, n, xb2);
         addBias(xb2, n, L.downBias!);
       } else if (L.router) {
@@ -410,7 +417,7 @@ export class LlamaModel {
   private yarn?: Float32Array;
   /** Rotated dims per head: MLA's rope dims, Phi-3's partial rotary, or all. */
   private get rotaryDims(): number {
-    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.dims.headDim;
+    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.config.neox?.rotaryDims ?? this.dims.headDim;
   }
 
   private ropes = new Map<Float32Array | undefined, Map<string, { cos: Float64Array; sin: Float64Array }>>();
@@ -443,7 +450,7 @@ export class LlamaModel {
     this.ws = {
       capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvHeads * d.vHeadDim),
       att: f(d.attDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
-      fused: this.config.phi3 || this.config.gpt2 ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
+      fused: this.config.phi3 || this.config.gpt2 || this.config.neox ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
     };
     return this.ws;
   }
@@ -585,6 +592,31 @@ const sigmoid = (a: number) => 1 / (1 + Math.exp(-a));
 function addBias(x: Float32Array, n: number, b: Float32Array): void {
   for (let t = 0, o = 0; t < n; t++, o += b.length) for (let i = 0; i < b.length; i++) x[o + i] += b[i];
 }
+// GELU, exact: x * Phi(x) (torch's "gelu"), with erf to float64 precision.
+const geluErf = (a: number) => 0.5 * a * (1 + erf(a / Math.SQRT2));
+
+/**
+ * erf to about 1e-15: its Maclaurin series below 2.5 (terms alternate and shrink fast there), and
+ * 1 - erfc from erfc's continued fraction above.
+ */
+export function erf(x: number): number {
+  const ax = Math.abs(x);
+  if (ax < 2.5) {
+    let term = ax, sum = ax;
+    for (let k = 1; k < 60; k++) {
+      term *= (-ax * ax) / k;
+      const t = term / (2 * k + 1);
+      sum += t;
+      if (Math.abs(t) < 1e-17 * Math.abs(sum)) break;
+    }
+    return Math.sign(x) * (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  // erfc(x) = exp(-x^2) / sqrt(pi) * 1 / (x + (1/2) / (x + 1 / (x + (3/2) / (x + 2 / (x + ...))))).
+  let f = ax;
+  for (let k = 60; k >= 1; k--) f = ax + (k / 2) / f;
+  return Math.sign(x) * (1 - Math.exp(-ax * ax) / Math.sqrt(Math.PI) / f);
+}
+
 // GELU, tanh approximation (gelu_pytorch_tanh).
 const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
 

@@ -9,7 +9,8 @@
 // attention, shared experts; V3 in FP8), Granite (scaled embeddings, branches, scores, logits),
 // SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
 // (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
-// biases), GPT-2 (Conv1D layers, LayerNorms, learned positions) and rope-scaled Llama 3 checkpoints
+// biases), GPT-2 (Conv1D layers, LayerNorms, learned positions), GPT-NeoX (q/k/v by head, partial
+// rotary, parallel residuals) and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -250,7 +251,7 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
   // text stays UTF-8, which wllama needs, and never ends. With a tied head the embedding rows are
   // the output rows; the prompt's token keeps its own.
   const sampled = spm ? (id: number) => id >= 259 && id < 259 + words.length : (id: number) => (id >= 32 && id <= 126) || (id >= 256 && id < added[0].id);
-  const head = (tensors.find((x) => x.name === 'lm_head.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight' || x.name === 'wte.weight')!).data as Float32Array;
+  const head = (tensors.find((x) => x.name === 'lm_head.weight' || x.name === 'embed_out.weight') ?? tensors.find((x) => x.name === 'model.embed_tokens.weight' || x.name === 'wte.weight')!).data as Float32Array;
   for (let id = 0; id < V; id++) if (!sampled(id) && id !== start) head.fill(0, id * H, (id + 1) * H);
   writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
@@ -273,7 +274,7 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
     steps: r.steps,
     gguf: ck,
     async forced(cfg: ReturnType<typeof llamaConfig>, fromOriginal = false): Promise<Forced> {
-      const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original) : await quantizedWeights(ck, cfg));
+      const model = await LlamaModel.load(cfg, fromOriginal ? checkpointWeights(original, cfg) : await quantizedWeights(ck, cfg));
       const logits = model.forward([...promptIds, ...r.steps.map((s) => s.id)].slice(0, -1));
       const lp = new Float64Array(V);
       const p0 = promptIds.length - 1;
@@ -509,6 +510,25 @@ function gpt2Decoder(seed: number): GenTensor[] {
   return tensors;
 }
 
+/**
+ * A GPT-NeoX (Pythia) checkpoint as transformers saves it: each head's q, k and v rows together in
+ * query_key_value, LayerNorms with biases, an untied embed_out.
+ */
+function neoxDecoder(seed: number): GenTensor[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, V } = D, FF = 4 * H;
+  const tensors: GenTensor[] = [t('gpt_neox.embed_in.weight', [V, H], 1), t('gpt_neox.final_layer_norm.weight', [H], 0.5, 1), t('gpt_neox.final_layer_norm.bias', [H], 0.2), t('embed_out.weight', [V, H], 0.8)];
+  for (let l = 0; l < 2; l++) {
+    const p = `gpt_neox.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}input_layernorm.bias`, [H], 0.2), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.bias`, [H], 0.2),
+      t(`${p}attention.query_key_value.weight`, [3 * H, H], 0.6), t(`${p}attention.query_key_value.bias`, [3 * H], 0.5), t(`${p}attention.dense.weight`, [H, H], 0.4), t(`${p}attention.dense.bias`, [H], 0.2),
+      t(`${p}mlp.dense_h_to_4h.weight`, [FF, H], 0.4), t(`${p}mlp.dense_h_to_4h.bias`, [FF], 0.4), t(`${p}mlp.dense_4h_to_h.weight`, [H, FF], 0.3), t(`${p}mlp.dense_4h_to_h.bias`, [H], 0.2),
+      { name: `${p}attention.rotary_emb.inv_freq`, dtype: 'F32', shape: [2], data: new Float32Array([1, 0.01]) });
+  }
+  return tensors;
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -691,6 +711,17 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.gpt2, cfg.tie_word_embeddings, cfg.intermediate_size]).toEqual([{ eps: 1e-5, positions: 64 }, true, 4 * D.H]),
     without: (cfg) => ({ ...cfg, gpt2: { ...cfg.gpt2!, eps: 1 } }),
+  },
+  {
+    // Pythia's shape: a quarter of each head rotated, parallel residuals, exact GELU.
+    title: 'GPT-NeoX (Pythia): q/k/v grouped by head, partial NeoX rotary, parallel residuals, LayerNorms with biases', seed: 83, decoder: neoxDecoder,
+    config: {
+      architectures: ['GPTNeoXForCausalLM'], model_type: 'gpt_neox', hidden_size: D.H, intermediate_size: 4 * D.H, num_hidden_layers: 2, num_attention_heads: D.HEADS,
+      vocab_size: D.V, max_position_embeddings: 128, rotary_pct: 0.25, rotary_emb_base: 10000, layer_norm_eps: 1e-5, use_parallel_residual: true, hidden_act: 'gelu',
+      tie_word_embeddings: false,
+    },
+    expectConfig: (cfg) => expect(cfg.neox).toEqual({ eps: 1e-5, rotaryDims: 4, parallel: true, exactGelu: true }),
+    without: (cfg) => ({ ...cfg, neox: { ...cfg.neox!, parallel: false } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,

@@ -62,7 +62,7 @@ async function run(req: EvalRequest): Promise<void> {
     check();
     post({ type: 'stage', text: 'Evaluating…' });
     const result = await evaluate({
-      reference: { config, weights: checkpointWeights(original.checkpoint) },
+      reference: { config, weights: checkpointWeights(original.checkpoint, config) },
       candidate, tokens, maxDocs: req.maxDocs, contextLength: req.contextLength, signal,
       onProgress: (p) => post({ type: 'progress', ...p }),
     });
