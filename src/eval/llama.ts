@@ -190,7 +190,7 @@ export class LlamaModel {
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
     /** GPT-2 and GPT-NeoX: the final LayerNorm's bias; GPT-2: the learned positions. */
-    private readonly gpt2?: { positions?: Float32Array; finalNormBias: Float32Array },
+    private readonly ln?: { positions?: Float32Array; finalNormBias: Float32Array },
   ) {}
 
   static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
@@ -281,11 +281,11 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const gpt2 = config.gpt2 || config.neox ? {
+    const ln = config.gpt2 || config.neox ? {
       ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
     } : undefined;
-    return new LlamaModel(config, d, embed, layers, finalNorm, head, gpt2);
+    return new LlamaModel(config, d, embed, layers, finalNorm, head, ln);
   }
 
   /**
@@ -317,12 +317,13 @@ export class LlamaModel {
     const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
-    const gpt2 = this.gpt2;
+    // GPT-2 and GPT-NeoX: LayerNorms, biased projections, an ungated GELU FFN.
+    const ln = this.ln;
     const neox = this.config.neox;
-    if (gpt2?.positions) {
+    if (ln?.positions) {
       const max = this.config.gpt2!.positions;
       if (n > max) fail(ErrorCodes.BAD_INPUT, `[llama] ${n} positions are more than the ${max} GPT-2 has learned (n_positions)`, { value: n, expected: `<= ${max}` });
-      for (let i = 0; i < n * d.dim; i++) x[i] += gpt2.positions![i];
+      for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
     // LayerNorm with bias (GPT-2) or RMSNorm.
     const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? 0;
@@ -361,7 +362,7 @@ export class LlamaModel {
       const oss = this.config.gptOss;
       const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : n;
       const r = sliding ? local : global;
-      if (!this.config.no_rope?.[l] && !mla && !gpt2?.positions) {
+      if (!this.config.no_rope?.[l] && !mla && !ln?.positions) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
@@ -377,7 +378,7 @@ export class LlamaModel {
         // xb already holds the FFN's input.
       } else if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (gpt2) {
+      if (ln) {
         L.up!.apply(xb, n, u);
         addBias(u, n, L.upBias!);
         const gelu = neox?.exactGelu ? geluErf : geluTanh;
@@ -401,7 +402,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
       opts.onLayer?.(l, xn);
     }
-    norm(x, this.finalNorm, gpt2?.finalNormBias, xb);
+    norm(x, this.finalNorm, ln?.finalNormBias, xb);
     const out = logits.subarray(0, n * d.vocab);
     this.head.apply(xb, n, out);
     const cap = gemma?.finalLogitSoftcapping;
