@@ -373,6 +373,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
       'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit', 'layer_norm_epsilon', 'layer_norm_eps', 'rotary_pct', 'rotary_emb_base'] as const),
     ...(typeof c.raw.use_parallel_residual === 'boolean' ? { use_parallel_residual: c.raw.use_parallel_residual } : {}),
+    ...(typeof c.raw.qk_layernorm === 'boolean' ? { qk_layernorm: c.raw.qk_layernorm } : {}),
     ...(Array.isArray(c.raw.layer_types) ? { layer_types: c.raw.layer_types as string[] } : {}),
     ...(Array.isArray(c.raw.mlp_only_layers) ? { mlp_only_layers: c.raw.mlp_only_layers as number[] } : {}),
     ...(typeof c.raw.norm_topk_prob === 'boolean' ? { norm_topk_prob: c.raw.norm_topk_prob } : {}),

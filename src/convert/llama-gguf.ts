@@ -10,6 +10,7 @@ import { DEEPSEEK_LAYER_NAMES, deepseek2Metadata, deepseekKvB, type DeepseekConf
 import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
 import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
 import { gptNeoxView, isGptNeoxCheckpoint } from './gpt-neox.js';
+import { isPhi2Checkpoint, phi2View } from './phi2.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 
 export interface LlamaConfig extends DeepseekConfig {
@@ -63,6 +64,8 @@ export interface LlamaConfig extends DeepseekConfig {
   rotary_pct?: number;
   rotary_emb_base?: number;
   use_parallel_residual?: boolean;
+  /** Phi-2: LayerNorms on q and k (llama.cpp's phi2 has none). */
+  qk_layernorm?: boolean;
   /** gpt-oss: per layer "sliding_attention" or "full_attention"; its SwiGLU's clamp. */
   layer_types?: string[];
   swiglu_limit?: number;
@@ -108,6 +111,8 @@ const GLOBAL_NAMES: Record<string, string> = {
   // GPT-2 (through gpt2.ts): learned positions, the final LayerNorm's bias.
   'model.embed_positions.weight': 'position_embd.weight',
   'model.norm.bias': 'output_norm.bias',
+  // Phi-2's head has a bias.
+  'lm_head.bias': 'output.bias',
 };
 
 // A per-expert MoE matrix: Mixtral's block_sparse_moe.experts.E.w1/w2/w3, Qwen-MoE's
@@ -458,6 +463,43 @@ export function gptNeoxMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
   };
 }
 
+// Phi-2 (through phi2.ts): biased q, k, v, o, up and down projections, one LayerNorm with bias.
+const PHI2_LAYER_NAMES: Record<string, string> = {
+  ...GPT2_LAYER_NAMES,
+  'self_attn.q_proj.weight': 'attn_q.weight',
+  'self_attn.q_proj.bias': 'attn_q.bias',
+  'self_attn.k_proj.weight': 'attn_k.weight',
+  'self_attn.k_proj.bias': 'attn_k.bias',
+  'self_attn.v_proj.weight': 'attn_v.weight',
+  'self_attn.v_proj.bias': 'attn_v.bias',
+};
+
+/**
+ * The keys of a Phi-2 model (convert_hf_to_gguf's Phi2Model): sizes under `phi2.`, the rotated
+ * dimensions (partial_rotary_factor of head_dim) and the LayerNorm epsilon. llama.cpp takes the
+ * rope base as 10000 and has no q/k LayerNorms: others are refused.
+ */
+export function phi2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const c = cfg;
+  if ((cfg.rope_theta ?? 10000) !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_theta = ${cfg.rope_theta} cannot be written for llama.cpp's phi2 (it needs 10000)`, { option: 'rope_theta', value: cfg.rope_theta, expected: 10000 });
+  if (c.qk_layernorm === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: qk_layernorm = true cannot be written for llama.cpp's phi2`, { option: 'qk_layernorm', value: true, expected: false });
+  const llama = llamaMetadata(cfg, name);
+  const heads = cfg.num_attention_heads;
+  const k = (key: string) => `phi2.${key}`;
+  return {
+    'general.architecture': { type: 'string', value: 'phi2' },
+    'general.name': llama['general.name'],
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
+    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
+    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
+    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
+    [k('rope.dimension_count')]: { type: 'u32', value: Math.trunc((cfg.partial_rotary_factor ?? 1) * (cfg.hidden_size / heads)) },
+    [k('attention.head_count')]: { type: 'u32', value: heads },
+    [k('attention.head_count_kv')]: { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_eps ?? 1e-5 },
+  };
+}
+
 /** The keys of a Qwen3 (dense) model. */
 export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   return qwenMetadata('qwen3', cfg, name);
@@ -611,7 +653,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -654,6 +696,7 @@ export function familyView(input: Checkpoint, cfg?: Pick<LlamaConfig, 'num_atten
   if (isGptOssCheckpoint(input)) return gptOssView(input);
   if (isGpt2Checkpoint(input)) return gpt2View(input);
   if (cfg && isGptNeoxCheckpoint(input)) return gptNeoxView(input, cfg.num_attention_heads);
+  if (isPhi2Checkpoint(input)) return phi2View(input);
   return input;
 }
 
@@ -693,6 +736,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata, view: (c) => (isGptOssCheckpoint(c) ? gptOssView(c) : c) },
   // GPT-2: read through gpt2.ts (Conv1D weights transposed); LayerNorms with biases, learned positions.
   { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
+  // Phi-1/1.5/2: read through phi2.ts (renamed); one LayerNorm feeds attention and the FFN.
+  { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
   // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.
   {
     name: 'gptneox', modelTypes: ['gpt_neox'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gptNeoxMetadata,

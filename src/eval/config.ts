@@ -111,6 +111,12 @@ export interface LlamaConfig {
    * (erf, hidden_act "gelu") or tanh.
    */
   neox?: { eps: number; rotaryDims: number; parallel: boolean; exactGelu: boolean };
+  /**
+   * Phi-1/1.5/2 (model_type phi; read through convert/phi2.ts): NeoX's LayerNorm family with q, k
+   * and v apart (biased), one LayerNorm feeding both attention and the FFN (added in parallel),
+   * rotary positions on the first `rotaryDims` of each head, GELU (tanh), a biased head.
+   */
+  phi2?: { eps: number; rotaryDims: number };
 }
 
 /**
@@ -225,6 +231,15 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
   }
+  if (j.model_type === 'phi') {
+    const act = j.hidden_act ?? 'gelu_new';
+    if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
+      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for phi; expected "gelu_new"`, { option: 'hidden_act', value: act, expected: 'gelu_new' });
+    }
+    unsupported('qk_layernorm', (v) => v === false, 'false');
+    const pct = j.partial_rotary_factor === undefined ? 0.5 : pos('partial_rotary_factor', 1);
+    cfg.phi2 = { eps: pos('layer_norm_eps', 1e-5), rotaryDims: Math.trunc(pct * (cfg.head_dim ?? cfg.hidden_size / heads)) };
+  }
   if (j.model_type === 'gpt_neox') {
     const act = j.hidden_act ?? 'gelu';
     if (!['gelu', 'gelu_new', 'gelu_fast', 'gelu_pytorch_tanh'].includes(String(act))) {
@@ -314,9 +329,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
-  else if (j.model_type !== 'gpt_oss' && j.model_type !== 'gpt_neox') unsupported('attention_bias', (v) => v === false, 'false');
+  else if (!['gpt_oss', 'gpt_neox', 'phi'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  if (cfg.gpt2 || cfg.neox) {
+  if (cfg.gpt2 || cfg.neox || cfg.phi2) {
     // activation_function / hidden_act were checked above.
   } else if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
@@ -408,14 +423,17 @@ export const layerPrefix = (i: number) => `model.layers.${i}.`;
 /** Every tensor name the forward reads, in load order. */
 export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
-  if (config.gpt2 || config.neox) {
+  if (config.gpt2 || config.neox || config.phi2) {
     if (config.gpt2) names.push('model.embed_positions.weight');
+    const parts = config.phi2
+      ? ['input_layernorm', 'self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj', 'mlp.up_proj', 'mlp.down_proj']
+      : ['input_layernorm', 'self_attn.qkv_proj', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.up_proj', 'mlp.down_proj'];
     for (let i = 0; i < config.num_hidden_layers; i++) {
       const p = layerPrefix(i);
-      for (const t of ['input_layernorm', 'self_attn.qkv_proj', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.up_proj', 'mlp.down_proj']) names.push(`${p}${t}.weight`, `${p}${t}.bias`);
+      for (const t of parts) names.push(`${p}${t}.weight`, `${p}${t}.bias`);
     }
     names.push('model.norm.weight', 'model.norm.bias');
-    if (!config.tie_word_embeddings) names.push('lm_head.weight');
+    if (!config.tie_word_embeddings) names.push('lm_head.weight', ...(config.phi2 ? ['lm_head.bias'] : []));
     return names;
   }
   for (let i = 0; i < config.num_hidden_layers; i++) {

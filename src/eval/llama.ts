@@ -190,7 +190,7 @@ export class LlamaModel {
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
     /** GPT-2 and GPT-NeoX: the final LayerNorm's bias; GPT-2: the learned positions. */
-    private readonly ln?: { positions?: Float32Array; finalNormBias: Float32Array },
+    private readonly ln?: { positions?: Float32Array; finalNormBias: Float32Array; headBias?: Float32Array },
   ) {}
 
   static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
@@ -206,13 +206,19 @@ export class LlamaModel {
     const vec = (name: string, n: number) => getChecked(source, name, n, `[${n}]`);
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
-      if (config.gpt2 || config.neox) {
+      if (config.gpt2 || config.neox || config.phi2) {
         const qkvRows = d.qDim + 2 * d.kvDim;
         layers.push({
           inNorm: await vec(`${p}input_layernorm.weight`, d.dim), inNormBias: await vec(`${p}input_layernorm.bias`, d.dim),
-          qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, qkvRows, d.dim), qkvBias: await vec(`${p}self_attn.qkv_proj.bias`, qkvRows),
+          ...(config.phi2 ? {
+            q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim), qBias: await vec(`${p}self_attn.q_proj.bias`, d.qDim),
+            k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim), kBias: await vec(`${p}self_attn.k_proj.bias`, d.kvDim),
+            v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim), vBias: await vec(`${p}self_attn.v_proj.bias`, d.kvDim),
+          } : {
+            qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, qkvRows, d.dim), qkvBias: await vec(`${p}self_attn.qkv_proj.bias`, qkvRows),
+            ffnNorm: await vec(`${p}post_attention_layernorm.weight`, d.dim), ffnNormBias: await vec(`${p}post_attention_layernorm.bias`, d.dim),
+          }),
           o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim), oBias: await vec(`${p}self_attn.o_proj.bias`, d.dim),
-          ffnNorm: await vec(`${p}post_attention_layernorm.weight`, d.dim), ffnNormBias: await vec(`${p}post_attention_layernorm.bias`, d.dim),
           up: await linear(source, `${p}mlp.up_proj.weight`, d.ffn, d.dim), upBias: await vec(`${p}mlp.up_proj.bias`, d.ffn),
           down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn), downBias: await vec(`${p}mlp.down_proj.bias`, d.dim),
         });
@@ -281,9 +287,10 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const ln = config.gpt2 || config.neox ? {
+    const ln = config.gpt2 || config.neox || config.phi2 ? {
       ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
+      ...(config.phi2 && !config.tie_word_embeddings ? { headBias: await vec('lm_head.bias', d.vocab) } : {}),
     } : undefined;
     return new LlamaModel(config, d, embed, layers, finalNorm, head, ln);
   }
@@ -326,7 +333,9 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
     // LayerNorm with bias (GPT-2) or RMSNorm.
-    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? 0;
+    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? 0;
+    // Phi-2: attention and the FFN both read the block's one LayerNorm (xb), outputs added together.
+    const phi2 = this.config.phi2 !== undefined;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
       (b ? layerNorm(src, n, d.dim, w, b, gptEps, out) : rmsNorm(src, n, d.dim, w, eps, out));
     const xn = x.subarray(0, n * d.dim);
@@ -374,7 +383,7 @@ export class LlamaModel {
       if (neox?.parallel) norm(x, L.ffnNorm!, L.ffnNormBias, xb);
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
 
-      if (neox?.parallel) {
+      if (neox?.parallel || phi2) {
         // xb already holds the FFN's input.
       } else if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
@@ -405,6 +414,7 @@ export class LlamaModel {
     norm(x, this.finalNorm, ln?.finalNormBias, xb);
     const out = logits.subarray(0, n * d.vocab);
     this.head.apply(xb, n, out);
+    if (ln?.headBias) addBias(out, n, ln.headBias);
     const cap = gemma?.finalLogitSoftcapping;
     if (cap) for (let i = 0; i < out.length; i++) out[i] = cap * Math.tanh(out[i] / cap);
     if (granite) for (let i = 0; i < out.length; i++) out[i] /= granite.logits;
@@ -418,7 +428,7 @@ export class LlamaModel {
   private yarn?: Float32Array;
   /** Rotated dims per head: MLA's rope dims, Phi-3's partial rotary, or all. */
   private get rotaryDims(): number {
-    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.config.neox?.rotaryDims ?? this.dims.headDim;
+    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.config.neox?.rotaryDims ?? this.config.phi2?.rotaryDims ?? this.dims.headDim;
   }
 
   private ropes = new Map<Float32Array | undefined, Map<string, { cos: Float64Array; sin: Float64Array }>>();

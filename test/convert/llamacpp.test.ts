@@ -10,7 +10,8 @@
 // SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
 // (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
 // biases), GPT-2 (Conv1D layers, LayerNorms, learned positions), GPT-NeoX (q/k/v by head, partial
-// rotary, parallel residuals) and rope-scaled Llama 3 checkpoints
+// rotary, parallel residuals), Phi-2 (one norm for both branches, a biased head) and rope-scaled
+// Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -529,6 +530,23 @@ function neoxDecoder(seed: number): GenTensor[] {
   return tensors;
 }
 
+/** A Phi-2 checkpoint (PhiForCausalLM): q/k/v with biases, dense, fc1 / fc2, one LayerNorm per block, a biased head. */
+function phi2Decoder(seed: number): GenTensor[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, V } = D, FF = 4 * H;
+  const tensors: GenTensor[] = [t('model.embed_tokens.weight', [V, H], 1), t('model.final_layernorm.weight', [H], 0.5, 1), t('model.final_layernorm.bias', [H], 0.2),
+    t('lm_head.weight', [V, H], 0.8), t('lm_head.bias', [V], 0.5)];
+  for (let l = 0; l < 2; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}input_layernorm.bias`, [H], 0.2));
+    for (const x of ['q', 'k', 'v']) tensors.push(t(`${p}self_attn.${x}_proj.weight`, [H, H], 0.6), t(`${p}self_attn.${x}_proj.bias`, [H], 0.5));
+    tensors.push(t(`${p}self_attn.dense.weight`, [H, H], 0.4), t(`${p}self_attn.dense.bias`, [H], 0.2),
+      t(`${p}mlp.fc1.weight`, [FF, H], 0.4), t(`${p}mlp.fc1.bias`, [FF], 0.4), t(`${p}mlp.fc2.weight`, [H, FF], 0.3), t(`${p}mlp.fc2.bias`, [H], 0.2));
+  }
+  return tensors;
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -722,6 +740,15 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect(cfg.neox).toEqual({ eps: 1e-5, rotaryDims: 4, parallel: true, exactGelu: true }),
     without: (cfg) => ({ ...cfg, neox: { ...cfg.neox!, parallel: false } }),
+  },
+  {
+    title: 'Phi-2: one LayerNorm feeding attention and FFN in parallel, partial rotary, biased projections and head', seed: 89, decoder: phi2Decoder,
+    config: {
+      architectures: ['PhiForCausalLM'], model_type: 'phi', hidden_size: D.H, intermediate_size: 4 * D.H, num_hidden_layers: 2, num_attention_heads: D.HEADS, num_key_value_heads: D.HEADS,
+      vocab_size: D.V, max_position_embeddings: 128, partial_rotary_factor: 0.5, rope_theta: 10000, layer_norm_eps: 1e-5, hidden_act: 'gelu_new', qk_layernorm: false, tie_word_embeddings: false,
+    },
+    expectConfig: (cfg) => expect(cfg.phi2).toEqual({ eps: 1e-5, rotaryDims: 8 }),
+    without: (cfg) => ({ ...cfg, phi2: { ...cfg.phi2!, rotaryDims: 16 } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,

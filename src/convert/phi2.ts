@@ -1,0 +1,42 @@
+// Phi-1, Phi-1.5 and Phi-2 checkpoints (model_type phi, transformers' PhiForCausalLM format) seen
+// with the Llama-style names the converters and the forward read: self_attn.dense is o_proj,
+// mlp.fc1 / fc2 are up_proj / down_proj, model.final_layernorm is model.norm. Layouts are
+// unchanged ([out, in] rows, q/k/v apart), so this view only renames.
+import { ErrorCodes, fail } from '../errors.js';
+import type { Checkpoint, TensorInfo } from '../io/checkpoint.js';
+
+const RENAMES: [RegExp, string][] = [
+  [/^(model\.layers\.\d+\.)self_attn\.dense\.(weight|bias)$/, '$1self_attn.o_proj.$2'],
+  [/^(model\.layers\.\d+\.)mlp\.fc1\.(weight|bias)$/, '$1mlp.up_proj.$2'],
+  [/^(model\.layers\.\d+\.)mlp\.fc2\.(weight|bias)$/, '$1mlp.down_proj.$2'],
+  [/^model\.final_layernorm\.(weight|bias)$/, 'model.norm.$1'],
+];
+
+/** True when `input` holds Phi's blocks (mlp.fc1 beside self_attn.dense). */
+export function isPhi2Checkpoint(input: Checkpoint): boolean {
+  return input.tensors.some((t) => /^model\.layers\.\d+\.self_attn\.dense\.weight$/.test(t.name));
+}
+
+export function phi2View(input: Checkpoint): Checkpoint {
+  const source = new Map<string, string>();
+  const tensors: TensorInfo[] = input.tensors.map((t) => {
+    const rule = RENAMES.find(([re]) => re.test(t.name));
+    const name = rule ? t.name.replace(rule[0], rule[1]) : t.name;
+    source.set(name, t.name);
+    return { ...t, name };
+  });
+  const src = (name: string) => source.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[phi] ${input.source}: no tensor named "${name}"`, { file: input.source, tensor: name });
+  return {
+    format: input.format,
+    source: input.source,
+    tensors,
+    metadata: input.metadata,
+    tensor: (name) => ({ ...input.tensor(src(name)), name }),
+    readRaw: (name) => input.readRaw(src(name)),
+    readF32: (name) => input.readF32(src(name)),
+    readValues: (name) => input.readValues(src(name)),
+    ...(input.readRows ? { readRows: (name: string, r0: number, n: number) => input.readRows!(src(name), r0, n) } : {}),
+    ...(input.locate ? { locate: (name: string, r0: number, n: number) => input.locate!(src(name), r0, n) } : {}),
+    ...(input.readBytes ? { readBytes: (name: string, at: number, n: number) => input.readBytes!(src(name), at, n) } : {}),
+  };
+}
