@@ -424,17 +424,22 @@ const GPT2_LAYER_NAMES: Record<string, string> = {
  * LayerNorm epsilon (config.json's layer_norm_epsilon, GPT2Config's 1e-5 when absent).
  */
 export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  return layerNormKeys('gpt2', cfg, name, 1024, cfg.layer_norm_epsilon);
+}
+
+/** The keys the LayerNorm families (GPT-2, GPT-NeoX, Phi-2) share, under `<arch>.`. */
+function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2', cfg: LlamaConfig, name: string, context: number, eps: number | undefined): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
-  const k = (key: string) => `gpt2.${key}`;
+  const k = (key: string) => `${arch}.${key}`;
   return {
-    'general.architecture': { type: 'string', value: 'gpt2' },
+    'general.architecture': { type: 'string', value: arch },
     'general.name': llama['general.name'],
     [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
-    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 1024 },
+    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? context },
     [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
     [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
     [k('attention.head_count')]: { type: 'u32', value: cfg.num_attention_heads },
-    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_epsilon ?? 1e-5 },
+    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: eps ?? 1e-5 },
   };
 }
 
@@ -447,19 +452,10 @@ export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
 export function gptNeoxMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   const base = cfg.rotary_emb_base ?? cfg.rope_theta ?? 10000;
   if (base !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rotary_emb_base = ${base} cannot be written for llama.cpp's gptneox (it needs 10000)`, { option: 'rotary_emb_base', value: base, expected: 10000 });
-  const llama = llamaMetadata(cfg, name);
-  const k = (key: string) => `gptneox.${key}`;
   return {
-    'general.architecture': { type: 'string', value: 'gptneox' },
-    'general.name': llama['general.name'],
-    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
-    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
-    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
-    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
-    [k('rope.dimension_count')]: { type: 'u32', value: Math.trunc((cfg.rotary_pct ?? 1) * (cfg.hidden_size / cfg.num_attention_heads)) },
-    [k('attention.head_count')]: { type: 'u32', value: cfg.num_attention_heads },
-    [k('use_parallel_residual')]: { type: 'bool', value: cfg.use_parallel_residual ?? true },
-    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_eps ?? 1e-5 },
+    ...layerNormKeys('gptneox', cfg, name, 2048, cfg.layer_norm_eps),
+    'gptneox.rope.dimension_count': { type: 'u32', value: Math.trunc((cfg.rotary_pct ?? 0.25) * (cfg.hidden_size / cfg.num_attention_heads)) },
+    'gptneox.use_parallel_residual': { type: 'bool', value: cfg.use_parallel_residual ?? true },
   };
 }
 
@@ -483,20 +479,12 @@ export function phi2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
   const c = cfg;
   if ((cfg.rope_theta ?? 10000) !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_theta = ${cfg.rope_theta} cannot be written for llama.cpp's phi2 (it needs 10000)`, { option: 'rope_theta', value: cfg.rope_theta, expected: 10000 });
   if (c.qk_layernorm === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: qk_layernorm = true cannot be written for llama.cpp's phi2`, { option: 'qk_layernorm', value: true, expected: false });
-  const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
-  const k = (key: string) => `phi2.${key}`;
   return {
-    'general.architecture': { type: 'string', value: 'phi2' },
-    'general.name': llama['general.name'],
-    [k('context_length')]: { type: 'u32', value: cfg.max_position_embeddings ?? 2048 },
-    [k('embedding_length')]: { type: 'u32', value: cfg.hidden_size },
-    [k('feed_forward_length')]: { type: 'u32', value: cfg.intermediate_size },
-    [k('block_count')]: { type: 'u32', value: cfg.num_hidden_layers },
-    [k('rope.dimension_count')]: { type: 'u32', value: Math.trunc((cfg.partial_rotary_factor ?? 1) * (cfg.hidden_size / heads)) },
-    [k('attention.head_count')]: { type: 'u32', value: heads },
-    [k('attention.head_count_kv')]: { type: 'u32', value: cfg.num_key_value_heads ?? heads },
-    [k('attention.layer_norm_epsilon')]: { type: 'f32', value: cfg.layer_norm_eps ?? 1e-5 },
+    ...layerNormKeys('phi2', cfg, name, 2048, cfg.layer_norm_eps),
+    // PhiConfig's default share is 0.5.
+    'phi2.rope.dimension_count': { type: 'u32', value: Math.trunc((cfg.partial_rotary_factor ?? 0.5) * (cfg.hidden_size / heads)) },
+    'phi2.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
   };
 }
 

@@ -246,7 +246,8 @@ export function llamaConfig(json: unknown): LlamaConfig {
       fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for gpt_neox; expected "gelu"`, { option: 'hidden_act', value: act, expected: 'gelu' });
     }
     const headDim = cfg.hidden_size / heads;
-    const pct = j.rotary_pct === undefined ? 1 : pos('rotary_pct', 1);
+    // GPTNeoXConfig's default share is 0.25.
+    const pct = j.rotary_pct === undefined ? 0.25 : pos('rotary_pct', 1);
     cfg.rope_theta = pos('rotary_emb_base', cfg.rope_theta);
     cfg.neox = { eps: pos('layer_norm_eps', 1e-5), rotaryDims: Math.trunc(pct * headDim), parallel: j.use_parallel_residual !== false, exactGelu: act === 'gelu' };
   }
