@@ -428,7 +428,7 @@ export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
 }
 
 /** The keys the LayerNorm families (GPT-2, GPT-NeoX, Phi-2) share, under `<arch>.`. */
-function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2', cfg: LlamaConfig, name: string, context: number, eps: number | undefined): Record<string, GgufValue> {
+function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2' | 'stablelm', cfg: LlamaConfig, name: string, context: number, eps: number | undefined): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const k = (key: string) => `${arch}.${key}`;
   return {
@@ -485,6 +485,32 @@ export function phi2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
     // PhiConfig's default share is 0.5.
     'phi2.rope.dimension_count': { type: 'u32', value: Math.trunc((cfg.partial_rotary_factor ?? 0.5) * (cfg.hidden_size / heads)) },
     'phi2.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+  };
+}
+
+const STABLELM_LAYER_NAMES: Record<string, string> = {
+  ...LAYER_NAMES,
+  'input_layernorm.bias': 'attn_norm.bias',
+  'post_attention_layernorm.bias': 'ffn_norm.bias',
+};
+
+/**
+ * The keys of a StableLM model (convert_hf_to_gguf's StableLMModel): sizes under `stablelm.`, the
+ * rotated dimensions (partial_rotary_factor of head_dim, StableLmConfig's 0.25 by default), the
+ * LayerNorm epsilon, sequential residuals. What webquant's forward does not run (per-head q/k
+ * LayerNorms, parallel residuals) and another rope base than llama.cpp's default are refused.
+ */
+export function stablelmMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} is not supported for stablelm (expected ${JSON.stringify(expected)})`, { option: key, value, expected });
+  if (cfg.qk_layernorm === true) refuse('qk_layernorm', true, false);
+  if (cfg.use_parallel_residual === true) refuse('use_parallel_residual', true, false);
+  const heads = cfg.num_attention_heads;
+  return {
+    ...layerNormKeys('stablelm', cfg, name, 4096, cfg.layer_norm_eps),
+    'stablelm.rope.dimension_count': { type: 'u32', value: Math.trunc((cfg.partial_rotary_factor ?? 0.25) * (cfg.head_dim ?? cfg.hidden_size / heads)) },
+    'stablelm.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
+    'stablelm.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    'stablelm.use_parallel_residual': { type: 'bool', value: false },
   };
 }
 
@@ -641,7 +667,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -724,6 +750,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata, view: (c) => (isGptOssCheckpoint(c) ? gptOssView(c) : c) },
   // GPT-2: read through gpt2.ts (Conv1D weights transposed); LayerNorms with biases, learned positions.
   { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
+  // StableLM: Llama's names and layout, LayerNorms with biases, partial NeoX rotary.
+  { name: 'stablelm', modelTypes: ['stablelm'], permuteQK: false, layerNames: STABLELM_LAYER_NAMES, metadata: stablelmMetadata },
   // Phi-1/1.5/2: read through phi2.ts (renamed); one LayerNorm feeds attention and the FFN.
   { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
   // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.

@@ -117,6 +117,12 @@ export interface LlamaConfig {
    * rotary positions on the first `rotaryDims` of each head, GELU (tanh), a biased head.
    */
   phi2?: { eps: number; rotaryDims: number };
+  /**
+   * StableLM (model_type stablelm: StableLM-2, StableLM-3B-4E1T): Llama's blocks with LayerNorms
+   * (weight and bias, epsilon `eps`) in place of RMSNorms, rotary positions on the first
+   * `rotaryDims` of each head, q/k/v biases when use_qkv_bias.
+   */
+  stablelm?: { eps: number; rotaryDims: number };
 }
 
 /**
@@ -231,6 +237,13 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
   }
+  if (j.model_type === 'stablelm') {
+    unsupported('qk_layernorm', (v) => v === false, 'false');
+    unsupported('use_parallel_residual', (v) => v === false, 'false');
+    const pct = j.partial_rotary_factor === undefined ? 0.25 : pos('partial_rotary_factor', 1);
+    cfg.stablelm = { eps: pos('layer_norm_eps', 1e-5), rotaryDims: Math.trunc(pct * (cfg.head_dim ?? cfg.hidden_size / heads)) };
+    if (j.use_qkv_bias === true) cfg.qkv_bias = true;
+  }
   if (j.model_type === 'phi') {
     const act = j.hidden_act ?? 'gelu_new';
     if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
@@ -330,7 +343,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
-  else if (!['gpt_oss', 'gpt_neox', 'phi'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
+  else if (!['gpt_oss', 'gpt_neox', 'phi', 'stablelm'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
   if (cfg.gpt2 || cfg.neox || cfg.phi2) {
     // activation_function / hidden_act were checked above.
@@ -457,17 +470,17 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
       else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
       continue;
     }
-    names.push(`${p}input_layernorm.weight`, `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
+    names.push(`${p}input_layernorm.weight`, ...(config.stablelm ? [`${p}input_layernorm.bias`] : []), `${p}self_attn.q_proj.weight`, `${p}self_attn.k_proj.weight`, `${p}self_attn.v_proj.weight`);
     if (config.qkv_bias) names.push(`${p}self_attn.q_proj.bias`, `${p}self_attn.k_proj.bias`, `${p}self_attn.v_proj.bias`);
     if (config.qk_norm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
     names.push(`${p}self_attn.o_proj.weight`);
     if (config.gptOss) names.push(`${p}self_attn.o_proj.bias`, `${p}self_attn.sinks`);
-    names.push(`${p}post_attention_layernorm.weight`);
+    names.push(`${p}post_attention_layernorm.weight`, ...(config.stablelm ? [`${p}post_attention_layernorm.bias`] : []));
     if (config.gemma) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
     if (config.moe) names.push(...moeTensorNames(config.moe, p, config.gptOss !== undefined));
     else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }
-  names.push('model.norm.weight');
+  names.push('model.norm.weight', ...(config.stablelm ? ['model.norm.bias'] : []));
   if (!config.tie_word_embeddings) names.push('lm_head.weight');
   return names;
 }

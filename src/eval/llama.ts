@@ -245,7 +245,7 @@ export class LlamaModel {
           ...(config.qk_norm ? { qNorm: await norm(`${p}self_attn.q_norm.weight`, d.qDim), kNorm: await norm(`${p}self_attn.k_norm.weight`, d.kvDim) } : {}),
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
-        } : { inNorm: await norm(`${p}input_layernorm.weight`, d.dim) }),
+        } : { inNorm: await norm(`${p}input_layernorm.weight`, d.dim), ...(config.stablelm ? { inNormBias: await vec(`${p}input_layernorm.bias`, d.dim) } : {}) }),
         ...(config.phi3 ? {
           qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, d.qDim + 2 * d.kvDim, d.dim),
           gateUp: await linear(source, `${p}mlp.gate_up_proj.weight`, 2 * d.ffn, d.dim),
@@ -276,7 +276,10 @@ export class LlamaModel {
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),
-        } : config.olmo2 ? {} : { ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim) }),
+        } : config.olmo2 ? {} : {
+          ffnNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
+          ...(config.stablelm ? { ffnNormBias: await vec(`${p}post_attention_layernorm.bias`, d.dim) } : {}),
+        }),
         ...(config.moe ? await moeWeights(source, config.moe, p, d.dim, config.gptOss !== undefined) : { down: await linear(source, `${p}mlp.down_proj.weight`, d.dim, d.ffn) }),
       });
     }
@@ -287,7 +290,7 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const ln = config.gpt2 || config.neox || config.phi2 ? {
+    const ln = config.gpt2 || config.neox || config.phi2 || config.stablelm ? {
       ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
       ...(config.phi2 && !config.tie_word_embeddings ? { headBias: await vec('lm_head.bias', d.vocab) } : {}),
@@ -333,7 +336,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
     // LayerNorm with bias (GPT-2) or RMSNorm.
-    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? 0;
+    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? 0;
     // Phi-2: attention and the FFN both read the block's one LayerNorm (xb), outputs added together.
     const phi2 = this.config.phi2 !== undefined;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
@@ -387,7 +390,7 @@ export class LlamaModel {
         // xb already holds the FFN's input.
       } else if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (ln) {
+      if (ln && !this.config.stablelm) {
         L.up!.apply(xb, n, u);
         addBias(u, n, L.upBias!);
         const gelu = neox?.exactGelu ? geluErf : geluTanh;
@@ -428,7 +431,7 @@ export class LlamaModel {
   private yarn?: Float32Array;
   /** Rotated dims per head: MLA's rope dims, Phi-3's partial rotary, or all. */
   private get rotaryDims(): number {
-    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.config.neox?.rotaryDims ?? this.config.phi2?.rotaryDims ?? this.dims.headDim;
+    return this.config.mla?.rope ?? this.config.phi3?.rotaryDims ?? this.config.neox?.rotaryDims ?? this.config.phi2?.rotaryDims ?? this.config.stablelm?.rotaryDims ?? this.dims.headDim;
   }
 
   private ropes = new Map<Float32Array | undefined, Map<string, { cos: Float64Array; sin: Float64Array }>>();

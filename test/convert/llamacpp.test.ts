@@ -10,8 +10,8 @@
 // SmolLM3 (layers without rope), Phi-3 (fused projections, partial rotary, LongRoPE), Gemma 2 and 3
 // (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
 // biases), GPT-2 (Conv1D layers, LayerNorms, learned positions), GPT-NeoX (q/k/v by head, partial
-// rotary, parallel residuals), Phi-2 (one norm for both branches, a biased head) and rope-scaled
-// Llama 3 checkpoints
+// rotary, parallel residuals), Phi-2 (one norm for both branches, a biased head), StableLM-2
+// (LayerNorms with biases, partial rotary) and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -547,6 +547,14 @@ function phi2Decoder(seed: number): GenTensor[] {
   return tensors;
 }
 
+/** A StableLM-2 checkpoint: Llama's tensors, q/k/v biases, and a bias beside every LayerNorm weight. */
+function stablelmDecoder(seed: number): GenTensor[] {
+  const base = decoder(seed, { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, norm: [0.5, 1], bias: 0.5 });
+  let s = seed;
+  const rnd = (n: number) => Float32Array.from({ length: n }, () => { s = (s * 1103515245 + 12345) >>> 0; return (s / 2 ** 32 - 0.5) * 0.4; });
+  return base.flatMap((t) => (/(?:layernorm|model\.norm)\.weight$/.test(t.name) ? [t, { name: t.name.replace(/weight$/, 'bias'), dtype: 'F32', shape: t.shape, data: rnd(t.shape[0]) }] : [t]));
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -749,6 +757,15 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect(cfg.phi2).toEqual({ eps: 1e-5, rotaryDims: 8 }),
     without: (cfg) => ({ ...cfg, phi2: { ...cfg.phi2!, rotaryDims: 16 } }),
+  },
+  {
+    title: 'StableLM-2: LayerNorms with biases, a quarter of each head rotated, q/k/v biases', seed: 97, decoder: stablelmDecoder,
+    config: {
+      ...hfConfig({ ...D, HD: 16, LAYERS: 2 } as Decoder, 'StableLmForCausalLM', 'stablelm'), rope_theta: 10000, partial_rotary_factor: 0.25, layer_norm_eps: 1e-5,
+      use_qkv_bias: true, qk_layernorm: false, use_parallel_residual: false, hidden_act: 'silu',
+    },
+    expectConfig: (cfg) => expect([cfg.stablelm, cfg.qkv_bias]).toEqual([{ eps: 1e-5, rotaryDims: 4 }, true]),
+    without: (cfg) => ({ ...cfg, stablelm: { ...cfg.stablelm!, rotaryDims: 16 } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,

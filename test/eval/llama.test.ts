@@ -159,6 +159,11 @@ describe('Llama config and input validation', () => {
     expect(code(() => llamaConfig(null))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, tie_word_embeddings: 'true' }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...base, rope_scaling: null, attention_bias: false, hidden_act: 'silu' }))).toBe('no error');
+    // StableLM: per-head q/k LayerNorms and parallel residuals are not run.
+    const stablelm = { ...base, model_type: 'stablelm', partial_rotary_factor: 0.25, use_qkv_bias: true };
+    expect(code(() => llamaConfig({ ...stablelm, qk_layernorm: true }))).toBe(ErrorCodes.MODEL);
+    expect(code(() => llamaConfig({ ...stablelm, use_parallel_residual: true }))).toBe(ErrorCodes.MODEL);
+    expect(llamaConfig(stablelm)).toMatchObject({ qkv_bias: true, stablelm: { eps: 1e-5 } });
   });
   it('reads a multimodal checkpoint\'s language model under its prefix', async () => {
     for (const prefix of ['language_model.model.', 'model.language_model.']) {
