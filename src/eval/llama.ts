@@ -189,7 +189,7 @@ export class LlamaModel {
     private readonly layers: LayerWeights[],
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
-    /** GPT-2 and GPT-NeoX: the final LayerNorm's bias; GPT-2: the learned positions. */
+    /** The LayerNorm families: the final LayerNorm's bias; GPT-2: the learned positions; Phi-2: the head's bias. */
     private readonly ln?: { positions?: Float32Array; finalNormBias: Float32Array; headBias?: Float32Array },
   ) {}
 
@@ -327,20 +327,22 @@ export class LlamaModel {
     const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
-    // GPT-2 and GPT-NeoX: LayerNorms, biased projections, an ungated GELU FFN.
+    // The LayerNorm families (GPT-2, GPT-NeoX, Phi-2, StableLM); all but StableLM also have biased
+    // projections and an ungated GELU FFN.
     const ln = this.ln;
+    const ungated = ln !== undefined && !this.config.stablelm;
     const neox = this.config.neox;
     if (ln?.positions) {
       const max = this.config.gpt2!.positions;
       if (n > max) fail(ErrorCodes.BAD_INPUT, `[llama] ${n} positions are more than the ${max} GPT-2 has learned (n_positions)`, { value: n, expected: `<= ${max}` });
       for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
-    // LayerNorm with bias (GPT-2) or RMSNorm.
-    const gptEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? 0;
+    // LayerNorm (a norm with a bias) or RMSNorm.
+    const lnEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? 0;
     // Phi-2: attention and the FFN both read the block's one LayerNorm (xb), outputs added together.
     const phi2 = this.config.phi2 !== undefined;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
-      (b ? layerNorm(src, n, d.dim, w, b, gptEps, out) : rmsNorm(src, n, d.dim, w, eps, out));
+      (b ? layerNorm(src, n, d.dim, w, b, lnEps, out) : rmsNorm(src, n, d.dim, w, eps, out));
     const xn = x.subarray(0, n * d.dim);
     const granite = this.config.granite;
     if (gemma || granite) {
@@ -390,7 +392,7 @@ export class LlamaModel {
         // xb already holds the FFN's input.
       } else if (L.ffnNorm) norm(x, L.ffnNorm, L.ffnNormBias, xb);
       else xb.set(x.subarray(0, n * d.dim));
-      if (ln && !this.config.stablelm) {
+      if (ungated) {
         L.up!.apply(xb, n, u);
         addBias(u, n, L.upBias!);
         const gelu = neox?.exactGelu ? geluErf : geluTanh;
