@@ -371,7 +371,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
       'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
-      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit', 'layer_norm_epsilon', 'layer_norm_eps', 'rotary_pct', 'rotary_emb_base'] as const),
+      'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit', 'layer_norm_epsilon', 'layer_norm_eps', 'rotary_pct', 'rotary_emb_base', 'norm_epsilon'] as const),
     ...(typeof c.raw.use_parallel_residual === 'boolean' ? { use_parallel_residual: c.raw.use_parallel_residual } : {}),
     ...(typeof c.raw.qk_layernorm === 'boolean' ? { qk_layernorm: c.raw.qk_layernorm } : {}),
     ...(Array.isArray(c.raw.layer_types) ? { layer_types: c.raw.layer_types as string[] } : {}),

@@ -64,6 +64,8 @@ export interface LlamaConfig extends DeepseekConfig {
   rotary_pct?: number;
   rotary_emb_base?: number;
   use_parallel_residual?: boolean;
+  /** StarCoder2: its LayerNorms' epsilon. */
+  norm_epsilon?: number;
   /** Phi-2: LayerNorms on q and k (llama.cpp's phi2 has none). */
   qk_layernorm?: boolean;
   /** gpt-oss: per layer "sliding_attention" or "full_attention"; its SwiGLU's clamp. */
@@ -428,7 +430,7 @@ export function gpt2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string
 }
 
 /** The keys the LayerNorm families (GPT-2, GPT-NeoX, Phi-2) share, under `<arch>.`. */
-function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2' | 'stablelm', cfg: LlamaConfig, name: string, context: number, eps: number | undefined): Record<string, GgufValue> {
+function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2', cfg: LlamaConfig, name: string, context: number, eps: number | undefined): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const k = (key: string) => `${arch}.${key}`;
   return {
@@ -511,6 +513,19 @@ export function stablelmMetadata(cfg: LlamaConfig, name = 'webquant'): Record<st
     'stablelm.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
     'stablelm.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
     'stablelm.use_parallel_residual': { type: 'bool', value: false },
+  };
+}
+
+/**
+ * The keys of a StarCoder2 model (convert_hf_to_gguf's StarCoder2Model: TextModel's keys under
+ * `starcoder2.`, its norm_epsilon as the LayerNorm epsilon).
+ */
+export function starcoder2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const heads = cfg.num_attention_heads;
+  return {
+    ...layerNormKeys('starcoder2', cfg, name, 16384, cfg.norm_epsilon),
+    'starcoder2.attention.head_count_kv': { type: 'u32', value: cfg.num_key_value_heads ?? heads },
+    'starcoder2.rope.freq_base': { type: 'f32', value: cfg.rope_theta ?? 10000 },
   };
 }
 
@@ -667,7 +682,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -752,6 +767,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
   // StableLM: Llama's names and layout, LayerNorms with biases, partial NeoX rotary.
   { name: 'stablelm', modelTypes: ['stablelm'], permuteQK: false, layerNames: STABLELM_LAYER_NAMES, metadata: stablelmMetadata },
+  // StarCoder2: read through phi2.ts (c_fc, c_proj renamed); LayerNorms and every projection biased.
+  { name: 'starcoder2', modelTypes: ['starcoder2'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: starcoder2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
   // Phi-1/1.5/2: read through phi2.ts (renamed); one LayerNorm feeds attention and the FFN.
   { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
   // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.

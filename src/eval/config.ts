@@ -123,6 +123,12 @@ export interface LlamaConfig {
    * `rotaryDims` of each head, q/k/v biases when use_qkv_bias.
    */
   stablelm?: { eps: number; rotaryDims: number };
+  /**
+   * StarCoder2 (model_type starcoder2; read through convert/phi2.ts): GPT-2's LayerNorm family with
+   * q, k and v apart (biased), full rotary positions, and every layer attending to the last
+   * `window` positions when config.json sets sliding_window.
+   */
+  starcoder2?: { eps: number; window?: number };
 }
 
 /**
@@ -237,6 +243,14 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
   }
+  if (j.model_type === 'starcoder2') {
+    const act = j.hidden_act ?? 'gelu_pytorch_tanh';
+    if (act !== 'gelu_pytorch_tanh' && act !== 'gelu_new') {
+      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for starcoder2; expected "gelu_pytorch_tanh"`, { option: 'hidden_act', value: act, expected: 'gelu_pytorch_tanh' });
+    }
+    unsupported('use_bias', (v) => v === true, 'true');
+    cfg.starcoder2 = { eps: pos('norm_epsilon', 1e-5), ...(j.sliding_window !== undefined && j.sliding_window !== null ? { window: int('sliding_window') } : {}) };
+  }
   if (j.model_type === 'stablelm') {
     unsupported('qk_layernorm', (v) => v === false, 'false');
     unsupported('use_parallel_residual', (v) => v === false, 'false');
@@ -343,9 +357,9 @@ export function llamaConfig(json: unknown): LlamaConfig {
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
-  else if (!['gpt_oss', 'gpt_neox', 'phi', 'stablelm'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
+  else if (!['gpt_oss', 'gpt_neox', 'phi', 'stablelm', 'starcoder2'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  if (cfg.gpt2 || cfg.neox || cfg.phi2) {
+  if (cfg.gpt2 || cfg.neox || cfg.phi2 || cfg.starcoder2) {
     // activation_function / hidden_act were checked above.
   } else if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
@@ -437,11 +451,10 @@ export const layerPrefix = (i: number) => `model.layers.${i}.`;
 /** Every tensor name the forward reads, in load order. */
 export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
-  if (config.gpt2 || config.neox || config.phi2) {
+  if (config.gpt2 || config.neox || config.phi2 || config.starcoder2) {
     if (config.gpt2) names.push('model.embed_positions.weight');
-    const parts = config.phi2
-      ? ['input_layernorm', 'self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj', 'mlp.up_proj', 'mlp.down_proj']
-      : ['input_layernorm', 'self_attn.qkv_proj', 'self_attn.o_proj', 'post_attention_layernorm', 'mlp.up_proj', 'mlp.down_proj'];
+    const attn = config.phi2 || config.starcoder2 ? ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj'] : ['self_attn.qkv_proj'];
+    const parts = ['input_layernorm', ...attn, 'self_attn.o_proj', ...(config.phi2 ? [] : ['post_attention_layernorm']), 'mlp.up_proj', 'mlp.down_proj'];
     for (let i = 0; i < config.num_hidden_layers; i++) {
       const p = layerPrefix(i);
       for (const t of parts) names.push(`${p}${t}.weight`, `${p}${t}.bias`);

@@ -206,16 +206,18 @@ export class LlamaModel {
     const vec = (name: string, n: number) => getChecked(source, name, n, `[${n}]`);
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
-      if (config.gpt2 || config.neox || config.phi2) {
+      if (config.gpt2 || config.neox || config.phi2 || config.starcoder2) {
         const qkvRows = d.qDim + 2 * d.kvDim;
         layers.push({
           inNorm: await vec(`${p}input_layernorm.weight`, d.dim), inNormBias: await vec(`${p}input_layernorm.bias`, d.dim),
-          ...(config.phi2 ? {
+          ...(config.phi2 || config.starcoder2 ? {
             q: await linear(source, `${p}self_attn.q_proj.weight`, d.qDim, d.dim), qBias: await vec(`${p}self_attn.q_proj.bias`, d.qDim),
             k: await linear(source, `${p}self_attn.k_proj.weight`, d.kvDim, d.dim), kBias: await vec(`${p}self_attn.k_proj.bias`, d.kvDim),
             v: await linear(source, `${p}self_attn.v_proj.weight`, d.kvDim, d.dim), vBias: await vec(`${p}self_attn.v_proj.bias`, d.kvDim),
           } : {
             qkv: await linear(source, `${p}self_attn.qkv_proj.weight`, qkvRows, d.dim), qkvBias: await vec(`${p}self_attn.qkv_proj.bias`, qkvRows),
+          }),
+          ...(config.phi2 ? {} : {
             ffnNorm: await vec(`${p}post_attention_layernorm.weight`, d.dim), ffnNormBias: await vec(`${p}post_attention_layernorm.bias`, d.dim),
           }),
           o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim), oBias: await vec(`${p}self_attn.o_proj.bias`, d.dim),
@@ -290,7 +292,7 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const ln = config.gpt2 || config.neox || config.phi2 || config.stablelm ? {
+    const ln = config.gpt2 || config.neox || config.phi2 || config.stablelm || config.starcoder2 ? {
       ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
       ...(config.phi2 && !config.tie_word_embeddings ? { headBias: await vec('lm_head.bias', d.vocab) } : {}),
@@ -327,7 +329,7 @@ export class LlamaModel {
     const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
-    // The LayerNorm families (GPT-2, GPT-NeoX, Phi-2, StableLM); all but StableLM also have biased
+    // The LayerNorm families (GPT-2, GPT-NeoX, Phi-2, StarCoder2, StableLM); all but StableLM also have biased
     // projections and an ungated GELU FFN.
     const ln = this.ln;
     const ungated = ln !== undefined && !this.config.stablelm;
@@ -338,7 +340,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
     // LayerNorm (a norm with a bias) or RMSNorm.
-    const lnEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? 0;
+    const lnEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? this.config.starcoder2?.eps ?? 0;
     // Phi-2: attention and the FFN both read the block's one LayerNorm (xb), outputs added together.
     const phi2 = this.config.phi2 !== undefined;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
@@ -374,7 +376,7 @@ export class LlamaModel {
       if (L.kNorm) L.kNorm.length === d.headDim ? rmsNorm(k, n * d.kvHeads, d.headDim, L.kNorm, eps, k) : rmsNorm(k, n, d.kvDim, L.kNorm, eps, k);
       const sliding = gemma?.sliding[l] === true;
       const oss = this.config.gptOss;
-      const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : n;
+      const window = sliding ? gemma!.slidingWindow : oss?.sliding[l] ? oss.window : this.config.starcoder2?.window ?? n;
       const r = sliding ? local : global;
       if (!this.config.no_rope?.[l] && !mla && !ln?.positions) {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);

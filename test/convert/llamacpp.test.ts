@@ -11,7 +11,7 @@
 // (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
 // biases), GPT-2 (Conv1D layers, LayerNorms, learned positions), GPT-NeoX (q/k/v by head, partial
 // rotary, parallel residuals), Phi-2 (one norm for both branches, a biased head), StableLM-2
-// (LayerNorms with biases, partial rotary) and rope-scaled Llama 3 checkpoints
+// (LayerNorms with biases, partial rotary), StarCoder2 and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -267,10 +267,13 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
   const promptIds = r.addBos ? [r.bos, start] : [start];
   expect(r.promptTokens).toBe(promptIds.length);
   expect(r.steps).toHaveLength(12);
-  const ck = await openCheckpoint(fromPath(gguf));
+  // The files' handles are closed by close() (a Checkpoint has no close of its own).
+  const ggufFile = fromPath(gguf);
+  const ck = await openCheckpoint(ggufFile);
   // FP8 weights' scale blocks as config.json states them (the CLI reads them from there too).
   const block = (config.quantization_config as { weight_block_size?: [number, number] } | undefined)?.weight_block_size;
-  const original = await openCheckpoint(fromPath(join(dir, 'model.safetensors')), block ? { fp8BlockSize: block } : {});
+  const originalFile = fromPath(join(dir, 'model.safetensors'));
+  const original = await openCheckpoint(originalFile, block ? { fp8BlockSize: block } : {});
   return {
     steps: r.steps,
     gguf: ck,
@@ -287,8 +290,8 @@ async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record
     /** Largest difference from llama.cpp's log-probabilities. */
     diff: (f: Forced) => Math.max(...r.steps.map((s, i) => Math.abs(f[i].logprob - s.logprob))),
     async close() {
-      await ck.close?.();
-      await original.close?.();
+      await ggufFile.close();
+      await originalFile.close();
     },
   };
 }
@@ -555,6 +558,22 @@ function stablelmDecoder(seed: number): GenTensor[] {
   return base.flatMap((t) => (/(?:layernorm|model\.norm)\.weight$/.test(t.name) ? [t, { name: t.name.replace(/weight$/, 'bias'), dtype: 'F32', shape: t.shape, data: rnd(t.shape[0]) }] : [t]));
 }
 
+/** A StarCoder2 checkpoint: Llama's names with every projection and LayerNorm biased, and mlp.c_fc / c_proj. */
+function starcoder2Decoder(seed: number): GenTensor[] {
+  const rnd = (n: number, scale: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * scale; });
+  const t = (name: string, shape: number[], scale = 0.2, offset = 0) => ({ name, dtype: 'F32', shape, data: rnd(shape.reduce((a, b) => a * b, 1), scale).map((x) => x + offset) });
+  const { H, V, HEADS, KV } = D, HD = 16, FF = 4 * H;
+  const tensors: GenTensor[] = [t('model.embed_tokens.weight', [V, H], 1), t('model.norm.weight', [H], 0.5, 1), t('model.norm.bias', [H], 0.2), t('lm_head.weight', [V, H], 0.8)];
+  for (let l = 0; l < 2; l++) {
+    const p = `model.layers.${l}.`;
+    tensors.push(t(`${p}input_layernorm.weight`, [H], 0.5, 1), t(`${p}input_layernorm.bias`, [H], 0.2), t(`${p}post_attention_layernorm.weight`, [H], 0.5, 1), t(`${p}post_attention_layernorm.bias`, [H], 0.2),
+      t(`${p}self_attn.q_proj.weight`, [HEADS * HD, H], 0.8), t(`${p}self_attn.q_proj.bias`, [HEADS * HD], 0.5), t(`${p}self_attn.k_proj.weight`, [KV * HD, H], 0.8), t(`${p}self_attn.k_proj.bias`, [KV * HD], 0.5),
+      t(`${p}self_attn.v_proj.weight`, [KV * HD, H], 0.6), t(`${p}self_attn.v_proj.bias`, [KV * HD], 0.5), t(`${p}self_attn.o_proj.weight`, [H, HEADS * HD], 0.4), t(`${p}self_attn.o_proj.bias`, [H], 0.2),
+      t(`${p}mlp.c_fc.weight`, [FF, H], 0.4), t(`${p}mlp.c_fc.bias`, [FF], 0.4), t(`${p}mlp.c_proj.weight`, [H, FF], 0.3), t(`${p}mlp.c_proj.bias`, [H], 0.2));
+  }
+  return tensors;
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -766,6 +785,17 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.stablelm, cfg.qkv_bias]).toEqual([{ eps: 1e-5, rotaryDims: 4 }, true]),
     without: (cfg) => ({ ...cfg, stablelm: { ...cfg.stablelm!, rotaryDims: 16 } }),
+  },
+  {
+    // sliding_window is longer than the positions run (llama.cpp b6327 has no window for starcoder2).
+    title: 'StarCoder2: LayerNorms and every projection with biases, GQA, a GELU FFN', seed: 101, decoder: starcoder2Decoder,
+    config: {
+      architectures: ['Starcoder2ForCausalLM'], model_type: 'starcoder2', hidden_size: D.H, intermediate_size: 4 * D.H, num_hidden_layers: 2, num_attention_heads: D.HEADS,
+      num_key_value_heads: D.KV, vocab_size: D.V, max_position_embeddings: 256, rope_theta: 100000, norm_epsilon: 1e-5, use_bias: true, hidden_act: 'gelu_pytorch_tanh',
+      sliding_window: 64, tie_word_embeddings: false,
+    },
+    expectConfig: (cfg) => expect([cfg.starcoder2, cfg.num_key_value_heads]).toEqual([{ eps: 1e-5, window: 64 }, D.KV]),
+    without: (cfg) => ({ ...cfg, starcoder2: { ...cfg.starcoder2!, eps: 1 } }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,
