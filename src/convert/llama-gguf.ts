@@ -389,14 +389,13 @@ const GPT_OSS_LAYER_NAMES: Record<string, string> = {
  * (other layer_types, swiglu_limit) is refused.
  */
 export function gptOssMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  const c = cfg;
   const moe = moeCounts(cfg);
   const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's gpt-oss (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
   if (!moe) refuse('num_local_experts', cfg.num_local_experts, 'a positive integer');
   if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) refuse('sliding_window', cfg.sliding_window, 'a positive integer');
   const alternating = Array.from({ length: cfg.num_hidden_layers }, (_, l) => (l % 2 === 0 ? 'sliding_attention' : 'full_attention'));
-  if (c.layer_types !== undefined && JSON.stringify(c.layer_types) !== JSON.stringify(alternating)) refuse('layer_types', c.layer_types, alternating);
-  if (c.swiglu_limit !== undefined && c.swiglu_limit !== 7) refuse('swiglu_limit', c.swiglu_limit, 7);
+  if (cfg.layer_types !== undefined && JSON.stringify(cfg.layer_types) !== JSON.stringify(alternating)) refuse('layer_types', cfg.layer_types, alternating);
+  if (cfg.swiglu_limit !== undefined && cfg.swiglu_limit !== 7) refuse('swiglu_limit', cfg.swiglu_limit, 7);
   const md = qwenMetadata('gpt-oss', { ...cfg, head_dim_in_config: cfg.head_dim !== undefined }, name);
   md['gpt-oss.expert_count'] = { type: 'u32', value: moe!.experts };
   md['gpt-oss.expert_used_count'] = { type: 'u32', value: moe!.used };
@@ -478,9 +477,8 @@ const PHI2_LAYER_NAMES: Record<string, string> = {
  * rope base as 10000 and has no q/k LayerNorms: others are refused.
  */
 export function phi2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  const c = cfg;
   if ((cfg.rope_theta ?? 10000) !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_theta = ${cfg.rope_theta} cannot be written for llama.cpp's phi2 (it needs 10000)`, { option: 'rope_theta', value: cfg.rope_theta, expected: 10000 });
-  if (c.qk_layernorm === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: qk_layernorm = true cannot be written for llama.cpp's phi2`, { option: 'qk_layernorm', value: true, expected: false });
+  if (cfg.qk_layernorm === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: qk_layernorm = true cannot be written for llama.cpp's phi2`, { option: 'qk_layernorm', value: true, expected: false });
   const heads = cfg.num_attention_heads;
   return {
     ...layerNormKeys('phi2', cfg, name, 2048, cfg.layer_norm_eps),
