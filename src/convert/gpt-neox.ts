@@ -96,12 +96,22 @@ export function gptNeoxView(input: Checkpoint, heads: number): Checkpoint {
     async readRows(name, firstRow, rows) {
       const e = entry(name);
       if (e.qkv) {
-        const v = await this.readValues(name);
-        const cols = e.src.shape.length > 1 ? e.src.shape[1] : 1;
-        if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || (firstRow + rows) * cols > v.values.length) {
-          fail(ErrorCodes.BAD_INPUT, `[gpt-neox] ${input.source}: rows [${firstRow}, ${firstRow + rows}) are outside "${name}"`, { file: input.source, tensor: name, value: [firstRow, rows] });
+        const total = e.src.shape[0];
+        if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > total) {
+          fail(ErrorCodes.BAD_INPUT, `[gpt-neox] ${input.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${total} rows of "${name}"`, { file: input.source, tensor: name, value: [firstRow, rows] });
         }
-        return { values: v.values.subarray(firstRow * cols, (firstRow + rows) * cols), dtype: v.dtype } as TensorValues;
+        // Presented row (part, head, i) is stored row (head * 3 + part) * hd + i: read the range's
+        // runs of up to hd consecutive stored rows, not the whole tensor.
+        const hd = total / (3 * heads), cols = e.src.shape.length > 1 ? e.src.shape[1] : 1, size = es(e.src.dtype);
+        const out = new Uint8Array(rows * cols * size);
+        for (let r = firstRow; r < firstRow + rows;) {
+          const part = Math.floor(r / (heads * hd)), h = Math.floor(r / hd) % heads, i = r % hd;
+          const n = Math.min(hd - i, firstRow + rows - r);
+          const at = ((h * 3 + part) * hd + i) * cols * size;
+          out.set(await (input.readBytes ? input.readBytes(e.src.name, at, n * cols * size) : input.readRaw(e.src.name).then((b) => b.subarray(at, at + n * cols * size))), (r - firstRow) * cols * size);
+          r += n;
+        }
+        return asValues(e.src.dtype, out);
       }
       if (!input.readRows) fail(ErrorCodes.BAD_INPUT, `[gpt-neox] ${input.source} reads no row ranges`, { file: input.source, tensor: name });
       return input.readRows!(e.src.name, firstRow, rows);
