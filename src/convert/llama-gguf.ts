@@ -287,7 +287,7 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
  * The `general.*` and `<arch>.*` keys llama.cpp reads for a Qwen2 or Qwen3 model (convert_hf_to_gguf's
  * Qwen2Model; its Qwen3Model writes the same keys under `qwen3.`).
  */
-function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gpt-oss', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
+function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'olmoe' | 'gpt-oss', cfg: LlamaConfig, name: string): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -527,6 +527,27 @@ export function starcoder2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<
   };
 }
 
+/**
+ * The keys of an OLMoE model (convert_hf_to_gguf's OlmoeModel: TextModel's keys under `olmoe.`,
+ * the experts' count and use). llama.cpp's olmoe never renormalises the picked experts' weights:
+ * norm_topk_prob true is refused.
+ */
+export function olmoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const moe = moeCounts(cfg);
+  if (!moe) fail(ErrorCodes.CONFIG, `[gguf] config.json: an OLMoE model needs "num_experts" and "num_experts_per_tok"`, { option: 'num_experts', value: cfg.num_experts });
+  if (cfg.norm_topk_prob === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: norm_topk_prob = true cannot be written for llama.cpp's olmoe (it needs false)`, { option: 'norm_topk_prob', value: true, expected: false });
+  // OLMoE ships with every head its own keys; a grouped one did not run in llama.cpp b6327 as the
+  // checkpoint means (its k norm spans the grouped projection).
+  if ((cfg.num_key_value_heads ?? cfg.num_attention_heads) !== cfg.num_attention_heads) {
+    fail(ErrorCodes.CONFIG, `[gguf] config.json: num_key_value_heads = ${cfg.num_key_value_heads} is not supported for olmoe GGUF (it needs num_attention_heads, ${cfg.num_attention_heads})`, { option: 'num_key_value_heads', value: cfg.num_key_value_heads, expected: cfg.num_attention_heads });
+  }
+  return {
+    ...qwenMetadata('olmoe', cfg, name),
+    'olmoe.expert_count': { type: 'u32', value: moe!.experts },
+    'olmoe.expert_used_count': { type: 'u32', value: moe!.used },
+  };
+}
+
 /** The keys of a Qwen3 (dense) model. */
 export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   return qwenMetadata('qwen3', cfg, name);
@@ -680,7 +701,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'olmoe' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -747,6 +768,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   // OLMo 2: norms after attention and after the FFN only, q/k norms over the whole projection;
   // the converter's TextModel keys, as Qwen's, under olmo2.
   { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, layerNames: GEMMA_LAYER_NAMES, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },
+  // OLMoE: Llama's names, q/k norms over the whole projections, Qwen-MoE's experts.
+  { name: 'olmoe', modelTypes: ['olmoe'], permuteQK: false, metadata: olmoeMetadata },
   { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, layerNames: GEMMA_LAYER_NAMES, dropsLmHead: true, noSpacePrefix: true, metadata: gemma2Metadata },
   {
     name: 'phi3', modelTypes: ['phi3'], permuteQK: false, metadata: phi3Metadata,

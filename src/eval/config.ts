@@ -27,6 +27,8 @@ export interface LlamaConfig {
    * weight per head dimension): Qwen3. Set for model_type "qwen3".
    */
   qk_norm?: boolean;
+  /** The q/k norms span the whole projection (OLMo 2, OLMoE) instead of one head. */
+  qk_norm_whole?: boolean;
   /** Gemma 2 or 3 (model_type "gemma2", "gemma3_text"): see GemmaOptions. */
   gemma?: GemmaOptions;
   /** Biases on the q, k and v projections (self_attn.{q,k,v}_proj.bias): Qwen2, or attention_bias. */
@@ -295,6 +297,15 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.model_type === 'olmo2') {
     cfg.olmo2 = true;
     cfg.qk_norm = true;
+  }
+  // OLMoE: Llama's pre-norm blocks with OLMo 2's q/k norms over the whole projections, and MoE
+  // layers whose picked experts keep their softmax probabilities unless norm_topk_prob.
+  if (j.model_type === 'olmoe') {
+    const { experts, used } = expertCounts('num_experts', int);
+    cfg.moe = { experts, used, ffn: cfg.intermediate_size, names: 'qwen', ...(j.norm_topk_prob !== true ? { unnormalized: true as const } : {}) };
+    cfg.qk_norm = true;
+    cfg.qk_norm_whole = true;
+    unsupported('clip_qkv', (v) => v === null, 'null');
   }
   if (j.model_type === 'smollm3') {
     // no_rope_layers: 1 where a layer uses rope; without it every 4th layer has none (llama.cpp's step).

@@ -266,8 +266,8 @@ export class LlamaModel {
           vBias: await getChecked(source, `${p}self_attn.v_proj.bias`, d.kvDim, `[${d.kvDim}]`),
         } : {}),
         ...(config.qk_norm && !config.olmo2 ? {
-          qNorm: await norm(`${p}self_attn.q_norm.weight`, d.headDim),
-          kNorm: await norm(`${p}self_attn.k_norm.weight`, d.headDim),
+          qNorm: await norm(`${p}self_attn.q_norm.weight`, config.qk_norm_whole ? d.qDim : d.headDim),
+          kNorm: await norm(`${p}self_attn.k_norm.weight`, config.qk_norm_whole ? d.kvDim : d.headDim),
         } : {}),
         o: await linear(source, `${p}self_attn.o_proj.weight`, d.dim, d.attDim),
         ...(config.gptOss ? {

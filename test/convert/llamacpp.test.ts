@@ -11,7 +11,8 @@
 // (1 + w sandwich norms, sliding-window layers, capped scores), gpt-oss (MXFP4 experts, sinks,
 // biases), GPT-2 (Conv1D layers, LayerNorms, learned positions), GPT-NeoX (q/k/v by head, partial
 // rotary, parallel residuals), Phi-2 (one norm for both branches, a biased head), StableLM-2
-// (LayerNorms with biases, partial rotary), StarCoder2 and rope-scaled Llama 3 checkpoints
+// (LayerNorms with biases, partial rotary), StarCoder2, OLMoE (whole-projection q/k norms,
+// unnormalised experts) and rope-scaled Llama 3 checkpoints
 // llama.cpp's log-probabilities must match webquant's reference forward, run on the GGUF and on the
 // original safetensors; a Qwen3 checkpoint written as GGUF MXFP4 must run in llama.cpp as in the
 // forward on that GGUF. CI installs chromium; without it this test fails (as test/browser does).
@@ -574,6 +575,18 @@ function starcoder2Decoder(seed: number): GenTensor[] {
   return tensors;
 }
 
+/** An OLMoE checkpoint: Qwen-MoE's layers with q/k RMSNorms over the whole projections. */
+function olmoeDecoder(seed: number): GenTensor[] {
+  // Every head its own keys, as OLMoE-1B-7B has them.
+  const base = decoder(seed, { ...D, KV: D.HEADS, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.6, norm: [0.5, 1], moe: { experts: 4, names: 'qwen', router: 0.5 } });
+  let s = seed;
+  const rnd = (n: number) => Float32Array.from({ length: n }, () => { s = (s * 1103515245 + 12345) >>> 0; return 1 + (s / 2 ** 32 - 0.5) * 1.5; });
+  return base.flatMap((t) => {
+    const m = /^(model\.layers\.\d+\.)self_attn\.(q|k)_proj\.weight$/.exec(t.name);
+    return m ? [t, { name: `${m[1]}self_attn.${m[2]}_norm.weight`, dtype: 'F32', shape: [t.shape[0]], data: rnd(t.shape[0]) }] : [t];
+  });
+}
+
 interface Case {
   title: string;
   /** A SentencePiece tokenizer.model instead of a byte-level tokenizer.json. */
@@ -796,6 +809,15 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.starcoder2, cfg.num_key_value_heads]).toEqual([{ eps: 1e-5, window: 64 }, D.KV]),
     without: (cfg) => ({ ...cfg, starcoder2: { ...cfg.starcoder2!, eps: 1 } }),
+  },
+  {
+    title: 'OLMoE: q/k norms over the whole projections, experts kept at their softmax weights', seed: 103, decoder: olmoeDecoder,
+    config: {
+      ...hfConfig({ ...D, KV: D.HEADS, HD: 16, LAYERS: 2 } as Decoder, 'OlmoeForCausalLM', 'olmoe'), rope_theta: 10000, hidden_act: 'silu', num_experts: 4, num_experts_per_tok: 2,
+      norm_topk_prob: false, clip_qkv: null, rope_scaling: null,
+    },
+    expectConfig: (cfg) => expect([cfg.moe, cfg.qk_norm, cfg.qk_norm_whole]).toEqual([{ experts: 4, used: 2, ffn: D.FF, names: 'qwen', unnormalized: true }, true, true]),
+    without: (cfg) => ({ ...cfg, qk_norm: false, qk_norm_whole: false }),
   },
   {
     title: 'Qwen2: q/k/v biases in the Hugging Face row order', seed: 23, decoder: qwen2,

@@ -164,6 +164,10 @@ describe('Llama config and input validation', () => {
     expect(code(() => llamaConfig({ ...stablelm, qk_layernorm: true }))).toBe(ErrorCodes.MODEL);
     expect(code(() => llamaConfig({ ...stablelm, use_parallel_residual: true }))).toBe(ErrorCodes.MODEL);
     expect(llamaConfig(stablelm)).toMatchObject({ qkv_bias: true, stablelm: { eps: 1e-5 } });
+    // OLMoE: whole-projection q/k norms, unnormalised top-k; clip_qkv is not run.
+    const olmoe = { ...base, model_type: 'olmoe', num_experts: 8, num_experts_per_tok: 2, norm_topk_prob: false };
+    expect(llamaConfig(olmoe)).toMatchObject({ qk_norm: true, qk_norm_whole: true, moe: { experts: 8, used: 2, names: 'qwen', unnormalized: true } });
+    expect(code(() => llamaConfig({ ...olmoe, clip_qkv: 8 }))).toBe(ErrorCodes.MODEL);
   });
   it('reads a multimodal checkpoint\'s language model under its prefix', async () => {
     for (const prefix of ['language_model.model.', 'model.language_model.']) {
