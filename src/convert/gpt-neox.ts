@@ -4,7 +4,7 @@
 // which this view regroups into all q rows, then all k, then all v (llama.cpp's converter does the
 // same); LayerNorms have biases; the rotary and mask buffers of old checkpoints are dropped.
 import { ErrorCodes, fail } from '../errors.js';
-import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
+import { ownedValues, tensorBytes, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 
 const LAYER = /^gpt_neox\.layers\.(\d+)\.(.+)$/;
 const LAYER_NAMES: Record<string, string> = {
@@ -42,12 +42,6 @@ function regroup(src: Uint8Array, heads: number, hd: number, rowBytes: number): 
     for (let j = 0; j < 3; j++) out.set(src.subarray((h * 3 + j) * block, (h * 3 + j + 1) * block), (j * heads + h) * block);
   }
   return out;
-}
-
-function asValues(dtype: string, bytes: Uint8Array): TensorValues {
-  const b = bytes.slice();
-  if (dtype === 'F32') return { values: new Float32Array(b.buffer), dtype: 'f32' };
-  return { values: new Uint16Array(b.buffer), dtype: dtype === 'BF16' ? 'bf16' : 'f16' };
 }
 
 /** The view; `heads` is config.json's num_attention_heads (the q/k/v grouping needs it). */
@@ -91,7 +85,7 @@ export function gptNeoxView(input: Checkpoint, heads: number): Checkpoint {
     },
     async readValues(name) {
       const e = entry(name);
-      return e.qkv ? asValues(e.src.dtype, grouped(e, await input.readRaw(e.src.name), es(e.src.dtype))) : input.readValues(e.src.name);
+      return e.qkv ? ownedValues(e.src.dtype, grouped(e, await input.readRaw(e.src.name), es(e.src.dtype))) : input.readValues(e.src.name);
     },
     async readRows(name, firstRow, rows) {
       const e = entry(name);
@@ -108,10 +102,10 @@ export function gptNeoxView(input: Checkpoint, heads: number): Checkpoint {
           const part = Math.floor(r / (heads * hd)), h = Math.floor(r / hd) % heads, i = r % hd;
           const n = Math.min(hd - i, firstRow + rows - r);
           const at = ((h * 3 + part) * hd + i) * cols * size;
-          out.set(await (input.readBytes ? input.readBytes(e.src.name, at, n * cols * size) : input.readRaw(e.src.name).then((b) => b.subarray(at, at + n * cols * size))), (r - firstRow) * cols * size);
+          out.set(await tensorBytes(input, e.src.name, at, n * cols * size), (r - firstRow) * cols * size);
           r += n;
         }
-        return asValues(e.src.dtype, out);
+        return ownedValues(e.src.dtype, out);
       }
       if (!input.readRows) fail(ErrorCodes.BAD_INPUT, `[gpt-neox] ${input.source} reads no row ranges`, { file: input.source, tensor: name });
       return input.readRows!(e.src.name, firstRow, rows);

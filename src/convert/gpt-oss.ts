@@ -10,8 +10,8 @@
 //   [E, ffn, hidden] (inputs first), which this view transposes.
 // Decoded experts are F32; a row range reads only its rows' bytes. Everything else passes through.
 import { ErrorCodes, fail } from '../errors.js';
-import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
-import { bf16ToF32, f16ToF32 } from '../util/half.js';
+import { numel, tensorBytes, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
+import { floatBytesToF32 } from '../io/dtypes.js';
 
 const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
 const EXPERTS = /^(model\.layers\.\d+\.mlp\.)experts\.(gate_up_proj|down_proj)(_blocks|_scales|_bias)?$/;
@@ -26,15 +26,6 @@ type Made =
   | { kind: 'dense'; src: TensorInfo; e: number; start: number; step: number }
   /** Values start, start + step, ... of row e of a [E, n] bias. */
   | { kind: 'bias'; src: TensorInfo; e: number; start: number; step: number };
-
-function floats(info: TensorInfo, raw: Uint8Array): Float32Array {
-  const n = raw.byteLength / (info.dtype === 'F32' ? 4 : 2);
-  const copy = raw.slice();
-  if (info.dtype === 'F32') return new Float32Array(copy.buffer, 0, n);
-  const h = new Uint16Array(copy.buffer, 0, n);
-  const conv = info.dtype === 'BF16' ? bf16ToF32 : f16ToF32;
-  return Float32Array.from(h, (b) => conv(b));
-}
 
 /** True when `input` holds gpt-oss's packed experts or router (the names transformers saves). */
 export function isGptOssCheckpoint(input: Checkpoint): boolean {
@@ -101,8 +92,7 @@ export function gptOssView(input: Checkpoint): Checkpoint {
   }
 
   const entry = (name: string) => made.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[gpt-oss] ${input.source}: no tensor named "${name}"`, { file: input.source, tensor: name });
-  const bytes = (src: string, at: number, length: number) =>
-    input.readBytes ? input.readBytes(src, at, length) : input.readRaw(src).then((b) => b.subarray(at, at + length));
+  const bytes = (src: string, at: number, length: number) => tensorBytes(input, src, at, length);
 
   /** Rows [r0, r0 + n) of a decoded tensor. */
   async function rowsOf(info: TensorInfo, how: Exclude<Made, { kind: 'alias' }>, r0: number, n: number): Promise<Float32Array> {
@@ -110,14 +100,14 @@ export function gptOssView(input: Checkpoint): Checkpoint {
     const out = new Float32Array(n * cols);
     if (how.kind === 'bias') {
       const per = how.src.shape[1], es = how.src.dtype === 'F32' ? 4 : 2;
-      const row = floats(how.src, await bytes(how.src.name, how.e * per * es, per * es));
+      const row = floatBytesToF32(await bytes(how.src.name, how.e * per * es, per * es), how.src.dtype, how.src.name);
       for (let i = 0; i < n; i++) out[i] = row[how.start + (r0 + i) * how.step];
       return out;
     }
     if (how.kind === 'dense') {
       // Expert e is [in, out]: presented row f is column start + f * step.
       const [, inn, outn] = how.src.shape, es = how.src.dtype === 'F32' ? 4 : 2;
-      const m = floats(how.src, await bytes(how.src.name, how.e * inn * outn * es, inn * outn * es));
+      const m = floatBytesToF32(await bytes(how.src.name, how.e * inn * outn * es, inn * outn * es), how.src.dtype, how.src.name);
       for (let i = 0; i < n; i++) {
         const c = how.start + (r0 + i) * how.step;
         for (let j = 0; j < inn; j++) out[i * cols + j] = m[j * outn + c];

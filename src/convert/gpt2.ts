@@ -6,7 +6,7 @@
 // attention's causal-mask buffers (attn.bias, attn.masked_bias) of old checkpoints are dropped.
 // Names may carry GPT2LMHeadModel's "transformer." prefix.
 import { ErrorCodes, fail } from '../errors.js';
-import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
+import { ownedValues, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 
 const LAYER = /^(?:transformer\.)?h\.(\d+)\.(.+)$/;
 const LAYER_NAMES: Record<string, string> = {
@@ -43,12 +43,6 @@ function transpose(src: Uint8Array, rows: number, cols: number, es: number): Uin
     for (let c = 0; c < cols; c++) out.set(src.subarray((r * cols + c) * es, (r * cols + c + 1) * es), (c * rows + r) * es);
   }
   return out;
-}
-
-function asValues(info: TensorInfo, bytes: Uint8Array): TensorValues {
-  const b = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
-  if (info.dtype === 'F32') return { values: new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2), dtype: 'f32' };
-  return { values: new Uint16Array(b.buffer, b.byteOffset, b.byteLength >> 1), dtype: info.dtype === 'BF16' ? 'bf16' : 'f16' };
 }
 
 export function gpt2View(input: Checkpoint): Checkpoint {
@@ -91,7 +85,7 @@ export function gpt2View(input: Checkpoint): Checkpoint {
     },
     async readValues(name) {
       const e = entry(name);
-      return e.transposed ? asValues(e.info, await raw(name)) : input.readValues(e.src.name);
+      return e.transposed ? ownedValues(e.info.dtype, await raw(name)) : input.readValues(e.src.name);
     },
     // A transposed matrix's rows are its source's columns: read whole, then cut (GPT-2's largest
     // matrix is tens of MB).
@@ -106,7 +100,7 @@ export function gpt2View(input: Checkpoint): Checkpoint {
         fail(ErrorCodes.BAD_INPUT, `[gpt2] ${input.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${n} rows of "${name}"`, { file: input.source, tensor: name, value: [firstRow, rows] });
       }
       const es = ELEM[e.info.dtype];
-      return asValues(e.info, (await raw(name)).slice(firstRow * cols * es, (firstRow + rows) * cols * es));
+      return ownedValues(e.info.dtype, (await raw(name)).slice(firstRow * cols * es, (firstRow + rows) * cols * es));
     },
     locate(name, firstRow, rows) {
       const e = entry(name);

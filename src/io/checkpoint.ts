@@ -159,13 +159,29 @@ const STORED: Record<string, TensorValues['dtype'] | undefined> = { F32: 'f32', 
  */
 function storedValues(info: TensorInfo, raw: Uint8Array, format: string, source: string, fresh = false): TensorValues {
   const owned = fresh && raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength;
-  const copy = owned ? raw : raw.slice();
-  if (info.dtype === 'F32') return { values: new Float32Array(copy.buffer, 0, copy.byteLength >> 2), dtype: 'f32' };
-  if (info.dtype === 'F16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'f16' };
-  if (info.dtype === 'BF16') return { values: new Uint16Array(copy.buffer, 0, copy.byteLength >> 1), dtype: 'bf16' };
+  if (STORED[info.dtype]) return ownedValues(info.dtype, owned ? raw : raw.slice());
   return fail(ErrorCodes.UNSUPPORTED_DTYPE, `[${format}] ${source}: readValues needs an F32, F16 or BF16 tensor but "${info.name}" is ${info.dtype} (use readF32)`, {
     file: info.file ?? source, tensor: info.name, value: info.dtype, expected: ['F32', 'F16', 'BF16'],
   });
+}
+
+/**
+ * F32 / F16 / BF16 bytes that start their own buffer (a fresh read, a copy) as values, without
+ * another copy.
+ */
+export function ownedValues(dtype: string, bytes: Uint8Array): TensorValues {
+  const d = STORED[dtype];
+  if (!d || bytes.byteOffset !== 0) fail(ErrorCodes.UNSUPPORTED_DTYPE, `[checkpoint] ${dtype} bytes at offset ${bytes.byteOffset} are not F32, F16 or BF16 values of their own buffer`, { value: dtype, expected: ['F32', 'F16', 'BF16'] });
+  const n = bytes.byteLength >> (d === 'f32' ? 2 : 1);
+  return d === 'f32' ? { values: new Float32Array(bytes.buffer, 0, n), dtype: d } : { values: new Uint16Array(bytes.buffer, 0, n), dtype: d! };
+}
+
+/**
+ * `length` stored bytes of a tensor from byte `at` of it: readBytes where the checkpoint has it
+ * (reading only those bytes), else a cut of readRaw.
+ */
+export function tensorBytes(ck: Checkpoint, name: string, at: number, length: number): Promise<Uint8Array> {
+  return ck.readBytes ? ck.readBytes(name, at, length) : ck.readRaw(name).then((b) => b.subarray(at, at + length));
 }
 
 /** Number of elements of a shape (product of the dimensions; 1 for a scalar). */
