@@ -32,6 +32,11 @@ export function ggmlType(t: string | number): GgmlType | undefined {
   return typeof t === 'number' ? GGML_TYPES.get(t) : BY_NAME.get(String(t).toUpperCase());
 }
 
+/** A ggml block type (Q4_K, IQ4_NL, MXFP4, ...): stored values a quantizer wrote, by name, any case. */
+export function isGgmlBlockType(dtype: string): boolean {
+  return (ggmlType(dtype)?.blockSize ?? 1) > 1;
+}
+
 /** Bytes of a tensor of `numel` elements with rows of `rowLen` (a multiple of the block). */
 export function ggmlBytes(t: GgmlType, numel: number): number {
   return (numel / t.blockSize) * t.typeSize;

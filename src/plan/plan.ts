@@ -5,6 +5,7 @@ import { ErrorCodes, WebquantError, fail, type ErrorCode } from '../errors.js';
 import { getFormat as registryGetFormat } from '../formats/registry.js';
 import type { FormatSpec, ResolvedOptions } from '../formats/types.js';
 import { resolveOptions } from '../options.js';
+import { isGgmlBlockType } from '../io/ggml-types.js';
 import { asList, normalizePlan, parseRegex } from './json.js';
 import { detectRole, useMoreBits, type Role } from './roles.js';
 import {
@@ -14,12 +15,11 @@ import {
 
 const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2']);
 const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
-const GGUF_QUANT_DTYPE = /^(?:q\d(?:_\d|_k)|iq\d_\w+|tq\d_0|mxfp4|nvfp4)$/;
 
 type DtypeClass = 'float' | 'int' | 'unknown';
 function dtypeClass(dtype: string): DtypeClass {
   const d = dtype.toLowerCase();
-  if (FLOAT_DTYPES.has(d) || GGUF_QUANT_DTYPE.test(d)) return 'float';
+  if (FLOAT_DTYPES.has(d) || isGgmlBlockType(d)) return 'float';
   if (INT_DTYPES.test(d)) return 'int';
   return 'unknown';
 }
