@@ -14,7 +14,7 @@ import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
 import { SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
-import { GGUF_ARCHITECTURES, LAYER, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, LAYER, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -98,8 +98,8 @@ function vectorF32(v: TensorValues, shift: number): Float32Array {
 export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufViewOptions = {}): GgufView {
   const widen = opts.f32Vectors ?? true;
   const arch = ggufArchitecture(config);
-  // gpt-oss's packed experts, GPT-2's Conv1D layers: under the Llama-style names read below.
-  const input = arch?.view ? arch.view(source, config) : source;
+  // gpt-oss's packed experts, GPT-2's Conv1D layers, ...: under the Llama-style names read below.
+  const input = familyView(source, config);
   const permute = arch?.permuteQK ?? true;
   const entries = new Map<string, Entry>();
   const tensors: TensorInfo[] = [];

@@ -729,16 +729,13 @@ export interface GgufArchitecture {
   derived?(layerTensor: string, shape: readonly number[], cfg: LlamaConfig): DerivedTensor[] | undefined;
   /** Layers numbered num_hidden_layers and up are not part of the model (DeepSeek-V3's multi-token prediction). */
   extraLayers?: 'drop';
-  /**
-   * The checkpoint under the Llama-style names the converter reads, when the family stores its
-   * tensors otherwise (gpt-oss's packed experts, GPT-2's Conv1D layers).
-   */
-  view?(input: Checkpoint, cfg: Pick<LlamaConfig, 'num_attention_heads'>): Checkpoint;
 }
 
 /**
- * A family's own names and layouts made Llama-style (see GgufArchitecture.view), or the checkpoint
- * itself. GPT-NeoX's needs the head count (its q, k and v rows are grouped by head).
+ * A checkpoint of a family that stores its tensors otherwise (gpt-oss's packed experts, GPT-2's
+ * Conv1D layers, GPT-NeoX's q/k/v by head, Phi-2's and StarCoder2's names) under the Llama-style
+ * names the converter and the forward read; any other checkpoint as it is. Each family is known by
+ * tensor names only it has. GPT-NeoX's needs the head count (its q, k and v rows are grouped by head).
  */
 export function familyView(input: Checkpoint, cfg?: Pick<LlamaConfig, 'num_attention_heads'>): Checkpoint {
   if (isGptOssCheckpoint(input)) return gptOssView(input);
@@ -783,19 +780,18 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
     derived: (t, shape, cfg) => (t === 'self_attn.kv_b_proj.weight' ? deepseekKvB(cfg, shape) : undefined),
   },
   // gpt-oss: read through gpt-oss.ts (experts unpacked, router renamed); no q/k permutation (NeoX rope).
-  { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata, view: (c) => (isGptOssCheckpoint(c) ? gptOssView(c) : c) },
+  { name: 'gpt-oss', modelTypes: ['gpt_oss'], permuteQK: false, layerNames: GPT_OSS_LAYER_NAMES, metadata: gptOssMetadata },
   // GPT-2: read through gpt2.ts (Conv1D weights transposed); LayerNorms with biases, learned positions.
-  { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata, view: (c) => (isGpt2Checkpoint(c) ? gpt2View(c) : c) },
+  { name: 'gpt2', modelTypes: ['gpt2'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gpt2Metadata },
   // StableLM: Llama's names and layout, LayerNorms with biases, partial NeoX rotary.
   { name: 'stablelm', modelTypes: ['stablelm'], permuteQK: false, layerNames: STABLELM_LAYER_NAMES, metadata: stablelmMetadata },
   // StarCoder2: read through phi2.ts (c_fc, c_proj renamed); LayerNorms and every projection biased.
-  { name: 'starcoder2', modelTypes: ['starcoder2'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: starcoder2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
+  { name: 'starcoder2', modelTypes: ['starcoder2'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: starcoder2Metadata },
   // Phi-1/1.5/2: read through phi2.ts (renamed); one LayerNorm feeds attention and the FFN.
-  { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata, view: (c) => (isPhi2Checkpoint(c) ? phi2View(c) : c) },
+  { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata },
   // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.
   {
     name: 'gptneox', modelTypes: ['gpt_neox'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gptNeoxMetadata,
-    view: (c, cfg) => (isGptNeoxCheckpoint(c) ? gptNeoxView(c, cfg.num_attention_heads) : c),
   },
   // Gemma3ForCausalLM (the text-only 270M and 1B); the multimodal checkpoints' text_config says
   // gemma3_text too (readConfig merges it over the top level).

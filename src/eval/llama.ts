@@ -39,7 +39,7 @@ export interface WeightSource {
 /**
  * A WeightSource over a Checkpoint from src/io (or anything else with readF32). The language model
  * of a multimodal checkpoint (Gemma 3 4B and up) is read under its prefixed names (see
- * languageModelName) when its tensor list holds them; gpt-oss and GPT-2 through familyView.
+ * languageModelName) when its tensor list holds them; the families familyView knows through it.
  */
 export function checkpointWeights(input: { readF32(name: string): Promise<Float32Array>; tensors?: readonly { name: string }[] }, config?: Pick<LlamaConfig, 'num_attention_heads'>): WeightSource {
   // gpt-oss's packed experts, GPT-2's Conv1D layers, GPT-NeoX's q/k/v by head (which needs the
