@@ -238,18 +238,20 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (j.model_type === 'qwen2_moe') cfg.moe.gatedShared = int('shared_expert_intermediate_size');
   }
   if (j.model_type === 'deepseek_v2' || j.model_type === 'deepseek_v3') deepseek(j, cfg, int);
-  if (j.model_type === 'gpt2') {
-    const act = j.activation_function ?? 'gelu_new';
-    if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
-      fail(ErrorCodes.MODEL, `[llama] config.activation_function = ${JSON.stringify(act)} is not supported; expected "gelu_new"`, { option: 'activation_function', value: act, expected: 'gelu_new' });
+  // The GELU a family runs (config key, default, the accepted names, the first one expected).
+  const activation = (key: string, dflt: string, accepted: string[]): string => {
+    const act = j[key] ?? dflt;
+    if (!accepted.includes(String(act))) {
+      fail(ErrorCodes.MODEL, `[llama] config.${key} = ${JSON.stringify(act)} is not supported for ${String(j.model_type)}; expected "${accepted[0]}"`, { option: key, value: act, expected: accepted[0] });
     }
+    return act as string;
+  };
+  if (j.model_type === 'gpt2') {
+    activation('activation_function', 'gelu_new', ['gelu_new', 'gelu_pytorch_tanh']);
     cfg.gpt2 = { eps: pos('layer_norm_epsilon', 1e-5), positions: int('max_position_embeddings', 1024) };
   }
   if (j.model_type === 'starcoder2') {
-    const act = j.hidden_act ?? 'gelu_pytorch_tanh';
-    if (act !== 'gelu_pytorch_tanh' && act !== 'gelu_new') {
-      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for starcoder2; expected "gelu_pytorch_tanh"`, { option: 'hidden_act', value: act, expected: 'gelu_pytorch_tanh' });
-    }
+    activation('hidden_act', 'gelu_pytorch_tanh', ['gelu_pytorch_tanh', 'gelu_new']);
     unsupported('use_bias', (v) => v === true, 'true');
     cfg.starcoder2 = { eps: pos('norm_epsilon', 1e-5), ...(j.sliding_window !== undefined && j.sliding_window !== null ? { window: int('sliding_window') } : {}) };
   }
@@ -261,19 +263,13 @@ export function llamaConfig(json: unknown): LlamaConfig {
     if (j.use_qkv_bias === true) cfg.qkv_bias = true;
   }
   if (j.model_type === 'phi') {
-    const act = j.hidden_act ?? 'gelu_new';
-    if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
-      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for phi; expected "gelu_new"`, { option: 'hidden_act', value: act, expected: 'gelu_new' });
-    }
+    activation('hidden_act', 'gelu_new', ['gelu_new', 'gelu_pytorch_tanh']);
     unsupported('qk_layernorm', (v) => v === false, 'false');
     const pct = j.partial_rotary_factor === undefined ? 0.5 : pos('partial_rotary_factor', 1);
     cfg.phi2 = { eps: pos('layer_norm_eps', 1e-5), rotaryDims: Math.trunc(pct * (cfg.head_dim ?? cfg.hidden_size / heads)) };
   }
   if (j.model_type === 'gpt_neox') {
-    const act = j.hidden_act ?? 'gelu';
-    if (!['gelu', 'gelu_new', 'gelu_fast', 'gelu_pytorch_tanh'].includes(String(act))) {
-      fail(ErrorCodes.MODEL, `[llama] config.hidden_act = ${JSON.stringify(act)} is not supported for gpt_neox; expected "gelu"`, { option: 'hidden_act', value: act, expected: 'gelu' });
-    }
+    const act = activation('hidden_act', 'gelu', ['gelu', 'gelu_new', 'gelu_fast', 'gelu_pytorch_tanh']);
     const headDim = cfg.hidden_size / heads;
     // GPTNeoXConfig's default share is 0.25.
     const pct = j.rotary_pct === undefined ? 0.25 : pos('rotary_pct', 1);
@@ -370,7 +366,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (j.model_type === 'qwen2' || j.model_type === 'qwen2_moe') cfg.qkv_bias = true;
   else if (!['gpt_oss', 'gpt_neox', 'phi', 'stablelm', 'starcoder2'].includes(String(j.model_type))) unsupported('attention_bias', (v) => v === false, 'false');
   unsupported('mlp_bias', (v) => v === false, 'false');
-  if (cfg.gpt2 || cfg.neox || cfg.phi2 || cfg.starcoder2) {
+  if (gpt2Like(cfg)) {
     // activation_function / hidden_act were checked above.
   } else if (gemma) {
     unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
@@ -430,6 +426,16 @@ function deepseek(j: Record<string, unknown>, cfg: LlamaConfig, int: (key: strin
   };
 }
 
+/** The LayerNorm families' epsilon (GPT-2, GPT-NeoX, Phi-2, StarCoder2, StableLM); undefined for RMSNorm models. */
+export function layerNormEps(c: LlamaConfig): number | undefined {
+  return (c.gpt2 ?? c.neox ?? c.phi2 ?? c.starcoder2 ?? c.stablelm)?.eps;
+}
+
+/** The LayerNorm families built like GPT-2 (biased projections, an ungated GELU FFN): all but StableLM. */
+export function gpt2Like(c: LlamaConfig): boolean {
+  return (c.gpt2 ?? c.neox ?? c.phi2 ?? c.starcoder2) !== undefined;
+}
+
 export interface Dims {
   dim: number; ffn: number; layers: number; heads: number; kvHeads: number; headDim: number;
   qDim: number; kvDim: number; vocab: number;
@@ -462,7 +468,7 @@ export const layerPrefix = (i: number) => `model.layers.${i}.`;
 /** Every tensor name the forward reads, in load order. */
 export function llamaTensorNames(config: LlamaConfig): string[] {
   const names = ['model.embed_tokens.weight'];
-  if (config.gpt2 || config.neox || config.phi2 || config.starcoder2) {
+  if (gpt2Like(config)) {
     if (config.gpt2) names.push('model.embed_positions.weight');
     const attn = config.phi2 || config.starcoder2 ? ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj'] : ['self_attn.qkv_proj'];
     const parts = ['input_layernorm', ...attn, 'self_attn.o_proj', ...(config.phi2 ? [] : ['post_attention_layernorm']), 'mlp.up_proj', 'mlp.down_proj'];

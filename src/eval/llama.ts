@@ -12,7 +12,7 @@
 // A WeightSource's matvec hook still sees one activation vector per call, which is what a
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
-import { checkShape, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
+import { checkShape, gpt2Like, layerNormEps, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
 import { familyView, languageModelName } from '../convert/llama-gguf.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
@@ -206,7 +206,7 @@ export class LlamaModel {
     const vec = (name: string, n: number) => getChecked(source, name, n, `[${n}]`);
     for (let i = 0; i < d.layers; i++) {
       const p = layerPrefix(i);
-      if (config.gpt2 || config.neox || config.phi2 || config.starcoder2) {
+      if (gpt2Like(config)) {
         const qkvRows = d.qDim + 2 * d.kvDim;
         layers.push({
           inNorm: await vec(`${p}input_layernorm.weight`, d.dim), inNormBias: await vec(`${p}input_layernorm.bias`, d.dim),
@@ -292,7 +292,7 @@ export class LlamaModel {
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }
-    const ln = config.gpt2 || config.neox || config.phi2 || config.stablelm || config.starcoder2 ? {
+    const ln = layerNormEps(config) !== undefined ? {
       ...(config.gpt2 ? { positions: await getChecked(source, 'model.embed_positions.weight', config.gpt2.positions * d.dim, `[${config.gpt2.positions}, ${d.dim}]`) } : {}),
       finalNormBias: await vec('model.norm.bias', d.dim),
       ...(config.phi2 && !config.tie_word_embeddings ? { headBias: await vec('lm_head.bias', d.vocab) } : {}),
@@ -332,7 +332,7 @@ export class LlamaModel {
     // The LayerNorm families (GPT-2, GPT-NeoX, Phi-2, StarCoder2, StableLM); all but StableLM also have biased
     // projections and an ungated GELU FFN.
     const ln = this.ln;
-    const ungated = ln !== undefined && !this.config.stablelm;
+    const ungated = gpt2Like(this.config);
     const neox = this.config.neox;
     if (ln?.positions) {
       const max = this.config.gpt2!.positions;
@@ -340,7 +340,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += ln.positions![i];
     }
     // LayerNorm (a norm with a bias) or RMSNorm.
-    const lnEps = this.config.gpt2?.eps ?? neox?.eps ?? this.config.phi2?.eps ?? this.config.stablelm?.eps ?? this.config.starcoder2?.eps ?? 0;
+    const lnEps = layerNormEps(this.config) ?? 0;
     // Phi-2: attention and the FFN both read the block's one LayerNorm (xb), outputs added together.
     const phi2 = this.config.phi2 !== undefined;
     const norm = (src: Float32Array, w: Float32Array, b: Float32Array | undefined, out: Float32Array) =>
