@@ -3,6 +3,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
+import { ggufTwinHint } from '../formats/registry.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { fromPath } from '../io/node.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
@@ -217,7 +218,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
   }
   const choice = choosePlan({ ...a, rules: rulesText });
   if (choice.container && choice.container !== kind) {
-    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}${kind === 'gguf' && a.format === 'mxfp4' ? ' (mxfp4_gguf is MXFP4 as GGUF stores it, with llama.cpp\'s rounding)' : ''}`, {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}${kind === 'gguf' && typeof a.format === 'string' ? ggufTwinHint(a.format) : ''}`, {
       option: 'output', value: a.output, expected: `.${choice.container}`,
     });
   }

@@ -247,6 +247,11 @@ export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined
  * The `general.*` and `llama.*` keys llama.cpp reads for a Llama-architecture model; SmolLM3 (the
  * converter's LlamaModel subclass) writes the same keys under `smollm3.`.
  */
+/** A config.json value llama.cpp's `arch` would not run as the checkpoint means: E_CONFIG naming the key. */
+function refuseKey(arch: string, key: string, value: unknown, expected: unknown): never {
+  return fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's ${arch} (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
+}
+
 export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama' | 'smollm3' | 'granite' = 'llama'): Record<string, GgufValue> {
   for (const k of ['hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size'] as const) {
     if (!Number.isInteger(cfg[k]) || cfg[k] <= 0) {
@@ -363,10 +368,9 @@ const QWEN2MOE_LAYER_NAMES: Record<string, string> = {
  */
 export function qwen2MoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   const md = qwenMoeMetadata('qwen2moe', cfg, name, 'Qwen2-MoE', ['moe_intermediate_size', 'shared_expert_intermediate_size']);
-  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's qwen2moe (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
-  if (cfg.norm_topk_prob === true) refuse('norm_topk_prob', true, false);
-  if ((cfg.decoder_sparse_step ?? 1) !== 1) refuse('decoder_sparse_step', cfg.decoder_sparse_step, 1);
-  if ((cfg.mlp_only_layers ?? []).length) refuse('mlp_only_layers', cfg.mlp_only_layers, []);
+  if (cfg.norm_topk_prob === true) refuseKey('qwen2moe', 'norm_topk_prob', true, false);
+  if ((cfg.decoder_sparse_step ?? 1) !== 1) refuseKey('qwen2moe', 'decoder_sparse_step', cfg.decoder_sparse_step, 1);
+  if ((cfg.mlp_only_layers ?? []).length) refuseKey('qwen2moe', 'mlp_only_layers', cfg.mlp_only_layers, []);
   md['qwen2moe.expert_shared_feed_forward_length'] = { type: 'u32', value: cfg.shared_expert_intermediate_size! };
   return md;
 }
@@ -390,12 +394,11 @@ const GPT_OSS_LAYER_NAMES: Record<string, string> = {
  */
 export function gptOssMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   const moe = moeCounts(cfg);
-  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} cannot be written for llama.cpp's gpt-oss (it needs ${JSON.stringify(expected)})`, { option: key, value, expected });
-  if (!moe) refuse('num_local_experts', cfg.num_local_experts, 'a positive integer');
-  if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) refuse('sliding_window', cfg.sliding_window, 'a positive integer');
+  if (!moe) refuseKey('gpt-oss', 'num_local_experts', cfg.num_local_experts, 'a positive integer');
+  if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) refuseKey('gpt-oss', 'sliding_window', cfg.sliding_window, 'a positive integer');
   const alternating = Array.from({ length: cfg.num_hidden_layers }, (_, l) => (l % 2 === 0 ? 'sliding_attention' : 'full_attention'));
-  if (cfg.layer_types !== undefined && JSON.stringify(cfg.layer_types) !== JSON.stringify(alternating)) refuse('layer_types', cfg.layer_types, alternating);
-  if (cfg.swiglu_limit !== undefined && cfg.swiglu_limit !== 7) refuse('swiglu_limit', cfg.swiglu_limit, 7);
+  if (cfg.layer_types !== undefined && JSON.stringify(cfg.layer_types) !== JSON.stringify(alternating)) refuseKey('gpt-oss', 'layer_types', cfg.layer_types, alternating);
+  if (cfg.swiglu_limit !== undefined && cfg.swiglu_limit !== 7) refuseKey('gpt-oss', 'swiglu_limit', cfg.swiglu_limit, 7);
   const md = qwenMetadata('gpt-oss', { ...cfg, head_dim_in_config: cfg.head_dim !== undefined }, name);
   md['gpt-oss.expert_count'] = { type: 'u32', value: moe!.experts };
   md['gpt-oss.expert_used_count'] = { type: 'u32', value: moe!.used };
@@ -452,7 +455,7 @@ function layerNormKeys(arch: 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcod
  */
 export function gptNeoxMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   const base = cfg.rotary_emb_base ?? cfg.rope_theta ?? 10000;
-  if (base !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rotary_emb_base = ${base} cannot be written for llama.cpp's gptneox (it needs 10000)`, { option: 'rotary_emb_base', value: base, expected: 10000 });
+  if (base !== 10000) refuseKey('gptneox', 'rotary_emb_base', base, 10000);
   return {
     ...layerNormKeys('gptneox', cfg, name, 2048, cfg.layer_norm_eps),
     'gptneox.rope.dimension_count': { type: 'u32', value: Math.trunc((cfg.rotary_pct ?? 0.25) * (cfg.hidden_size / cfg.num_attention_heads)) },
@@ -477,8 +480,8 @@ const PHI2_LAYER_NAMES: Record<string, string> = {
  * rope base as 10000 and has no q/k LayerNorms: others are refused.
  */
 export function phi2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  if ((cfg.rope_theta ?? 10000) !== 10000) fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_theta = ${cfg.rope_theta} cannot be written for llama.cpp's phi2 (it needs 10000)`, { option: 'rope_theta', value: cfg.rope_theta, expected: 10000 });
-  if (cfg.qk_layernorm === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: qk_layernorm = true cannot be written for llama.cpp's phi2`, { option: 'qk_layernorm', value: true, expected: false });
+  if ((cfg.rope_theta ?? 10000) !== 10000) refuseKey('phi2', 'rope_theta', cfg.rope_theta, 10000);
+  if (cfg.qk_layernorm === true) refuseKey('phi2', 'qk_layernorm', true, false);
   const heads = cfg.num_attention_heads;
   return {
     ...layerNormKeys('phi2', cfg, name, 2048, cfg.layer_norm_eps),
@@ -501,9 +504,8 @@ const STABLELM_LAYER_NAMES: Record<string, string> = {
  * LayerNorms, parallel residuals) and another rope base than llama.cpp's default are refused.
  */
 export function stablelmMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
-  const refuse = (key: string, value: unknown, expected: unknown) => fail(ErrorCodes.CONFIG, `[gguf] config.json: ${key} = ${JSON.stringify(value)} is not supported for stablelm (expected ${JSON.stringify(expected)})`, { option: key, value, expected });
-  if (cfg.qk_layernorm === true) refuse('qk_layernorm', true, false);
-  if (cfg.use_parallel_residual === true) refuse('use_parallel_residual', true, false);
+  if (cfg.qk_layernorm === true) refuseKey('stablelm', 'qk_layernorm', true, false);
+  if (cfg.use_parallel_residual === true) refuseKey('stablelm', 'use_parallel_residual', true, false);
   const heads = cfg.num_attention_heads;
   return {
     ...layerNormKeys('stablelm', cfg, name, 4096, cfg.layer_norm_eps),
@@ -535,11 +537,11 @@ export function starcoder2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<
 export function olmoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
   const moe = moeCounts(cfg);
   if (!moe) fail(ErrorCodes.CONFIG, `[gguf] config.json: an OLMoE model needs "num_experts" and "num_experts_per_tok"`, { option: 'num_experts', value: cfg.num_experts });
-  if (cfg.norm_topk_prob === true) fail(ErrorCodes.CONFIG, `[gguf] config.json: norm_topk_prob = true cannot be written for llama.cpp's olmoe (it needs false)`, { option: 'norm_topk_prob', value: true, expected: false });
+  if (cfg.norm_topk_prob === true) refuseKey('olmoe', 'norm_topk_prob', true, false);
   // OLMoE ships with every head its own keys; a grouped one did not run in llama.cpp b6327 as the
   // checkpoint means (its k norm spans the grouped projection).
   if ((cfg.num_key_value_heads ?? cfg.num_attention_heads) !== cfg.num_attention_heads) {
-    fail(ErrorCodes.CONFIG, `[gguf] config.json: num_key_value_heads = ${cfg.num_key_value_heads} is not supported for olmoe GGUF (it needs num_attention_heads, ${cfg.num_attention_heads})`, { option: 'num_key_value_heads', value: cfg.num_key_value_heads, expected: cfg.num_attention_heads });
+    refuseKey('olmoe', 'num_key_value_heads', cfg.num_key_value_heads, cfg.num_attention_heads);
   }
   return {
     ...qwenMetadata('olmoe', cfg, name),

@@ -86,5 +86,6 @@ export const bnbFormats: FormatSpec[] = [
     calibrations: ['absmax'],
     importance: false,
     rowSections: (rowLen) => [{ name: 'blocks', bytes: (rowLen / 32) * 17 }],
+    ggufTwin: 'mxfp4_gguf',
   },
 ];

@@ -2,13 +2,14 @@
 // One entry per type; the wasm exports <name>_quantize/_dequantize and <NAME>_BLOCK/_BYTES.
 import type { FormatSpec } from './types.js';
 
-function gguf(name: string, type: number, blockSize: number, typeSize: number, importance: boolean, description: string): FormatSpec {
+/** `typeName`: the ggml type's name when it is not the format's. */
+function gguf(name: string, type: number, blockSize: number, typeSize: number, importance: boolean, description: string, typeName?: string): FormatSpec {
   return {
     name,
     family: 'gguf',
     description,
     kernel: name,
-    ggml: { type, blockSize, typeSize },
+    ggml: { type, blockSize, typeSize, ...(typeName ? { name: typeName } : {}) },
     blockSize: () => blockSize,
     calibrations: ['default'],
     importance,
@@ -32,6 +33,5 @@ export const ggufFormats: FormatSpec[] = [
   gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
-  { ...gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)'),
-    ggml: { type: 39, blockSize: 32, typeSize: 17, name: 'mxfp4' } },
+  gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)', 'mxfp4'),
 ];

@@ -19,6 +19,12 @@ export function getFormat(name: string): FormatSpec {
   return f;
 }
 
+/** What to name in an error refusing format `name` for GGUF: its GGUF twin, if it has one. */
+export function ggufTwinHint(name: string): string {
+  const twin = formats.get(name)?.ggufTwin;
+  return twin ? ` (${twin} is ${name.toUpperCase()} as GGUF stores it, with llama.cpp's rounding)` : '';
+}
+
 export function ggufFormatByType(type: number): FormatSpec | undefined {
   return all.find((f) => f.ggml?.type === type);
 }

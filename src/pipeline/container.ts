@@ -4,7 +4,7 @@
 // lets it stream a row-chunked tensor without assembling it.
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { Layout, ResolvedOptions } from '../formats/types.js';
-import { getFormat } from '../formats/registry.js';
+import { getFormat, ggufTwinHint } from '../formats/registry.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
 import { ggmlType } from '../io/ggml-types.js';
@@ -144,7 +144,7 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
         }
         const g = getFormat(t.format!).ggml;
         if (!g) {
-          throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}": format ${t.format} has no GGUF type; write safetensors or pick a GGUF format${t.format === 'mxfp4' ? ' (mxfp4_gguf is MXFP4 as GGUF stores it, with llama.cpp\'s rounding)' : ''}`, { tensor: t.name, value: t.format, expected: 'a format with a ggml type' });
+          throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}": format ${t.format} has no GGUF type; write safetensors or pick a GGUF format${ggufTwinHint(t.format ?? '')}`, { tensor: t.name, value: t.format, expected: 'a format with a ggml type' });
         }
         return { name: t.name, ggmlType: g.type, shape: t.shape };
       });
