@@ -13,3 +13,4 @@ export { IQ4_NL_BLOCK, IQ4_NL_BYTES, iq4_nl_quantize, iq4_nl_dequantize } from '
 export { IQ4_XS_BLOCK, IQ4_XS_BYTES, iq4_xs_quantize, iq4_xs_dequantize } from './iq4_xs';
 export { F16_BLOCK, F16_BYTES, BF16_BLOCK, BF16_BYTES, f16_quantize, f16_dequantize, bf16_quantize, bf16_dequantize } from './f16';
 export { MXFP4_GGUF_BLOCK, MXFP4_GGUF_BYTES, mxfp4_gguf_quantize, mxfp4_gguf_dequantize } from './mxfp4';
+export { NVFP4_GGUF_BLOCK, NVFP4_GGUF_BYTES, nvfp4_gguf_quantize, nvfp4_gguf_dequantize } from './nvfp4';

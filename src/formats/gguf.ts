@@ -34,4 +34,6 @@ export const ggufFormats: FormatSpec[] = [
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
   gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)', 'mxfp4'),
+  // ggml's NVFP4 block: no per-tensor fp32 scale (ggml applies one outside the block, if any).
+  gguf('nvfp4_gguf', 40, 64, 36, false, 'NVFP4 as GGUF type 40 (ggml reference rounding): E2M1 values, UE4M3 scale per 16 (4.5 bpw)', 'nvfp4'),
 ];
