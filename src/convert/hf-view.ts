@@ -13,7 +13,7 @@ import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
-import { SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
+import { NVFP4_DTYPE, NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { GGUF_ARCHITECTURES, LAYER, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
@@ -59,8 +59,9 @@ function concatValues(parts: TensorValues[]): TensorValues {
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
-const READABLE = ['F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E5M2'];
-const isF8 = (t: TensorInfo): boolean => t.dtype === 'F8_E4M3' || t.dtype === 'F8_E5M2';
+const READABLE = ['F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E5M2', NVFP4_DTYPE];
+/** FP8 and NVFP4 weights: values come from readF32 / readRows with their scales applied. */
+const isF8 = (t: TensorInfo): boolean => t.dtype === 'F8_E4M3' || t.dtype === 'F8_E5M2' || t.dtype === NVFP4_DTYPE;
 const readable = (t: TensorInfo): boolean => t.dtype in ELEM || isF8(t);
 /** The dtype the view presents a source tensor in: FP8 becomes F32 (GGUF has no FP8 type). */
 const viewDtype = (t: TensorInfo): string => (isF8(t) ? 'F32' : t.dtype);
@@ -106,12 +107,11 @@ export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufView
   // MoE experts, gathered per merged tensor; each merged tensor takes its first expert's place.
   const experts = new Map<string, { at: number; list: TensorInfo[] }>();
   const fp8 = new Set(input.tensors.filter(isF8).map((t) => t.name));
-  // An FP8 weight's scales are applied by the input's reads (readF32, readRows): GGUF gets the
-  // product. Its activation scale (input_scale) and the KV-cache scales of an FP8 KV cache (a
-  // runtime setting, with FP8 weights or without) have no GGUF tensor.
-  const fp8Aux = (n: string) => (n.endsWith(SCALE_SUFFIX) && fp8.has(n.slice(0, -SCALE_SUFFIX.length)))
-    || (n.endsWith(WEIGHT_SCALE_SUFFIX) && fp8.has(n.slice(0, -WEIGHT_SCALE_SUFFIX.length)))
-    || (n.endsWith('.input_scale') && fp8.has(`${n.slice(0, -'input_scale'.length)}weight`))
+  // An FP8 or NVFP4 weight's scales are applied by the input's reads (readF32, readRows): GGUF
+  // gets the product. Its activation scales (input_scale, input_global_scale) and the KV-cache
+  // scales of an FP8 KV cache (a runtime setting, with FP8 weights or without) have no GGUF tensor.
+  const fp8Aux = (n: string) => [SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX, NVFP4_SCALE_2_SUFFIX, NVFP4_GLOBAL_SUFFIX].some((s) => n.endsWith(s) && fp8.has(n.slice(0, -s.length)))
+    || (/\.input_(?:global_)?scale$/.test(n) && fp8.has(`${n.slice(0, n.lastIndexOf('.'))}.weight`))
     || /\.self_attn\.(?:k|v|kv)_scale$/.test(n);
   for (const src of input.tensors) {
     if (fp8Aux(src.name)) continue;

@@ -157,6 +157,62 @@ export async function openSafetensors(src: ByteSource, opts: SafetensorsOptions 
   return new SafetensorsCheckpoint(src.name, h.tensors.map((info) => ({ info, src })), h.metadata, opts);
 }
 
+/** The presented dtype of an NVFP4 weight: E2M1 codes, two per byte, with scales beside them. */
+export const NVFP4_DTYPE = 'F4_E2M1';
+/** Companions of NVFP4 weights: ModelOpt's per-tensor `<weight>_scale_2` (a factor), compressed-tensors' `<weight>_global_scale` (a divisor). */
+export const NVFP4_SCALE_2_SUFFIX = '_scale_2';
+export const NVFP4_GLOBAL_SUFFIX = '_global_scale';
+const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
+
+/** How an NVFP4 weight decodes: an F8_E4M3 scale per 16 values of a row, times or over one fp32 value. */
+interface Nvfp4Scale {
+  block: TensorEntry;
+  global: TensorEntry;
+  divide: boolean;
+}
+
+/**
+ * NVFP4 weights among the entries, presented under their weight names with dtype F4_E2M1 and
+ * their logical shape (two values per stored byte): ModelOpt's `<w>` (U8) with `<w>_scale`
+ * (F8_E4M3, one per 16 values) and `<w>_scale_2`, and compressed-tensors' `<w>_packed` with
+ * `<w>_scale` and `<w>_global_scale`. Anything else passes unchanged, as do the U8 tensors of a
+ * webquant output (named in its `webquant.quantization` metadata), which keeps the scales of the
+ * NVFP4 weights it quantized beside them.
+ */
+function presentNvfp4(source: string, entries: TensorEntry[], metadata: Record<string, unknown>): { entries: TensorEntry[]; scales: Map<string, Nvfp4Scale> } {
+  const byName = new Map(entries.map((e) => [e.info.name, e]));
+  const ours = new Set<string>();
+  try {
+    const q: unknown = JSON.parse(String(metadata['webquant.quantization'] ?? '{}'));
+    if (isObject(q)) for (const k of Object.keys(q)) ours.add(k);
+  } catch {
+    // not a webquant output (the serving API reports a malformed entry)
+  }
+  const scales = new Map<string, Nvfp4Scale>();
+  const out = entries.map((e) => {
+    const t = e.info;
+    if (t.dtype !== 'U8' || t.shape.length < 2 || ours.has(t.name)) return e;
+    const packed = t.name.endsWith('_packed');
+    const name = packed ? t.name.slice(0, -'_packed'.length) : t.name;
+    const block = byName.get(name + WEIGHT_SCALE_SUFFIX);
+    const global = byName.get(name + (packed ? NVFP4_GLOBAL_SUFFIX : NVFP4_SCALE_2_SUFFIX));
+    if (!block || !global || block.info.dtype !== 'F8_E4M3') return e;
+    const cols = 2 * t.shape[t.shape.length - 1];
+    const shape = [...t.shape.slice(0, -1), cols];
+    const bs = block.info.shape, gs = global.info;
+    const blockOk = bs.length === t.shape.length && bs.slice(0, -1).every((d, i) => d === t.shape[i]) && cols % 16 === 0 && bs[bs.length - 1] === cols / 16;
+    if (!blockOk || numel(gs.shape) !== 1 || !['F32', 'BF16', 'F16'].includes(gs.dtype) || (packed && byName.has(name))) {
+      fail(ErrorCodes.ST_SCALE, `[safetensors] ${source}: NVFP4 weight "${t.name}" U8[${t.shape}] does not fit its scales "${block.info.name}" ${block.info.dtype}[${bs}] and "${gs.name}" ${gs.dtype}[${gs.shape}]`, {
+        file: t.file ?? source, tensor: t.name, value: { scale: bs, global: gs.shape },
+        expected: `F8_E4M3 [${[...t.shape.slice(0, -1), cols / 16]}] (one per 16 values) and one F32, BF16 or F16 value${packed && byName.has(name) ? `, and no tensor "${name}" beside "${t.name}"` : ''}`,
+      });
+    }
+    scales.set(name, { block, global, divide: packed });
+    return { info: { ...t, name, dtype: NVFP4_DTYPE, shape }, src: e.src };
+  });
+  return { entries: out, scales };
+}
+
 /** The FP8 block-scale companion of a weight, DeepSeek-V3 style. */
 export const SCALE_SUFFIX = '_scale_inv';
 /** The FP8 scale companion of a weight in compressed-tensors checkpoints (the "-FP8" releases of llm-compressor). */
@@ -175,9 +231,12 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   readonly format = 'safetensors' as const;
   private readonly block: [number, number];
   private readonly scales = new Map<string, Fp8Scale>();
+  private readonly nvfp4: Map<string, Nvfp4Scale>;
 
-  constructor(source: string, entries: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
+  constructor(source: string, stored: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
+    const { entries, scales } = presentNvfp4(source, stored, metadata);
     super(source, entries, metadata);
+    this.nvfp4 = scales;
     this.block = opts.fp8BlockSize ?? [128, 128];
     const [br, bc] = this.block;
     if (!(Number.isInteger(br) && br > 0 && Number.isInteger(bc) && bc > 0)) {
@@ -215,6 +274,7 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
 
   async readF32(name: string): Promise<Float32Array> {
     const info = this.tensor(name);
+    if (info.dtype === NVFP4_DTYPE) return this.fp4(info, await this.readRaw(name), 0);
     if (!FLOAT_DTYPES.has(info.dtype)) {
       fail(ErrorCodes.UNSUPPORTED_DTYPE, `[safetensors] ${this.source}: tensor "${name}" is ${info.dtype}, not a float type (use readRaw)`, {
         file: info.file ?? this.source, tensor: name, value: info.dtype, expected: [...FLOAT_DTYPES],
@@ -230,9 +290,40 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
    */
   override async readRows(name: string, firstRow: number, rows: number): Promise<TensorValues> {
     const { info, src } = this.entry(name);
+    if (info.dtype === NVFP4_DTYPE) {
+      const cols = this.rowLength(name, firstRow, rows);
+      return { values: await this.fp4(info, await src.read(info.offset + firstRow * cols / 2, rows * cols / 2), firstRow), dtype: 'f32' };
+    }
     if (!info.dtype.startsWith('F8_')) return super.readRows(name, firstRow, rows);
     const cols = this.rowLength(name, firstRow, rows);
     return { values: await this.fp8(info, await src.read(info.offset + firstRow * cols, rows * cols), firstRow), dtype: 'f32' };
+  }
+
+  /**
+   * NVFP4 codes (rows from `firstRow` on) as f32: code * (scale op global) per 16 values, in fp32
+   * as the reference dequantizers compute it (the block factor first, then the product).
+   */
+  private async fp4(info: TensorInfo, codes: Uint8Array, firstRow: number): Promise<Float32Array> {
+    const sc = this.nvfp4.get(info.name)!;
+    const cols = info.shape[info.shape.length - 1];
+    const rows = (codes.length * 2) / cols;
+    const g = sc.global.info;
+    const gv = floatBytesToF32(await sc.global.src.read(g.offset, g.byteLength), g.dtype, g.name)[0];
+    const blocks = cols / 16;
+    const b = sc.block.info;
+    const bytes = await sc.block.src.read(b.offset + firstRow * blocks, rows * blocks);
+    const f = new Float32Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) f[i] = sc.divide ? E4M3_TO_F32[bytes[i]] / gv : E4M3_TO_F32[bytes[i]] * gv;
+    const out = new Float32Array(codes.length * 2);
+    for (let k = 0; k < f.length; k++) {
+      const s = f[k];
+      for (let i = k * 8; i < k * 8 + 8; i++) {
+        const c = codes[i];
+        out[2 * i] = E2M1[c & 15] * s;
+        out[2 * i + 1] = E2M1[c >> 4] * s;
+      }
+    }
+    return out;
   }
 
   /** FP8 codes (rows from `firstRow` on) as f32, times their scales if the weight has any. */

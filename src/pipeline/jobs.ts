@@ -2,6 +2,7 @@
 // sizes from the registry layout, and the cut of tensors larger than the memory budget into row
 // chunks (see pipeline.ts for why only some formats may be cut).
 import { isGgmlBlockType } from '../io/ggml-types.js';
+import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -133,7 +134,7 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
       }
       return job;
     }
-    if (stored === undefined && !['F64', 'F8_E4M3', 'F8_E5M2'].includes(info.dtype) && !isGgmlBlockType(info.dtype)) {
+    if (stored === undefined && !READ_AS_F32_DTYPES.has(info.dtype) && !isGgmlBlockType(info.dtype)) {
       throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" is ${info.dtype}, which cannot be quantized (plan it as 'keep')`, { tensor: info.name, value: info.dtype, expected: 'a float tensor' });
     }
     let spec: FormatSpec, o: ResolvedOptions, layout: Layout;

@@ -9,7 +9,7 @@ import type { ResolvedPlan } from './types.js';
 /** Bytes per element of stored (kept) dtypes. */
 const ELEM_BYTES: Record<string, number> = {
   f64: 8, float64: 8, f32: 4, float32: 4, f16: 2, float16: 2, bf16: 2, bfloat16: 2,
-  f8_e4m3: 1, f8_e5m2: 1, f8_e4m3fn: 1, float8_e4m3fn: 1, float8_e5m2: 1,
+  f8_e4m3: 1, f8_e5m2: 1, f8_e4m3fn: 1, float8_e4m3fn: 1, float8_e5m2: 1, f4_e2m1: 0.5,
   i64: 8, u64: 8, int64: 8, uint64: 8, i32: 4, u32: 4, int32: 4, uint32: 4,
   i16: 2, u16: 2, int16: 2, uint16: 2, i8: 1, u8: 1, int8: 1, uint8: 1, bool: 1,
 };

@@ -13,7 +13,7 @@ import {
   type ResolvedPlan, type ResolveOptions, type Scheme, type SchemeOrKeep, type Severity, type TensorDesc,
 } from './types.js';
 
-const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2']);
+const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2', 'f4_e2m1']);
 const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
 
 type DtypeClass = 'float' | 'int' | 'unknown';

@@ -11,7 +11,7 @@ import { getPreset } from '../../src/plan/presets.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { openSafetensors, openSafetensorsIndex } from '../../src/io/safetensors.js';
-import { fp8Weights } from '../helpers/data.js';
+import { fp8Weights, nvfp4Weights } from '../helpers/data.js';
 import { readConfig } from '../../src/io/config.js';
 import type { Checkpoint } from '../../src/io/checkpoint.js';
 import type { GgufCheckpoint } from '../../src/io/gguf.js';
@@ -309,6 +309,41 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     const chunked = await run(counted, 6 << 10);
     expect(ranged).toBeGreaterThan(10);
     expect(same(chunked, await run(ggufView(await openFile(join(f32Dir, 'model.safetensors')), cfg)))).toBe(true);
+  });
+
+  it('NVFP4 weights (ModelOpt and compressed-tensors releases) -> GGUF and safetensors: the bytes of their F32 values; eval reads them', async () => {
+    const src = await openFile(MODEL);
+    const tensors = await Promise.all(src.tensors.map(async (t) => ({ name: t.name, dtype: 'F32', shape: t.shape, data: await src.readF32(t.name) })));
+    const config = JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8'));
+    for (const style of ['modelopt', 'compressed-tensors'] as const) {
+      const fp4 = nvfp4Weights(tensors, style);
+      // w2 (rows of 172) stays F32: NVFP4 needs rows of a multiple of 16.
+      expect(fp4.filter((t) => t.dtype === 'U8'), style).toHaveLength(30);
+      const fp4Dir = join(tempDir(`cli-${style}`), 'model'), f32Dir = join(tempDir(`cli-${style}-f32`), 'model');
+      mkdirSync(fp4Dir);
+      mkdirSync(f32Dir);
+      writeFileSync(join(fp4Dir, 'model.safetensors'), await collect(writeSafetensors({ tensors: fp4 })));
+      writeFileSync(join(fp4Dir, 'config.json'), JSON.stringify({ ...config, quantization_config: { quant_method: style === 'modelopt' ? 'modelopt' : 'compressed-tensors', quant_algo: 'NVFP4' } }));
+      const st = await openSafetensors(fromBuffer(readFileSync(join(fp4Dir, 'model.safetensors')), 'fp4.safetensors'));
+      const plain = await Promise.all(tensors.map(async (t) => ({ ...t, data: await st.readF32(t.name) })));
+      expect(plain.some((t, i) => !same(t.data, tensors[i].data)), 'the codes lose something').toBe(true);
+      writeFileSync(join(f32Dir, 'model.safetensors'), await collect(writeSafetensors({ tensors: plain })));
+      writeFileSync(join(f32Dir, 'config.json'), JSON.stringify(config));
+      for (const [dir, out] of [[fp4Dir, 'fp4.gguf'], [f32Dir, 'f32.gguf'], [fp4Dir, 'fp4.safetensors'], [f32Dir, 'f32.safetensors']]) {
+        const r = await cli(['quantize', dir, '-o', join(tmp, out), '--preset', out.endsWith('.gguf') ? 'q8_0' : 'int8'], { cwd: tmp });
+        expect(r.code, r.stderr).toBe(0);
+      }
+      expect(same(readFileSync(join(tmp, 'fp4.gguf')), readFileSync(join(tmp, 'f32.gguf'))), style).toBe(true);
+      // safetensors output: the same quantized tensors; the scales are kept as they are.
+      const [a, b] = await Promise.all([openFile(join(tmp, 'fp4.safetensors')), openFile(join(tmp, 'f32.safetensors'))]);
+      for (const t of b.tensors) expect(same(await a.readRaw(t.name), await b.readRaw(t.name)), `${style} ${t.name}`).toBe(true);
+      expect(a.tensors.filter((t) => !b.tensors.some((u) => u.name === t.name)).every((t) => /_(scale|scale_2|global_scale)$/.test(t.name)), style).toBe(true);
+      const tokens = readdirSync(join(SHARED, 'eval')).find((f) => f.endsWith('.u16'))!;
+      const e = await cli(['eval', '-m', fp4Dir, '-q', join(tmp, 'f32.gguf'), '-t', join(SHARED, 'eval', tokens), '--max-docs', '2', '--json'], { cwd: tmp });
+      expect(e.code, e.stderr).toBe(0);
+      const f = await cli(['eval', '-m', f32Dir, '-q', join(tmp, 'f32.gguf'), '-t', join(SHARED, 'eval', tokens), '--max-docs', '2', '--json'], { cwd: tmp });
+      expect(JSON.parse(e.stdout).original, style).toEqual(JSON.parse(f.stdout).original);
+    }
   });
 
   it('combines a rules file with a preset (the file first) and uses a plan file alone', async () => {

@@ -106,6 +106,13 @@ describe('ggufView of an FP8 Llama checkpoint', () => {
     const names = await fp8Equivalence([['model.layers.0.self_attn.q_proj.weight', [4, 4]], ['model.layers.0.mlp.down_proj.weight', [4, 8]]], [], cfg, 'compressed-tensors');
     expect(names).toEqual(['blk.0.attn_q.weight', 'blk.0.ffn_down.weight']);
   });
+  it('reads NVFP4 weights (ModelOpt and compressed-tensors) as F32 with their scales applied, leaving out every scale', async () => {
+    const cfg = { model_type: 'llama', hidden_size: 16, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, num_key_value_heads: 1, vocab_size: 8 };
+    const shapes: [string, number[]][] = [['model.layers.0.self_attn.q_proj.weight', [16, 16]], ['model.layers.0.self_attn.k_proj.weight', [8, 16]], ['model.layers.0.mlp.down_proj.weight', [16, 32]]];
+    for (const scheme of ['nvfp4', 'nvfp4-ct'] as const) {
+      expect(await fp8Equivalence(shapes, [], cfg, scheme), scheme).toEqual(['blk.0.attn_q.weight', 'blk.0.attn_k.weight', 'blk.0.ffn_down.weight']);
+    }
+  });
 });
 
 describe('ggufView of a checkpoint with an FP8 KV cache', () => {
@@ -172,7 +179,7 @@ describe('ggufView of a MoE checkpoint', () => {
  * every read path and row range. Returns the view's tensor names.
  */
 async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[], cfg: Parameters<typeof ggufView>[1],
-  scheme: 'blocks' | 'compressed-tensors' = 'blocks'): Promise<string[]> {
+  scheme: 'blocks' | 'compressed-tensors' | 'nvfp4' | 'nvfp4-ct' = 'blocks'): Promise<string[]> {
   const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
   const { collect } = await import('../../src/io/stream.js');
   const { openSafetensors } = await import('../../src/io/safetensors.js');
@@ -180,7 +187,15 @@ async function fp8Equivalence(fp8: [string, number[]][], other: { name: string; 
   const code = () => { seed = (seed * 1103515245 + 12345) >>> 0; const c = seed >>> 24; return (c & 0x7f) === 0x7f ? 0x38 : c; };
   // DeepSeek's 2 x 2 blocks of _scale_inv, or compressed-tensors' weight_scale per output row
   // beside an activation input_scale (and the layer's FP8 KV-cache scales).
-  const tensors = fp8.flatMap(([name, [rows, cols]]) => [
+  // NVFP4: ModelOpt's codes under the weight's name with an F8_E4M3 scale per 16 values and a
+  // factor, or compressed-tensors' `_packed` codes with a divisor; activation scales beside.
+  const nvfp4 = (name: string, rows: number, cols: number) => [
+    { name: scheme === 'nvfp4' ? name : `${name}_packed`, dtype: 'U8', shape: [rows, cols / 2], data: Uint8Array.from({ length: rows * cols / 2 }, code) },
+    { name: `${name}_scale`, dtype: 'F8_E4M3', shape: [rows, cols / 16], data: Uint8Array.from({ length: rows * cols / 16 }, () => code() & 0x7e) },
+    { name: scheme === 'nvfp4' ? `${name}_scale_2` : `${name}_global_scale`, dtype: 'F32', shape: scheme === 'nvfp4' ? [] : [1], data: new Float32Array([scheme === 'nvfp4' ? 0.003 : 1792]) },
+    { name: name.replace(/weight$/, scheme === 'nvfp4' ? 'input_scale' : 'input_global_scale'), dtype: 'F32', shape: [1], data: new Float32Array([3]) },
+  ];
+  const tensors = fp8.flatMap(([name, [rows, cols]]) => scheme.startsWith('nvfp4') ? nvfp4(name, rows, cols) : [
     { name, dtype: 'F8_E4M3', shape: [rows, cols], data: Uint8Array.from({ length: rows * cols }, code) },
     ...(scheme === 'blocks'
       ? [{ name: `${name}_scale_inv`, dtype: 'F32', shape: [Math.ceil(rows / 2), Math.ceil(cols / 2)], data: Float32Array.from({ length: Math.ceil(rows / 2) * Math.ceil(cols / 2) }, (_, i) => 2 ** (i % 5 - 2) * 1.5) }]

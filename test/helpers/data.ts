@@ -73,3 +73,39 @@ export function fp8Weights(tensors: GenTensor[], block: number): GenTensor[] {
     return [{ ...t, dtype: 'F8_E4M3', data: q }, { name: `${t.name}_scale_inv`, dtype: 'F32', shape: [sr, sc], data: scale }];
   });
 }
+
+/**
+ * The tensors as NVIDIA's NVFP4 releases ship them: every projection whose rows are a multiple of
+ * 16 as E2M1 codes (two per byte, the even element low) with an F8_E4M3 scale per 16 values and
+ * one fp32 factor per tensor, ModelOpt-style (`<w>`, `<w>_scale`, `<w>_scale_2`) or
+ * compressed-tensors-style (`<w>_packed`, `<w>_scale`, `<w>_global_scale`, a divisor).
+ */
+export function nvfp4Weights(tensors: GenTensor[], style: 'modelopt' | 'compressed-tensors'): GenTensor[] {
+  const e2m1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6];
+  const e4m3 = [...E4M3_TO_F32.keys()].filter((c) => c < 0x7f);
+  const nearest = <T>(list: T[], value: (t: T) => number, v: number) => list.reduce((b, c) => (Math.abs(value(c) - v) < Math.abs(value(b) - v) ? c : b));
+  return tensors.flatMap((t) => {
+    if (!/^model\.layers\.\d+\.(self_attn|mlp)\..*_proj\.weight$/.test(t.name) || t.shape[1] % 16 !== 0) return [t];
+    const [rows, cols] = t.shape, x = t.data as Float32Array;
+    const amax = x.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+    const s2 = Math.fround(amax / (6 * 448));
+    const scale = new Uint8Array(rows * cols / 16), packed = new Uint8Array(rows * cols / 2);
+    for (let b = 0; b < scale.length; b++) {
+      const bmax = x.subarray(b * 16, b * 16 + 16).reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+      scale[b] = nearest(e4m3, (c) => E4M3_TO_F32[c], bmax / 6 / s2);
+      const s = E4M3_TO_F32[scale[b]] * s2;
+      for (let j = 0; j < 16; j++) {
+        const v = x[b * 16 + j];
+        const m = s > 0 ? nearest([0, 1, 2, 3, 4, 5, 6, 7], (k) => e2m1[k], Math.abs(v) / s) : 0;
+        const code = v < 0 && m ? m | 8 : m;
+        packed[(b * 16 + j) >> 1] |= code << (j % 2 ? 4 : 0);
+      }
+    }
+    const ct = style === 'compressed-tensors';
+    return [
+      { name: ct ? `${t.name}_packed` : t.name, dtype: 'U8', shape: [rows, cols / 2], data: packed },
+      { name: `${t.name}_scale`, dtype: 'F8_E4M3', shape: [rows, cols / 16], data: scale },
+      { name: `${t.name}${ct ? '_global_scale' : '_scale_2'}`, dtype: 'F32', shape: ct ? [1] : [], data: new Float32Array([ct ? 1 / s2 : s2]) },
+    ];
+  });
+}

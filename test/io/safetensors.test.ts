@@ -124,6 +124,56 @@ describe('safetensors reader: one error code per check', () => {
   });
 });
 
+describe('NVFP4 weights (ModelOpt, compressed-tensors)', () => {
+  // Two rows of 32 values: codes 0..15 then 15..0 per 16, bytes holding element 2i low, 2i+1 high.
+  const rows = 2, cols = 32;
+  const codes = Uint8Array.from({ length: rows * cols }, (_, i) => (Math.floor(i / 16) % 2 ? 15 - (i % 16) : i % 16));
+  const packed = Uint8Array.from({ length: rows * cols / 2 }, (_, i) => codes[2 * i] | (codes[2 * i + 1] << 4));
+  const e2m1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
+  const block = new Uint8Array([0x38, 0x40, 0x30, 0x01]); // E4M3 1, 2, 0.5, 2^-9
+  const file = (modelopt: boolean, extra: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[] = []) => collect(writeSafetensors({
+    tensors: [
+      { name: modelopt ? 'l.weight' : 'l.weight_packed', dtype: 'U8', shape: [rows, cols / 2], data: packed },
+      { name: 'l.weight_scale', dtype: 'F8_E4M3', shape: [rows, cols / 16], data: block },
+      { name: modelopt ? 'l.weight_scale_2' : 'l.weight_global_scale', dtype: 'F32', shape: modelopt ? [] : [1], data: new Float32Array([modelopt ? 0.375 : 3]) },
+      ...extra,
+    ],
+  }));
+  test('ModelOpt: code * (scale * weight_scale_2), under the weight name with its logical shape', async () => {
+    const c = await open(await file(true));
+    expect(c.tensor('l.weight')).toMatchObject({ dtype: 'F4_E2M1', shape: [rows, cols], byteLength: rows * cols / 2 });
+    const got = await c.readF32('l.weight');
+    const want = Float32Array.from(codes, (q, i) => e2m1[q] * Math.fround(E4M3_TO_F32[block[Math.floor(i / 16)]] * 0.375));
+    expect(Array.from(got)).toEqual(Array.from(want));
+    expect([got[1], got[17], got[63]]).toEqual([0.5 * 0.375, -4 * 2 * 0.375, 0 * 2 ** -9 * 0.375]);
+    expect(Array.from((await c.readRows!('l.weight', 1, 1)).values)).toEqual(Array.from(want.subarray(cols)));
+    expect(c.locate!('l.weight', 0, 1)).toBeUndefined();
+    await expectCode(c.readValues('l.weight'), ErrorCodes.UNSUPPORTED_DTYPE);
+  });
+  test('compressed-tensors: weight_packed, code * (scale / weight_global_scale)', async () => {
+    const c = await open(await file(false));
+    expect(c.tensors.map((t) => t.name)).toEqual(['l.weight', 'l.weight_scale', 'l.weight_global_scale']);
+    const want = Float32Array.from(codes, (q, i) => e2m1[q] * Math.fround(E4M3_TO_F32[block[Math.floor(i / 16)]] / 3));
+    expect(Array.from(await c.readF32('l.weight'))).toEqual(Array.from(want));
+  });
+  test('ST_SCALE: scales that do not fit, naming the weight', async () => {
+    const bad = (scale: { shape: number[]; dtype?: string }, global: number[] = []) => collect(writeSafetensors({
+      tensors: [
+        { name: 'l.weight', dtype: 'U8', shape: [rows, cols / 2], data: packed },
+        { name: 'l.weight_scale', dtype: scale.dtype ?? 'F8_E4M3', shape: scale.shape, data: new Uint8Array(scale.shape.reduce((a, b) => a * b, 1)) },
+        { name: 'l.weight_scale_2', dtype: 'F32', shape: global, data: new Float32Array(Math.max(1, global.reduce((a, b) => a * b, 1))) },
+      ],
+    }));
+    for (const [sc, g] of [[{ shape: [rows, 1] }, []], [{ shape: [rows * 2] }, []], [{ shape: [rows, 2] }, [2]]] as const) {
+      const e = await expectCode(open(await bad(sc, [...g])), ErrorCodes.ST_SCALE);
+      expect(e.details).toMatchObject({ tensor: 'l.weight' });
+    }
+    // An F32 weight_scale is compressed-tensors' FP8-style scale, not NVFP4: the U8 tensor stays U8.
+    const c = await open(await bad({ shape: [rows, 2], dtype: 'U8' }));
+    expect(c.tensor('l.weight').dtype).toBe('U8');
+  });
+});
+
 describe('FP8', () => {
   test('decoding tables', () => {
     expect(E4M3_TO_F32[0x38]).toBe(1);
