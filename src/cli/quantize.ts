@@ -254,7 +254,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    const resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict });
+    const resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: a.imatrix !== undefined });
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {

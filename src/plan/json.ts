@@ -22,7 +22,7 @@ function regexToString(r: RegExp): string {
   return `/${r.source}/${r.flags.replace(/[gy]/g, '')}`;
 }
 
-const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'scheme', 'optional', 'note'];
+const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'importance', 'scheme', 'optional', 'note'];
 const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
@@ -108,8 +108,8 @@ export function normalizePlan(input: unknown): Plan {
     }
     if (o.layers !== undefined) {
       const l = o.layers;
-      const ok = l === 'use_more_bits' || l === 'first_eighth' || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
-      if (!ok) planError(`${where}.layers must be "use_more_bits", "first_eighth" or a list of layer indices`, { option: `${where}.layers`, value: l, index: i });
+      const ok = l === 'use_more_bits' || l === 'first_eighth' || l === 'first_sixteenth' || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
+      if (!ok) planError(`${where}.layers must be "use_more_bits", "first_eighth", "first_sixteenth" or a list of layer indices`, { option: `${where}.layers`, value: l, index: i });
       rule.layers = Array.isArray(l) ? [...(l as number[])] : (l as LayerSelector);
     }
     for (const k of ['nExperts', 'minGqa'] as const) {
@@ -117,10 +117,14 @@ export function normalizePlan(input: unknown): Plan {
       if (!(typeof o[k] === 'number' && (o[k] as number) > 0)) planError(`${where}.${k} must be a positive number`, { option: `${where}.${k}`, value: o[k], index: i });
       rule[k] = o[k] as number;
     }
+    if (o.importance !== undefined) {
+      if (typeof o.importance !== 'boolean') planError(`${where}.importance must be true (only with an importance matrix) or false (only without)`, { option: `${where}.importance`, value: o.importance, index: i });
+      rule.importance = o.importance as boolean;
+    }
     if (o.optional) rule.optional = true;
     if (o.note !== undefined) rule.note = String(o.note);
-    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined) {
-      planError(`${where} has no condition (match, role, kind, layers, nExperts or minGqa); use "default" for a catch-all`, { option: where, index: i });
+    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined && rule.importance === undefined) {
+      planError(`${where} has no condition (match, role, kind, layers, nExperts, minGqa or importance); use "default" for a catch-all`, { option: where, index: i });
     }
     plan.rules.push(rule);
   });

@@ -102,6 +102,7 @@ function describeRule(c: Compiled): string {
   if (r.layers !== undefined) parts.push(`layers ${Array.isArray(r.layers) ? r.layers.join(',') : r.layers}`);
   if (r.nExperts !== undefined) parts.push(`${r.nExperts} experts`);
   if (r.minGqa !== undefined) parts.push(`gqa >= ${r.minGqa}`);
+  if (r.importance !== undefined) parts.push(r.importance ? 'with an importance matrix' : 'without an importance matrix');
   if (r.note) parts.push(r.note);
   return `rule ${c.index} (${parts.join(', ')})`;
 }
@@ -121,7 +122,7 @@ function layerSelected(sel: LayerSelector, layer: number | undefined, nLayers: n
   if (layer === undefined) return false;
   if (Array.isArray(sel)) return sel.includes(layer);
   if (sel === 'use_more_bits') return useMoreBits(layer, nLayers);
-  return layer < Math.floor(nLayers / 8);
+  return layer < Math.floor(nLayers / (sel === 'first_sixteenth' ? 16 : 8));
 }
 
 function protectedClass(t: PlannedTensor, protect: Set<ProtectClass>): ProtectClass | undefined {
@@ -212,6 +213,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       if (c.layers && !layerSelected(c.layers, e.layer, nLayers)) continue;
       if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
       if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
+      if (c.rule.importance !== undefined && c.rule.importance !== !!opts.importance) continue;
       c.hits++;
       chosen = c.rule.scheme;
       e.rule = c.index;

@@ -36,8 +36,14 @@ const OUTPUT_Q6K: PlanRule = { role: 'output', scheme: { format: 'q6_k' }, note:
 
 /** For every quantized ftype llama.cpp puts attn_v and attn_k of 8-expert models (Mixtral) in Q8_0. */
 const MOE8_KV: PlanRule = { role: 'attention', kind: ['v', 'k'], nExperts: 8, scheme: { format: 'q8_0' }, optional: true, note: 'llama.cpp: 8-expert attn_v / attn_k -> Q8_0' };
-/** ...and, for Q4_K_M / IQ4_NL among the presets here, attn_output in Q5_K. */
+/** ...and, for Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS, attn_output in Q5_K. */
 const MOE8_O: PlanRule = { role: 'attention', kind: 'o', nExperts: 8, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: 8-expert attn_output -> Q5_K' };
+const FFN_DOWN = ['ffn', 'expert', 'shared_expert'] as PlanRule['role'];
+/** A rule of llama_tensor_get_type: `kind` of `role` -> `format` (optionally on some layers). */
+function bump(role: 'attention' | 'ffn', kind: string, format: string, note: string, extra: Partial<PlanRule> = {}): PlanRule {
+  return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...extra };
+}
+
 /** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
 const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
 
@@ -74,7 +80,33 @@ const builtins: Preset[] = [
   gguf('bf16', LLAMA_FTYPE.MOSTLY_BF16, 'bf16', 'GGUF BF16: every >=2-D weight in bfloat16; norms and other vectors stay F32', 10, 4, [], false),
   gguf('q8_0', LLAMA_FTYPE.MOSTLY_Q8_0, 'q8_0', 'GGUF Q8_0 (8.5 bpw), output included (llama.cpp keeps Q8_0 for output.weight in this ftype)', 9, 9),
   gguf('q6_k', LLAMA_FTYPE.MOSTLY_Q6_K, 'q6_k', 'GGUF Q6_K (6.56 bpw) everywhere; rows not a multiple of 256 fall back to Q8_0', 8, 6),
-  gguf('q4_0', LLAMA_FTYPE.MOSTLY_Q4_0, 'q4_0', 'GGUF Q4_0 (4.5 bpw); output.weight / tied embedding Q6_K', 5, 8),
+  gguf('q4_0', LLAMA_FTYPE.MOSTLY_Q4_0, 'q4_0', 'GGUF Q4_0 (4.5 bpw); output.weight / tied embedding Q6_K; with an imatrix, ffn_down of the first eighth of layers Q4_1', 5, 8,
+    [bump('ffn', 'down', 'q4_1', 'Q4_0 ffn_down with imatrix', { layers: 'first_eighth', importance: true })]),
+  gguf('q4_1', LLAMA_FTYPE.MOSTLY_Q4_1, 'q4_1', 'GGUF Q4_1 (5.0 bpw); output.weight / tied embedding Q6_K', 5.5, 8),
+  gguf('q5_0', LLAMA_FTYPE.MOSTLY_Q5_0, 'q5_0', 'GGUF Q5_0 (5.5 bpw); output.weight / tied embedding Q6_K; with an imatrix, ffn_down of the first eighth of layers Q5_1', 7, 8,
+    [bump('ffn', 'down', 'q5_1', 'Q5_0 ffn_down with imatrix', { layers: 'first_eighth', importance: true })]),
+  gguf('q5_1', LLAMA_FTYPE.MOSTLY_Q5_1, 'q5_1', 'GGUF Q5_1 (6.0 bpw); output.weight / tied embedding Q6_K', 7.2, 8),
+  gguf('q2_k', LLAMA_FTYPE.MOSTLY_Q2_K, 'q2_k',
+    "llama.cpp's Q2_K mixture: Q2_K by default; attn_v Q4_K when n_gqa >= 4, else Q3_K; ffn_down and attn_output Q3_K; output Q6_K",
+    2, 5,
+    [MOE8_O, bump('attention', 'v', 'q4_k', 'Q2_K attn_v, n_gqa >= 4', { minGqa: 4 }), bump('attention', 'v', 'q3_k', 'Q2_K attn_v'),
+     bump('ffn', 'down', 'q3_k', 'Q2_K ffn_down'), bump('attention', 'o', 'q3_k', 'Q2_K attn_output')]),
+  gguf('q3_k_s', LLAMA_FTYPE.MOSTLY_Q3_K_S, 'q3_k', "llama.cpp's Q3_K_S: Q3_K everywhere but output (Q6_K)", 3, 5, [MOE8_O]),
+  gguf('q3_k_m', LLAMA_FTYPE.MOSTLY_Q3_K_M, 'q3_k',
+    "llama.cpp's Q3_K_M mixture: Q3_K by default; attn_v Q5_K on the first two layers, Q4_K after; ffn_down Q5_K on the first sixteenth of layers, Q4_K after; attn_output and fused attn_qkv Q4_K; output Q6_K",
+    3.5, 5,
+    [MOE8_O, bump('attention', 'v', 'q5_k', 'Q3_K_M attn_v', { layers: [0, 1] }), bump('attention', 'v', 'q4_k', 'Q3_K_M attn_v'),
+     bump('ffn', 'down', 'q5_k', 'Q3_K_M ffn_down', { layers: 'first_sixteenth' }), bump('ffn', 'down', 'q4_k', 'Q3_K_M ffn_down'),
+     bump('attention', 'o', 'q4_k', 'Q3_K_M attn_output'), bump('attention', 'qkv', 'q4_k', 'Q3_K_M attn_qkv')]),
+  gguf('q3_k_l', LLAMA_FTYPE.MOSTLY_Q3_K_L, 'q3_k',
+    "llama.cpp's Q3_K_L mixture: Q3_K by default; attn_v, ffn_down and attn_output Q5_K (attn_output stays Q3_K with 8 experts); fused attn_qkv Q4_K; output Q6_K",
+    4, 5,
+    [bump('attention', 'o', 'q3_k', 'Q3_K_L attn_output, 8 experts', { nExperts: 8 }), bump('attention', 'v', 'q5_k', 'Q3_K_L attn_v'),
+     bump('ffn', 'down', 'q5_k', 'Q3_K_L ffn_down'), bump('attention', 'o', 'q5_k', 'Q3_K_L attn_output'), bump('attention', 'qkv', 'q4_k', 'Q3_K_L attn_qkv')]),
+  gguf('q4_k_s', LLAMA_FTYPE.MOSTLY_Q4_K_S, 'q4_k',
+    "llama.cpp's Q4_K_S mixture: Q4_K by default; attn_v of the first four layers and ffn_down of the first eighth Q5_K; output Q6_K",
+    6.5, 6,
+    [MOE8_O, bump('attention', 'v', 'q5_k', 'Q4_K_S attn_v', { layers: [0, 1, 2, 3] }), bump('ffn', 'down', 'q5_k', 'Q4_K_S ffn_down', { layers: 'first_eighth' })]),
   gguf('q4_k_m', LLAMA_FTYPE.MOSTLY_Q4_K_M, 'q4_k',
     "llama.cpp's Q4_K_M mixture: Q4_K by default; Q6_K for attn_v and ffn_down (dense, expert and shared-expert) on " +
     'the layers use_more_bits picks (first 1/8, last 1/8, every third in between); Q5_K for fused attn_qkv; ' +
@@ -86,12 +118,23 @@ const builtins: Preset[] = [
       { role: 'attention', kind: 'qkv', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp Q4_K_M attn_qkv' },
       { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'use_more_bits', scheme: { format: 'q6_k' }, optional: true, note: 'llama.cpp Q4_K_M ffn_down' },
     ]),
+  gguf('q5_k_s', LLAMA_FTYPE.MOSTLY_Q5_K_S, 'q5_k', "llama.cpp's Q5_K_S: Q5_K everywhere but output (Q6_K)", 7.5, 6),
+  gguf('q5_k_m', LLAMA_FTYPE.MOSTLY_Q5_K_M, 'q5_k',
+    "llama.cpp's Q5_K_M mixture: Q5_K by default; Q6_K for attn_v and ffn_down on the layers use_more_bits picks and for fused attn_qkv; output Q6_K",
+    7.8, 6,
+    [bump('attention', 'v', 'q6_k', 'Q5_K_M attn_v', { layers: 'use_more_bits' }), bump('attention', 'qkv', 'q6_k', 'Q5_K_M attn_qkv'),
+     bump('ffn', 'down', 'q6_k', 'Q5_K_M ffn_down', { layers: 'use_more_bits' })]),
+  gguf('iq4_xs', LLAMA_FTYPE.MOSTLY_IQ4_XS, 'iq4_xs',
+    'GGUF IQ4_XS (4.25 bpw, non-linear grid, 6-bit sub-block scales); output Q6_K; attn_v Q5_K when n_gqa >= 4; ffn_down of the first 1/8 of layers Q5_K without an imatrix',
+    5.8, 5,
+    [MOE8_O, bump('attention', 'v', 'q5_k', 'IQ4_XS attn_v, n_gqa >= 4', { minGqa: 4 }),
+     bump('ffn', 'down', 'q5_k', 'IQ4_XS ffn_down, no imatrix', { layers: 'first_eighth', importance: false })]),
   gguf('iq4_nl', LLAMA_FTYPE.MOSTLY_IQ4_NL, 'iq4_nl',
     'GGUF IQ4_NL (4.5 bpw, non-linear grid); output Q6_K; attn_v Q5_K when n_gqa >= 4; ffn_down of the first 1/8 of layers Q5_K (llama.cpp without imatrix)',
     6, 5,
     [MOE8_O,
      { role: 'attention', kind: 'v', minGqa: 4, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL attn_v, n_gqa >= 4' },
-     { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'first_eighth', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL ffn_down, no imatrix' }]),
+     { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'first_eighth', importance: false, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp IQ4_NL ffn_down, no imatrix' }]),
   gguf('mxfp4_moe', LLAMA_FTYPE.MOSTLY_MXFP4_MOE, 'q8_0',
     "llama.cpp's MXFP4_MOE: MoE expert tensors in MXFP4 (gpt-oss's own experts keep their values), every other weight Q8_0",
     6, 7, [{ role: 'expert', scheme: { format: 'mxfp4_gguf' }, optional: true, note: 'llama.cpp MXFP4_MOE: experts -> MXFP4' }]),

@@ -22,10 +22,11 @@ export const DEFAULT_PROTECT: readonly ProtectClass[] = PROTECT_CLASSES;
 
 /**
  * Which layers a rule applies to: explicit indices, llama.cpp's `use_more_bits` selection (first
- * eighth, last eighth, every third in between) or `first_eighth` (layer < floor(n/8)), with n the
- * number of layers (largest layer index + 1, or ResolveOptions.nLayers).
+ * eighth, last eighth, every third in between), `first_eighth` (layer < floor(n/8)) or
+ * `first_sixteenth` (layer < floor(n/16)), with n the number of layers (largest layer index + 1,
+ * or ResolveOptions.nLayers).
  */
-export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth';
+export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth' | 'first_sixteenth';
 
 export interface PlanRule {
   /**
@@ -46,6 +47,11 @@ export interface PlanRule {
   nExperts?: number;
   /** Only for models whose query heads per KV head (n_gqa) is at least this. */
   minGqa?: number;
+  /**
+   * Only when an importance matrix is given (true) or only when none is (false): llama-quantize
+   * decides some tensors' types by whether it has one (ResolveOptions.importance).
+   */
+  importance?: boolean;
   scheme: SchemeOrKeep;
   /** No "rule matches nothing" warning (architecture-specific rules of presets). */
   optional?: boolean;
@@ -131,6 +137,8 @@ export interface ResolveOptions {
   nExperts?: number;
   /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */
   gqa?: number;
+  /** An importance matrix will be given (rules with `importance` depend on it; default false). */
+  importance?: boolean;
   /** Format lookup (default: the registry's getFormat). */
   getFormat?: (name: string) => FormatSpec;
 }

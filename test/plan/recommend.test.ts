@@ -6,24 +6,31 @@ import { fixtureLookup, stories260K } from './fixtures.js';
 
 const getFormat = fixtureLookup();
 const tensors = stories260K();
+const getPresetQuality = (name: string) => getPreset(name).quality;
 const size = (preset: string) => estimatePlan(resolvePlan(getPreset(preset).plan, tensors, { getFormat }), { getFormat }).bytes;
 
 describe('recommend', () => {
-  it('quality: the best preset that fits; the budget decides between Q8_0, Q6_K and Q4_K_M', () => {
+  it('quality: the best preset that fits; the budget decides between Q8_0, Q6_K, Q5_K_M and Q4_K_M', () => {
     const gguf = { tensors, getFormat, container: 'gguf' as const };
     // Everything fits: F16 (or BF16) is the best quality there is.
     expect(['f16', 'bf16']).toContain(recommend({ ...gguf, memoryBudget: 10e6 }).preset.name);
     const q8 = size('q8_0');
     const q4km = size('q4_k_m');
+    const q5km = size('q5_k_m');
     expect(recommend({ ...gguf, memoryBudget: q8 }).preset.name).toBe('q8_0');
     const mid = recommend({ ...gguf, memoryBudget: q8 - 1 });
-    // Q6_K falls back to Q8_0 on every 64-wide row of this model, so it is the same size: nothing between.
-    expect(mid.preset.name).toBe('q4_k_m');
-    expect(mid.bytes).toBe(q4km);
+    // Q6_K falls back to Q8_0 on every 64-wide row of this model, so it is the same size: the next
+    // is Q5_K_M (Q5_K -> Q5_1 here).
+    expect(mid.preset.name).toBe('q5_k_m');
+    expect(mid.bytes).toBe(q5km);
     expect(mid.exact).toBe(true);
-    expect(mid.reason).toMatch(/^q4_k_m: the highest-quality preset that fits \(267168 bytes/);
+    expect(mid.reason).toMatch(new RegExp(`^q5_k_m: the highest-quality preset that fits \\(${q5km} bytes`));
     expect(mid.candidates.find((c) => c.preset === 'q8_0')).toMatchObject({ fits: false, bytes: q8 });
-    expect(recommend({ ...gguf, memoryBudget: q4km - 1 }).preset.name).toBe('iq4_nl');
+    expect(recommend({ ...gguf, memoryBudget: q5km - 1 }).preset.name).not.toBe('q5_k_m');
+    const low = recommend({ ...gguf, memoryBudget: q4km });
+    expect(low.bytes).toBeLessThanOrEqual(q4km);
+    expect(getPresetQuality(low.preset.name)).toBeGreaterThanOrEqual(getPresetQuality('q4_k_m'));
+    expect(recommend({ ...gguf, memoryBudget: q4km - 1 }).bytes).toBeLessThan(q4km);
   });
 
   it('size and speed targets', () => {
@@ -47,13 +54,18 @@ describe('recommend', () => {
   });
 
   it('from modelBytes + paramCount: a 7B BF16 model in 5 GB gets a 4-bit mixture', () => {
-    const r = recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 5e9, getFormat, container: 'gguf' });
+    const r = recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 4.5e9, getFormat, container: 'gguf' });
     expect(r.preset.name).toBe('q4_k_m');
     expect(r.exact).toBe(false);
     expect(r.bpw).toBeGreaterThan(4.5);
     expect(r.bpw).toBeLessThan(5.2);
-    expect(r.bytes).toBeLessThanOrEqual(5e9);
+    expect(r.bytes).toBeLessThanOrEqual(4.5e9);
     expect(r.reason).toMatch(/synthetic model/);
+    // 5 GB: Q5_K_M (about 5.7 bpw, as llama.cpp's 7B Q5_K_M files) fits.
+    const r5 = recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 5e9, getFormat, container: 'gguf' });
+    expect(r5.preset.name).toBe('q5_k_m');
+    expect(r5.bpw).toBeGreaterThan(5.5);
+    expect(r5.bpw).toBeLessThan(5.8);
     // 8 GB: Q8_0 (7.4 GB) fits.
     expect(recommend({ modelBytes: 14e9, paramCount: 7e9, memoryBudget: 8e9, getFormat, container: 'gguf' }).preset.name).toBe('q8_0');
   });
