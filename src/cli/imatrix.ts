@@ -2,8 +2,12 @@
 // - the legacy binary file (imatrix.dat): i32 n_entries, then per entry i32 name length, name,
 //   i32 ncall, i32 nval, f32 values[nval] (sums of squared activations over ncall chunks), and an
 //   optional trailer (last call, dataset name) that is ignored;
-// - the GGUF file (imatrix.gguf): per weight `<name>.in_sum2` (sums) and `<name>.counts`.
-// Both become per-column means, the values llama-quantize passes to the quantizers.
+// - the GGUF file (imatrix.gguf): per weight `<name>.in_sum2` (sums, [matrices, cols]) and
+//   `<name>.counts` ([matrices, 1]); a MoE tensor has one matrix per expert.
+// Both become per-column means, the values llama-quantize passes to the quantizers; a MoE
+// tensor's are the experts' means back to back. An expert no position reached (count 0) has no
+// means: it gets ones (every column alike) rather than zeros, which would leave its quantizer
+// nothing to weigh.
 import { ErrorCodes, fail } from '../errors.js';
 import { openGguf } from '../io/gguf.js';
 import type { ByteSource } from '../io/source.js';
@@ -65,11 +69,13 @@ async function readGgufImatrix(src: ByteSource): Promise<Map<string, Float32Arra
     const sums = await g.readF32(t.name);
     const counts = await g.readF32(`${name}.counts`);
     const cols = t.shape[t.shape.length - 1];
-    if (counts.length !== 1 || sums.length !== cols) {
-      fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: "${name}" holds ${counts.length} matrices; per-expert importance is not supported yet`, { file: src.name, tensor: name, value: counts.length, expected: 1 });
+    if (counts.length < 1 || sums.length !== cols * counts.length) {
+      fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: "${name}" has ${sums.length} sums for ${counts.length} matrices of ${cols} columns`, { file: src.name, tensor: name, value: sums.length, expected: cols * counts.length });
     }
-    const c = counts[0] > 0 ? counts[0] : 1;
-    out.set(name, sums.map((v) => v / c));
+    out.set(name, sums.map((v, i) => {
+      const c = counts[Math.floor(i / cols)];
+      return c > 0 ? v / c : 1;
+    }));
   }
   return out;
 }

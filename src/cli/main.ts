@@ -14,6 +14,7 @@ import { quantizeCommand } from './quantize.js';
 import { sampleCommand } from './sample.js';
 import { absPath } from './input.js';
 import { evalCommand, EVAL_OPTIONS } from './eval.js';
+import { imatrixCommand, IMATRIX_OPTIONS } from './imatrix-command.js';
 
 export type { CliIO, Output } from './io.js';
 
@@ -150,6 +151,15 @@ const COMMANDS: Record<string, Command> = {
       await evalCommand(o, io);
     },
   },
+  imatrix: {
+    usage: 'webquant imatrix --model <original> --tokens <file.u16> -o <imatrix.gguf> [--chunks N] [--context N] [--process-output] [--json]',
+    summary: "an importance matrix from calibration tokens, in llama.cpp's GGUF imatrix format (for quantize --imatrix)",
+    options: IMATRIX_OPTIONS,
+    async run(pos, o, io) {
+      if (pos.length) throw new WebquantError(ErrorCodes.BAD_OPTION, `[cli] imatrix takes options only but got "${pos[0]}"`, { value: pos });
+      await imatrixCommand(o, io);
+    },
+  },
 };
 
 function usage(): string {
@@ -195,7 +205,7 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     }
     const { positionals, options } = parseArgs(cmd, rest, c.options);
     if (options.help) { io.stdout.write(helpText(`Usage: ${c.usage}\n\n${c.summary}`, c.options)); return 0; }
-    if (cmd === 'quantize' && typeof options.output === 'string') outputs.push(absPath(options.output, io));
+    if ((cmd === 'quantize' || cmd === 'imatrix') && typeof options.output === 'string') outputs.push(absPath(options.output, io));
     await c.run(positionals, options, io);
     return 0;
   } catch (e) {

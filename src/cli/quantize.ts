@@ -153,8 +153,10 @@ async function loadImportance(path: string, io: CliIO, ck: Checkpoint, resolved:
       const t = byName.get(name);
       if (!t) { unused++; continue; }
       if (t.scheme === 'keep') continue;
-      if (v.length !== t.rowLength) {
-        fail(ErrorCodes.IMPORTANCE_LENGTH, `[imatrix] ${path}: "${name}" has ${v.length} values but its rows have ${t.rowLength}`, { file, tensor: name, value: v.length, expected: t.rowLength });
+      // One vector for the tensor, or one per matrix of a [matrices, rows, cols] tensor (MoE experts).
+      const mats = t.shape.length === 3 ? t.shape[0] : 1;
+      if (v.length !== t.rowLength && v.length !== mats * t.rowLength) {
+        fail(ErrorCodes.IMPORTANCE_LENGTH, `[imatrix] ${path}: "${name}" has ${v.length} values but its rows have ${t.rowLength}${mats > 1 ? ` (or ${mats * t.rowLength}: one vector for each of its ${mats} experts)` : ''}`, { file, tensor: name, value: v.length, expected: mats > 1 ? [t.rowLength, mats * t.rowLength] : t.rowLength });
       }
       out[name] = v;
     }

@@ -34,6 +34,11 @@ export interface WeightSource {
    * window), the result [n, rows]. Saves a call (and a kernel launch) per position.
    */
   matmul?(name: string, x: Float32Array, n: number): Float32Array;
+  /**
+   * Optional: sees the input of every projection and of the output head before it is multiplied,
+   * x [n, cols] (an importance-matrix collector, see imatrix.ts). Must not change x.
+   */
+  observe?(name: string, x: Float32Array, n: number, cols: number): void;
 }
 
 /**
@@ -147,9 +152,16 @@ async function getChecked(src: WeightSource, name: string, length: number, shape
   return w;
 }
 
-const hasHook = (src: WeightSource) => typeof src.matmul === 'function' || typeof src.matvec === 'function';
+const hasHook = (src: WeightSource) => typeof src.matmul === 'function' || typeof src.matvec === 'function' || typeof src.observe === 'function';
 
 async function linear(src: WeightSource, name: string, rows: number, cols: number): Promise<Linear> {
+  const inner = await multiply(src, name, rows, cols);
+  if (typeof src.observe !== 'function') return inner;
+  const see = src.observe.bind(src);
+  return { apply: (x, n, out) => { see(name, x.subarray(0, n * cols), n, cols); inner.apply(x, n, out); } };
+}
+
+async function multiply(src: WeightSource, name: string, rows: number, cols: number): Promise<Linear> {
   if (typeof src.matmul === 'function') {
     const mm = src.matmul.bind(src);
     return {

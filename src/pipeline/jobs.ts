@@ -102,7 +102,11 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
   return plan.tensors;
 }
 
-export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number): Job[] {
+/**
+ * `perMatrix`: tensors [matrices, rows, cols] whose units must each stay within one matrix (a MoE
+ * tensor with one importance vector per expert): cut at every matrix boundary as well.
+ */
+export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set()): Job[] {
   const byName = new Map<string, PlannedTensor>();
   for (const p of planEntries(plan)) {
     input.tensor(p.name); // unknown names fail here, naming the tensor
@@ -165,15 +169,21 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     // fits, and so that all workers share a large tensor instead of one taking it alone) or
     // UNIT_BYTES (see there).
     const cap = Math.min(budget / poolSize, UNIT_BYTES);
-    if (whole <= cap || !chunkable || nrows <= 1) {
+    // Rows of one matrix of a tensor whose units may not span two.
+    const period = perMatrix.has(info.name) && info.shape.length === 3 ? info.shape[1] : nrows;
+    if (perMatrix.has(info.name) && (info.shape.length !== 3 || !chunkable)) {
+      throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" ${info.dtype}[${info.shape}] cannot be quantized one matrix at a time (per-matrix importance needs a 3-D F32/F16/BF16 tensor)`, { tensor: info.name, value: info.shape, expected: '[matrices, rows, cols]' });
+    }
+    if ((whole <= cap || !chunkable || nrows <= 1) && period === nrows) {
       job.units.push({ job, chunk: 0, r0: 0, rows: nrows, cost: whole, id: `${index}` });
     } else {
       // Small enough that every worker can hold a chunk within the budget.
-      const rows = Math.max(1, Math.floor(cap / perRow));
-      for (let r0 = 0, c = 0; r0 < nrows; r0 += rows, c++) {
-        const n = Math.min(rows, nrows - r0);
+      const rows = Math.min(period, Math.max(1, Math.floor(cap / perRow)));
+      for (let r0 = 0, c = 0; r0 < nrows; c++) {
+        const n = Math.min(rows, nrows - r0, period - (r0 % period));
         // The id names the rows, so a resumed run that cuts differently never mixes chunks up.
         job.units.push({ job, chunk: c, r0, rows: n, cost: n * perRow, id: `${index}.${r0}+${n}` });
+        r0 += n;
       }
     }
     return job;

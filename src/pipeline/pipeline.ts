@@ -54,7 +54,10 @@ export interface QuantizeCheckpointOptions {
   onProgress?: (e: ProgressEvent) => void;
   /** Compute error metrics per tensor (default true). */
   metrics?: boolean;
-  /** Per-column importance (imatrix) by tensor name. */
+  /**
+   * Per-column importance (imatrix) by tensor name: one vector of the row length, or for a
+   * [matrices, rows, cols] tensor (stacked MoE experts) one per matrix, back to back.
+   */
   importance?: Record<string, Float32Array>;
   /** Stores finished units so that a restarted run resumes (see cache-node.ts, cache-browser.ts). */
   resume?: ResumeStore;
@@ -187,7 +190,12 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     }
     // Creating a pool starts no worker yet: plan errors below still cost nothing.
     pool ??= await createPool({ ...opts.poolOptions, size: opts.workers });
-    const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size);
+    const shapes = new Map(input.tensors.map((t) => [t.name, t.shape]));
+    const perMatrix = new Set(Object.entries(opts.importance ?? {}).filter(([name, v]) => {
+      const shape = shapes.get(name);
+      return shape?.length === 3 && shape[0] > 1 && v.length === shape[0] * shape[2];
+    }).map(([name]) => name));
+    const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix);
     const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
     const container = opts.container ?? safetensorsContainer();
     const outputs = jobs.map((j) => j.out);
@@ -202,6 +210,14 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       })
       : undefined;
     const readRows = opts.readRows ?? defaultRowReader(input);
+    // A unit's importance: the tensor's vector, or its matrix's (units stay within one, see buildJobs).
+    const importanceOf = (u: Unit) => {
+      const v = opts.importance?.[u.job.info.name];
+      if (!v || !perMatrix.has(u.job.info.name)) return v;
+      const m = Math.floor(u.r0 / u.job.info.shape[1]);
+      // A copy: a view would send the whole tensor's vectors to the worker.
+      return v.slice(m * u.job.rowLen, (m + 1) * u.job.rowLen);
+    };
     const wantMetrics = opts.metrics ?? true;
     if (ctl.signal.aborted) throw ctl.signal.reason;
 
@@ -261,7 +277,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       // Wrapped: an async function returning a promise would wait for it.
       const result = lanes.quantize(task, {
         format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
-        rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: opts.importance?.[job.info.name],
+        rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
       }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data: q.data, metrics: q.metrics, cached: false, written: !!out };

@@ -86,3 +86,40 @@ describe.skipIf(!hasShared)('webquant eval', () => {
     expect(odd.stderr).toMatch(/not a whole number of uint16 tokens/);
   });
 });
+
+describe.skipIf(!hasShared)('webquant imatrix', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-imatrix');
+  }, 300_000);
+
+  it('writes a GGUF imatrix that quantize --imatrix takes and that lowers the KL of a Q3_K_S quantization (IQ4_NL on these rows); bad options exit 2', async () => {
+    const r = await cli(['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'im.gguf', '--chunks', '30', '--context', '256', '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ chunks: 30, chunkSize: 256, tensors: 35 });
+    const g = await openCheckpoint(fromBuffer(readFileSync(join(tmp, 'im.gguf')), 'im.gguf'));
+    expect(g.metadata['general.type']).toBe('imatrix');
+    expect(g.tensors).toHaveLength(70);
+    // Calibrated on the dev split, evaluated on the test split.
+    const test = join(SHARED, 'eval/tinystories_test.tokens.u16');
+    const kl: number[] = [];
+    for (const extra of [[], ['--imatrix', 'im.gguf']]) {
+      const q = await cli(['quantize', MODEL, '-o', 'q3.gguf', '--preset', 'q3_k_s', ...extra], { cwd: tmp });
+      expect(q.code, q.stderr).toBe(0);
+      kl.push(JSON.parse((await cli(['eval', '-m', MODEL, '-q', 'q3.gguf', '-t', test, '--max-docs', '60', '--json'], { cwd: tmp })).stdout).klDivergence);
+    }
+    expect(kl[1]).toBeLessThan(kl[0]);
+    const cases: [string[], RegExp][] = [
+      [['imatrix', '-m', MODEL, '-t', TOKENS], /--output is required/],
+      [['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'im.dat'], /must end in \.gguf/],
+      [['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'x.gguf', '--context', '100000000'], /make no chunk of 100000000/],
+      [['imatrix', '-m', join(DIR, 'tinyllamas-stories-260k-f32.gguf'), '-t', TOKENS, '-o', 'x.gguf'], /config\.json|safetensors/],
+    ];
+    for (const [args, msg] of cases) {
+      const e = await cli(args, { cwd: tmp });
+      expect(e.code, args.join(' ')).toBe(2);
+      expect(e.stderr).toMatch(msg);
+    }
+  });
+});

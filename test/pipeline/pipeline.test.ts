@@ -257,6 +257,26 @@ describe('quantizeCheckpoint: multi-section formats and GGUF output', () => {
   });
 });
 
+describe('quantizeCheckpoint: importance per expert', () => {
+  it('a [experts, rows, cols] tensor with one importance vector per expert: each expert quantized with its own, whole or in chunks', async () => {
+    const E = 4, R = 8, C = 256;
+    const values = randomValues(E * R * C, 21);
+    const ck = await openSafetensors(fromBuffer(buildSafetensors([{ name: 'blk.0.ffn_down_exps.weight', dtype: 'F32', shape: [E, R, C], data: f32Bytes(values) }]), 'moe.safetensors'));
+    const imp = Float32Array.from({ length: E * C }, (_, i) => 0.1 + ((i * 7919) % 97) / 10 * (1 + Math.floor(i / C)));
+    const want = Buffer.concat(await Promise.all(Array.from({ length: E }, async (_, e) =>
+      (await quantize(values.subarray(e * R * C, (e + 1) * R * C), { format: 'q4_k', rowLength: C, importance: imp.subarray(e * C, (e + 1) * C) })).data)));
+    const same = (await quantize(values, { format: 'q4_k', rowLength: C, importance: imp.subarray(0, C) })).data;
+    expect(sameBytes(want, same)).toBe(false); // the experts' vectors matter
+    const plan = [{ name: 'blk.0.ffn_down_exps.weight', scheme: { format: 'q4_k' } }];
+    for (const maxInFlightBytes of [undefined, 12 << 10]) {
+      const sink = memorySink();
+      await quantizeCheckpoint({ input: ck, plan, sink, workers: 2, importance: { 'blk.0.ffn_down_exps.weight': imp }, maxInFlightBytes, poolOptions: { workerUrl: workerUrl() } });
+      const out = await openSafetensors(fromBuffer(sink.bytes(), 'out.safetensors'));
+      expect(sameBytes(await out.readRaw('blk.0.ffn_down_exps.weight'), want), `budget ${maxInFlightBytes}`).toBe(true);
+    }
+  });
+});
+
 describe('quantizeCheckpoint: worker crashes', () => {
   const crashModel = (prefix: string) => {
     const tensors = [0, 1, 2].map((i) => ({ name: `${prefix}blk.${i}.ffn_up.weight`, dtype: 'F32' as const, shape: [16, 64], data: f32Bytes(randomValues(16 * 64, 40 + i)) }));

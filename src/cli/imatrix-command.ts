@@ -1,0 +1,85 @@
+// `webquant imatrix --model <original> --tokens <file.u16> -o imatrix.gguf`: an importance matrix
+// computed from calibration tokens by the reference forward (src/eval/imatrix.ts) on the served
+// original weights, written in llama.cpp's GGUF imatrix format for `webquant quantize --imatrix`
+// and llama-quantize. The file appears whole or not at all.
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { ErrorCodes, fail } from '../errors.js';
+import { computeImatrix, imatrixGguf } from '../eval/imatrix.js';
+import { llamaConfig } from '../eval/llama.js';
+import { quantizedWeights } from '../eval/quantized.js';
+import { readTokens } from '../eval/tokens.js';
+import { writeGguf } from '../io/gguf-writer.js';
+import { fileSink } from '../pipeline/sink-node.js';
+import type { OptionSpecs } from './args.js';
+import { absPath, openInput } from './input.js';
+import { toJSON, type CliIO } from './io.js';
+
+export const IMATRIX_OPTIONS: OptionSpecs = {
+  model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the model (Hugging Face safetensors with config.json beside it)' },
+  tokens: { type: 'string', short: 't', value: 'file.u16', help: 'calibration text as little-endian uint16 token ids' },
+  output: { type: 'string', short: 'o', value: 'file.gguf', help: 'where to write the importance matrix (GGUF imatrix format)' },
+  chunks: { type: 'int', value: 'n', help: 'use the first n chunks only' },
+  context: { type: 'int', value: 'n', help: 'tokens per chunk (default 512, as llama-imatrix)' },
+  'process-output': { type: 'boolean', help: 'also collect the output head (llama-imatrix --process-output)' },
+  json: { type: 'boolean', help: 'JSON report on stdout' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+};
+
+export interface ImatrixReport {
+  model: string;
+  output: string;
+  chunks: number;
+  chunkSize: number;
+  tensors: number;
+  seconds: number;
+}
+
+export async function imatrixCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<ImatrixReport> {
+  for (const k of ['model', 'tokens', 'output'] as const) {
+    if (o[k] === undefined) fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --${k} is required`, { option: k });
+  }
+  const out = absPath(String(o.output), io);
+  if (!out.endsWith('.gguf')) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: -o ${basename(out)} must end in .gguf (llama.cpp's GGUF imatrix format)`, { option: 'output', value: o.output, expected: '.gguf' });
+  }
+  const tokensFile = absPath(String(o.tokens), io);
+  const bytes = await readFile(tokensFile).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${String(o.tokens)}: ${(e as Error).message}`, { file: tokensFile, option: 'tokens' }));
+  const tokens = readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), tokensFile);
+  const t0 = Date.now();
+  const ref = await openInput(String(o.model), io);
+  try {
+    if (ref.configError) throw ref.configError;
+    if (!ref.config) fail(ErrorCodes.CONFIG, `[cli] imatrix: the model needs its config.json beside ${ref.file}`, { file: ref.file, option: 'model', expected: 'config.json' });
+    if (ref.checkpoint.format !== 'safetensors') {
+      fail(ErrorCodes.BAD_INPUT, `[cli] imatrix: --model must be the Hugging Face safetensors checkpoint; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
+    }
+    const config = llamaConfig(ref.config);
+    let last = 0;
+    const result = await computeImatrix({
+      config, tokens, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }),
+      contextLength: o.context as number | undefined, maxChunks: o.chunks as number | undefined,
+      processOutput: !!o['process-output'], signal: io.signal,
+      onProgress: (p) => {
+        if (o.json || !io.stdout.isTTY || Date.now() - last < 200) return;
+        last = Date.now();
+        io.stdout.write(`\r\x1b[K${p.chunks}/${p.totalChunks} chunks`);
+      },
+    });
+    if (!o.json && io.stdout.isTTY) io.stdout.write('\r\x1b[K');
+    const sink = await fileSink(out);
+    try {
+      for await (const c of writeGguf(imatrixGguf(result, basename(tokensFile)))) await sink.write(c);
+      await sink.close();
+    } catch (e) {
+      await sink.abort(e).catch(() => undefined);
+      throw e;
+    }
+    const report: ImatrixReport = { model: ref.file, output: out, chunks: result.chunks, chunkSize: result.chunkSize, tensors: result.entries.size, seconds: (Date.now() - t0) / 1000 };
+    if (o.json) io.stdout.write(toJSON(report) + '\n');
+    else io.stdout.write(`wrote ${out}: importance of ${report.tensors} tensors from ${report.chunks} chunks of ${report.chunkSize} tokens in ${report.seconds.toFixed(1)} s\n`);
+    return report;
+  } finally {
+    await ref.close();
+  }
+}

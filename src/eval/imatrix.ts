@@ -1,0 +1,134 @@
+// Importance matrices computed by webquant, as llama.cpp's llama-imatrix computes them: the
+// reference forward runs the calibration tokens in chunks of `contextLength` (each from an empty
+// cache, its first token replaced by BOS), and for every weight matrix multiplied the squares of
+// its input are summed per column over every position that reaches it (a MoE expert: the
+// positions routed to it), with the number of those positions. Sums are kept in float64
+// (llama-imatrix adds in float32, so its files differ from these by rounding). The output head is
+// left out unless asked for, as llama-imatrix does by default.
+//
+// The result is stored in llama.cpp's GGUF imatrix format, under GGUF tensor names:
+// `<name>.in_sum2` F32 [matrices, cols] and `<name>.counts` F32 [matrices, 1] (matrices: 1, or a
+// layer's experts), with general.type = "imatrix" and the dataset, chunk count and chunk size.
+// `webquant quantize --imatrix` and llama-quantize read it (src/cli/imatrix.ts).
+import { ErrorCodes, fail } from '../errors.js';
+import type { GgufWriteKV, GgufWriteTensor } from '../io/gguf-writer.js';
+import { ggufArchitecture, ggufExpertSlot, ggufTensorName } from '../convert/llama-gguf.js';
+import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
+import { BOS } from './tokens.js';
+
+export interface ImatrixEntry {
+  cols: number;
+  /** Per matrix (one, or one per expert): sums of squared inputs per column, and positions seen. */
+  sums: Float64Array[];
+  counts: number[];
+}
+
+export interface ImatrixResult {
+  /** By GGUF tensor name. */
+  entries: Map<string, ImatrixEntry>;
+  chunks: number;
+  chunkSize: number;
+}
+
+export interface ImatrixOptions {
+  config: LlamaConfig;
+  weights: WeightSource;
+  /** Calibration token stream (uint16 ids); cut into chunks of contextLength tokens. */
+  tokens: Uint16Array;
+  /** Tokens per chunk (default 512, llama-imatrix's default context). */
+  contextLength?: number;
+  /** Use at most this many chunks. */
+  maxChunks?: number;
+  bos?: number;
+  /** Also collect the output head's input (llama-imatrix --process-output). */
+  processOutput?: boolean;
+  onProgress?: (p: { chunks: number; totalChunks: number }) => void;
+  signal?: AbortSignal;
+}
+
+/** GGUF name of the matrix the forward reads as `hf`, and its expert index within it. */
+function ggufTarget(hf: string, arch: string): { name: string; expert: number } | undefined {
+  const slot = ggufExpertSlot(hf);
+  if (slot) return slot;
+  try {
+    const name = ggufTensorName(hf, arch);
+    return name ? { name, expert: 0 } : undefined;
+  } catch {
+    return undefined; // a matrix GGUF stores differently (MLA's kv_b split): no entry
+  }
+}
+
+export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResult> {
+  const { config, tokens } = opts;
+  const ctx = opts.contextLength ?? 512;
+  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[imatrix] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
+  const total = Math.floor(tokens.length / ctx);
+  if (total === 0) {
+    fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
+  }
+  const chunks = Math.min(total, opts.maxChunks ?? total);
+  const arch = ggufArchitecture(config)?.name ?? 'llama';
+  const experts = config.moe?.experts ?? 1;
+  const head = config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
+  const entries = new Map<string, ImatrixEntry>();
+  const targets = new Map<string, { name: string; expert: number } | undefined>();
+  const observe = (hf: string, x: Float32Array, n: number, cols: number) => {
+    if (hf === head && !opts.processOutput) return;
+    let t = targets.get(hf);
+    if (!targets.has(hf)) targets.set(hf, (t = hf === head ? { name: 'output.weight', expert: 0 } : ggufTarget(hf, arch)));
+    if (!t) return;
+    let e = entries.get(t.name);
+    if (!e) {
+      const mats = ggufExpertSlot(hf) ? experts : 1;
+      entries.set(t.name, (e = { cols, sums: Array.from({ length: mats }, () => new Float64Array(cols)), counts: new Array<number>(mats).fill(0) }));
+    }
+    const s = e.sums[t.expert];
+    for (let p = 0; p < n; p++) {
+      const o = p * cols;
+      for (let c = 0; c < cols; c++) s[c] += x[o + c] * x[o + c];
+    }
+    e.counts[t.expert] += n;
+  };
+  const src = opts.weights;
+  const observed: WeightSource = {
+    get: (name) => src.get(name),
+    ...(src.matvec ? { matvec: (name: string, x: Float32Array) => src.matvec!(name, x) } : {}),
+    ...(src.matmul ? { matmul: (name: string, x: Float32Array, n: number) => src.matmul!(name, x, n) } : {}),
+    observe,
+  };
+  const model = await LlamaModel.load(config, observed);
+  const chunk = new Uint16Array(ctx);
+  for (let i = 0; i < chunks; i++) {
+    if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[imatrix] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
+    chunk.set(tokens.subarray(i * ctx, (i + 1) * ctx));
+    chunk[0] = opts.bos ?? BOS;
+    model.forward(chunk);
+    opts.onProgress?.({ chunks: i + 1, totalChunks: chunks });
+    // Let a page or a signal handler run between chunks.
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  return { entries, chunks, chunkSize: ctx };
+}
+
+/** The GGUF imatrix file's metadata and tensors (see the top of this file). */
+export function imatrixGguf(r: ImatrixResult, dataset: string): { metadata: GgufWriteKV[]; tensors: GgufWriteTensor[] } {
+  const tensors: GgufWriteTensor[] = [];
+  for (const [name, e] of r.entries) {
+    const mats = e.sums.length;
+    const sums = new Float32Array(mats * e.cols);
+    e.sums.forEach((s, m) => sums.set(s, m * e.cols));
+    tensors.push(
+      { name: `${name}.in_sum2`, ggmlType: 'F32', shape: [mats, e.cols], data: sums },
+      { name: `${name}.counts`, ggmlType: 'F32', shape: [mats, 1], data: Float32Array.from(e.counts) },
+    );
+  }
+  return {
+    metadata: [
+      { key: 'general.type', type: 'string', value: 'imatrix' },
+      { key: 'imatrix.datasets', type: 'array', itemType: 'string', value: [dataset] },
+      { key: 'imatrix.chunk_count', type: 'u32', value: r.chunks },
+      { key: 'imatrix.chunk_size', type: 'u32', value: r.chunkSize },
+    ],
+    tensors,
+  };
+}
