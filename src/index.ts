@@ -19,6 +19,8 @@ export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type E
 export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';
 export { readTokens, splitDocuments, BOS } from './eval/tokens.js';
 export { quantizedWeights, type QuantizedWeightsOptions } from './eval/quantized.js';
+export { computeImatrix, imatrixGguf, type ImatrixOptions, type ImatrixResult, type ImatrixEntry } from './eval/imatrix.js';
+export { readImatrix } from './io/imatrix.js';
 export * from './serve/index.js';
 export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';
 export type { TensorBackend, TensorDequantizeOptions } from './quantize.js';

@@ -11,7 +11,7 @@ import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
-import { readImatrix } from './imatrix.js';
+import { readImatrix } from '../io/imatrix.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';

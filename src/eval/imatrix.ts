@@ -9,7 +9,7 @@
 // The result is stored in llama.cpp's GGUF imatrix format, under GGUF tensor names:
 // `<name>.in_sum2` F32 [matrices, cols] and `<name>.counts` F32 [matrices, 1] (matrices: 1, or a
 // layer's experts), with general.type = "imatrix" and the dataset, chunk count and chunk size.
-// `webquant quantize --imatrix` and llama-quantize read it (src/cli/imatrix.ts).
+// `webquant quantize --imatrix` and llama-quantize read it (src/io/imatrix.ts).
 import { ErrorCodes, fail } from '../errors.js';
 import type { GgufWriteKV, GgufWriteTensor } from '../io/gguf-writer.js';
 import { ggufArchitecture, ggufExpertSlot, ggufTensorName } from '../convert/llama-gguf.js';

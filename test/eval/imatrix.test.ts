@@ -8,7 +8,7 @@ import { writeGguf } from '../../src/io/gguf-writer.js';
 import { openGguf } from '../../src/io/gguf.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { collect } from '../../src/io/stream.js';
-import { readImatrix } from '../../src/cli/imatrix.js';
+import { readImatrix } from '../../src/io/imatrix.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { lcg, mapSource, randomWeights } from './naive.js';
 

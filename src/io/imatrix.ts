@@ -9,9 +9,8 @@
 // means: it gets ones (every column alike) rather than zeros, which would leave its quantizer
 // nothing to weigh.
 import { ErrorCodes, fail } from '../errors.js';
-import { openGguf } from '../io/gguf.js';
-import type { ByteSource } from '../io/source.js';
-import { GGUF_MAGIC } from '../io/gguf.js';
+import { GGUF_MAGIC, openGguf } from './gguf.js';
+import type { ByteSource } from './source.js';
 
 export async function readImatrix(src: ByteSource): Promise<Map<string, Float32Array>> {
   const size = await src.size();
