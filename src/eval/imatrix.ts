@@ -102,7 +102,7 @@ export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResul
     if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[imatrix] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
     chunk.set(tokens.subarray(i * ctx, (i + 1) * ctx));
     chunk[0] = opts.bos ?? BOS;
-    model.forward(chunk);
+    model.forward(chunk, { logits: !!opts.processOutput });
     opts.onProgress?.({ chunks: i + 1, totalChunks: chunks });
     // Let a page or a signal handler run between chunks.
     await new Promise((r) => setTimeout(r, 0));

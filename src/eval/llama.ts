@@ -430,6 +430,7 @@ export class LlamaModel {
       for (let i = 0; i < n * d.dim; i++) x[i] += xb2[i] * residual;
       opts.onLayer?.(l, xn);
     }
+    if (opts.logits === false) return logits.subarray(0, 0);
     norm(x, this.finalNorm, ln?.finalNormBias, xb);
     const out = logits.subarray(0, n * d.vocab);
     this.head.apply(xb, n, out);
@@ -489,6 +490,8 @@ export class LlamaModel {
 export interface ForwardOptions {
   /** Called after each layer with the residual stream [n, hidden_size] (valid during the call only). */
   onLayer?: (layer: number, hidden: Float32Array) => void;
+  /** false: stop after the last layer and return no logits (an importance-matrix run). */
+  logits?: boolean;
 }
 
 interface Workspace {
