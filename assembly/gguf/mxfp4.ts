@@ -25,7 +25,8 @@ import { storeAQ } from './pack';
 export const MXFP4_GGUF_BLOCK: i32 = 32;
 export const MXFP4_GGUF_BYTES: i32 = 17;
 
-const KV = memory.data<i8>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
+// ggml's kvalues_mxfp4 (E2M1 doubled); NVFP4 (nvfp4.ts) uses the same table and search.
+export const KV = memory.data<i8>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
 // SIMD constants, loaded (a v128.const in a loop is rebuilt at every use; a load is one op).
 const C = memory.data<u32>([
   0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, // |x| mask
@@ -51,8 +52,8 @@ function floorLog2f(amax: f32): i32 {
   return <i32>Mathf.floor(<f32>Math.log2(<f64>amax));
 }
 
-// The literal search of one value (any exponent).
-function codeLiteral(x: f32, d: f32): u32 {
+// ggml's best_index_mxfp4: the first code minimising |KV[i]*d - x| in fp32 (any scale).
+export function codeLiteral(x: f32, d: f32): u32 {
   let best: u32 = 0;
   let bestErr = Mathf.abs(<f32>load<i8>(KV) * d - x);
   for (let i: u32 = 1; i < 16; i++) {

@@ -19,11 +19,11 @@
 // (d = 0: every code 0; a saturated scale, where |x| can dwarf 12*d) the literal 16-entry search.
 import { A_SCRATCH, argU32, rowF32 } from '../common';
 import { absmax } from '../bnb/lut';
+import { KV, codeLiteral } from './mxfp4';
 
 export const NVFP4_GGUF_BLOCK: i32 = 64;
 export const NVFP4_GGUF_BYTES: i32 = 36;
 
-const KV = memory.data<i8>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
 // Midpoints of KV 0..7 (units of d) splatted, and SIMD constants: |x| mask, 8, low nibbles (loaded:
 // a v128.const is rebuilt at every use).
 const C = memory.data<f32>([
@@ -63,19 +63,6 @@ export function fp32ToUe4m3(v: f32): u32 {
     if (++e >= 15) return 0x7e;
   }
   return (<u32>e << 3) | m;
-}
-
-function codeLiteral(x: f32, d: f32): u32 {
-  let best: u32 = 0;
-  let bestErr = Mathf.abs(<f32>load<i8>(KV) * d - x);
-  for (let i: u32 = 1; i < 16; i++) {
-    const err = Mathf.abs(<f32>load<i8>(KV + <usize>i) * d - x);
-    if (err < bestErr) {
-      best = i;
-      bestErr = err;
-    }
-  }
-  return best;
 }
 
 @inline function codeFast(x: f32, d: f32): u32 {

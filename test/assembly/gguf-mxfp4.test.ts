@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../src/index.js';
 import { edgeRows, gaussian } from '../helpers/data.js';
+import { KV, bestFp4, expectReferenceBytes } from '../helpers/fp4-ref.js';
 
 const f = Math.fround;
-const KV = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 const BACKENDS = ['wasm-simd', 'wasm'] as const;
 
 /** ggml_e8m0_to_fp32_half. */
@@ -25,17 +25,8 @@ function refQuantize(x: Float32Array): Uint8Array {
     for (const a of v) if (amax < Math.abs(a)) amax = Math.abs(a);
     const e = amax > 0 ? (Math.floor(f(Math.log2(amax))) - 2 + 127) & 0xff : 0;
     const d = e8m0Half(e);
-    const best = (xv: number) => {
-      let bi = 0;
-      let be = Math.abs(f(f(KV[0] * d) - xv));
-      for (let i = 1; i < 16; i++) {
-        const err = Math.abs(f(f(KV[i] * d) - xv));
-        if (err < be) { bi = i; be = err; }
-      }
-      return bi;
-    };
     out[b * 17] = e;
-    for (let j = 0; j < 16; j++) out[b * 17 + 1 + j] = best(v[j]) | (best(v[j + 16]) << 4);
+    for (let j = 0; j < 16; j++) out[b * 17 + 1 + j] = bestFp4(v[j], d) | (bestFp4(v[j + 16], d) << 4);
   }
   return out;
 }
@@ -111,15 +102,7 @@ describe('GGUF MXFP4 (mxfp4_gguf)', () => {
       { name: 'gaussian', values: gaussian(32 * 256, 3, 0.02) },
       ...awkwardRows(),
     ];
-    for (const { name, values } of rows) {
-      const want = refQuantize(values);
-      for (const backend of BACKENDS) {
-        const qt = await quantize(values, { format: 'mxfp4_gguf', rowLength: values.length, backend });
-        expect(Buffer.from(qt.data).equals(Buffer.from(want)), `${name} ${backend}`).toBe(true);
-        const back = await dequantize(qt, { backend });
-        expect(Buffer.from(back.buffer).equals(Buffer.from(refDequantize(want).buffer)), `${name} ${backend} dequantize`).toBe(true);
-      }
-    }
+    await expectReferenceBytes('mxfp4_gguf', rows, refQuantize, refDequantize);
   });
 
   it('equals the literal search on blocks of random scale whose values sit on or beside grid midpoints', async () => {

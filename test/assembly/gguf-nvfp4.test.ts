@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { dequantize, quantize } from '../../src/index.js';
 import { edgeRows, gaussian } from '../helpers/data.js';
+import { KV, bestFp4, expectReferenceBytes } from '../helpers/fp4-ref.js';
 
 const f = Math.fround;
-const KV = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 const BACKENDS = ['wasm-simd', 'wasm'] as const;
 
 /** ggml_ue4m3_to_fp32: half the UE4M3 value; bit 7 ignored; 0 and 0x7F decode to 0. */
@@ -46,16 +46,7 @@ function refQuantize(x: Float32Array): Uint8Array {
       const ue = toUe4m3(f(amax / 6));
       out[b * 36 + s] = ue;
       const d = ue4m3Half(ue);
-      const best = (xv: number) => {
-        let bi = 0;
-        let be = Math.abs(f(f(KV[0] * d) - xv));
-        for (let i = 1; i < 16; i++) {
-          const err = Math.abs(f(f(KV[i] * d) - xv));
-          if (err < be) { bi = i; be = err; }
-        }
-        return bi;
-      };
-      for (let j = 0; j < 8; j++) out[b * 36 + 4 + s * 8 + j] = best(v[j]) | (best(v[j + 8]) << 4);
+      for (let j = 0; j < 8; j++) out[b * 36 + 4 + s * 8 + j] = bestFp4(v[j], d) | (bestFp4(v[j + 8], d) << 4);
     }
   }
   return out;
@@ -118,15 +109,7 @@ describe('GGUF NVFP4 (nvfp4_gguf)', () => {
       { name: 'gaussian, large', values: gaussian(64 * 64, 5, 300) },
       ...awkwardRows(),
     ];
-    for (const { name, values } of rows) {
-      const want = refQuantize(values);
-      for (const backend of BACKENDS) {
-        const qt = await quantize(values, { format: 'nvfp4_gguf', rowLength: values.length, backend });
-        expect(Buffer.from(qt.data).equals(Buffer.from(want)), `${name} ${backend}`).toBe(true);
-        const back = await dequantize(qt, { backend });
-        expect(Buffer.from(back.buffer).equals(Buffer.from(refDequantize(want).buffer)), `${name} ${backend} dequantize`).toBe(true);
-      }
-    }
+    await expectReferenceBytes('nvfp4_gguf', rows, refQuantize, refDequantize);
   });
 
   it('equals the literal search on sub-blocks of random scale whose values sit on or beside grid midpoints', async () => {
