@@ -11,7 +11,7 @@ import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
-import { readImatrix } from '../io/imatrix.js';
+import { importanceFor, readImatrix } from '../io/imatrix.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
@@ -145,25 +145,9 @@ async function loadImportance(path: string, io: CliIO, ck: Checkpoint, resolved:
   const file = absPath(path, io);
   const src = fromPath(file);
   try {
-    const m = await readImatrix(src);
-    const out: Record<string, Float32Array> = {};
-    const byName = new Map(resolved.tensors.map((t) => [t.name, t]));
-    let unused = 0;
-    for (const [name, v] of m) {
-      const t = byName.get(name);
-      if (!t) { unused++; continue; }
-      if (t.scheme === 'keep') continue;
-      // One vector for the tensor, or one per matrix of a [matrices, rows, cols] tensor (MoE experts).
-      const mats = t.shape.length === 3 ? t.shape[0] : 1;
-      if (v.length !== t.rowLength && v.length !== mats * t.rowLength) {
-        fail(ErrorCodes.IMPORTANCE_LENGTH, `[imatrix] ${path}: "${name}" has ${v.length} values but its rows have ${t.rowLength}${mats > 1 ? ` (or ${mats * t.rowLength}: one vector for each of its ${mats} experts)` : ''}`, { file, tensor: name, value: v.length, expected: mats > 1 ? [t.rowLength, mats * t.rowLength] : t.rowLength });
-      }
-      out[name] = v;
-    }
-    const missing = resolved.tensors.filter((t) => t.scheme !== 'keep' && !out[t.name]).length;
-    if (unused) warnings.push(`imatrix ${basename(file)}: ${unused} entries name no tensor of ${ck.source}`);
-    if (missing) warnings.push(`imatrix ${basename(file)}: no importance for ${missing} quantized tensors`);
-    return out;
+    const r = importanceFor(await readImatrix(src), resolved.tensors, basename(file), ck.source);
+    warnings.push(...r.warnings);
+    return r.importance;
   } finally {
     await src.close();
   }

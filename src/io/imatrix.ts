@@ -78,3 +78,39 @@ async function readGgufImatrix(src: ByteSource): Promise<Map<string, Float32Arra
   }
   return out;
 }
+
+/** The tensors of a plan, as importanceFor needs them. */
+export interface ImportanceTarget {
+  name: string;
+  shape: readonly number[];
+  rowLength: number;
+  /** 'keep' for tensors the plan does not quantize. */
+  scheme: unknown;
+}
+
+/**
+ * An importance matrix's vectors for the tensors a plan quantizes, by name: one of the row length,
+ * or for a [matrices, rows, cols] tensor (MoE experts) one per matrix. A vector of another length
+ * is E_IMPORTANCE_LENGTH naming the file and the tensor; entries naming no tensor, and quantized
+ * tensors without an entry, are counted in `warnings`.
+ */
+export function importanceFor(matrix: ReadonlyMap<string, Float32Array>, tensors: readonly ImportanceTarget[], file: string, checkpoint: string): { importance: Record<string, Float32Array>; warnings: string[] } {
+  const importance: Record<string, Float32Array> = {};
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  let unused = 0;
+  for (const [name, v] of matrix) {
+    const t = byName.get(name);
+    if (!t) { unused++; continue; }
+    if (t.scheme === 'keep') continue;
+    const mats = t.shape.length === 3 ? t.shape[0] : 1;
+    if (v.length !== t.rowLength && v.length !== mats * t.rowLength) {
+      fail(ErrorCodes.IMPORTANCE_LENGTH, `[imatrix] ${file}: "${name}" has ${v.length} values but its rows have ${t.rowLength}${mats > 1 ? ` (or ${mats * t.rowLength}: one vector for each of its ${mats} experts)` : ''}`, { file, tensor: name, value: v.length, expected: mats > 1 ? [t.rowLength, mats * t.rowLength] : t.rowLength });
+    }
+    importance[name] = v;
+  }
+  const missing = tensors.filter((t) => t.scheme !== 'keep' && !importance[t.name]).length;
+  const warnings: string[] = [];
+  if (unused) warnings.push(`imatrix ${file}: ${unused} entries name no tensor of ${checkpoint}`);
+  if (missing) warnings.push(`imatrix ${file}: no importance for ${missing} quantized tensors`);
+  return { importance, warnings };
+}

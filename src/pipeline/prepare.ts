@@ -9,6 +9,7 @@ import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.j
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
+import { importanceFor } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
 import { resolvePlan } from '../plan/plan.js';
 import type { ResolvedPlan } from '../plan/types.js';
@@ -42,6 +43,13 @@ export interface PreparedOutput {
   warnings: string[];
   /** `<name>-<preset or format>.<kind>` */
   fileName: string;
+  /** Per-column importance by tensor name, from the importance matrix given (for quantizeCheckpoint). */
+  importance?: Record<string, Float32Array>;
+}
+
+export interface PrepareOptions {
+  /** An importance matrix (readImatrix) and the name of its file, as `webquant quantize --imatrix`. */
+  imatrix?: { matrix: ReadonlyMap<string, Float32Array>; file: string };
 }
 
 /** A file beside a URL, or undefined when it cannot be read (as the CLI treats config.json). */
@@ -136,7 +144,7 @@ export async function ggufVocabFor(
   return readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre });
 }
 
-export async function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind): Promise<PreparedOutput> {
+export async function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind, opts: PrepareOptions = {}): Promise<PreparedOutput> {
   const choice: PlanChoice = choosePlan(what);
   if (want && choice.container && want !== choice.container) {
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[prepare] ${choice.label} writes ${choice.container}, not ${want}`, { option: 'container', value: want, expected: choice.container });
@@ -149,12 +157,14 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
   if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);
-  const plan = resolvePlan(choice.plan, input.tensors);
+  const plan = resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix });
   for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
   const errors = plan.problems.filter((p) => p.severity === 'error');
   if (errors.length) {
     throw new WebquantError(ErrorCodes.PLAN, `[plan] ${choice.label}: ${errors.map((e) => e.message).join('; ')}`, { value: errors.map((e) => e.message), tensor: errors[0].tensor });
   }
+  const imp = opts.imatrix && importanceFor(opts.imatrix.matrix, plan.tensors, opts.imatrix.file, src.checkpoint.source);
+  if (imp) warnings.push(...imp.warnings);
   const tag = (what.preset ?? what.format ?? 'quant').toLowerCase();
-  return { input, plan, container, kind, label: choice.label, warnings, fileName: `${src.name || 'model'}-${tag}.${kind}` };
+  return { input, plan, container, kind, label: choice.label, warnings, fileName: `${src.name || 'model'}-${tag}.${kind}`, ...(imp ? { importance: imp.importance } : {}) };
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { SHARED } from '../helpers/shared.js';
 import { buildSafetensors, f32Bytes, randomValues } from '../pipeline/helpers.js';
-import { cliReference, firstDifference, STORIES_BF16 as MODEL, STORIES_CONFIG } from '../helpers/quantize-ref.js';
+import { cliImatrix, cliReference, firstDifference, STORIES_BF16 as MODEL, STORIES_CONFIG } from '../helpers/quantize-ref.js';
 import { bytesRoute, dirRoute, startDemoServer, type DemoServer, type RequestRecord } from './server.js';
 import type { DemoState } from '../../web/src/main.js';
 
@@ -164,6 +164,21 @@ describe.each([
       expect(firstDifference((await outputOfPage(page)).bytes, await reference('q8_0', 'gguf'))).toBe(-1);
     } finally {
       await page.fill('#budget', '256');
+    }
+  });
+
+  it('an importance matrix chosen beside the URL: the bytes of webquant quantize --imatrix (and not those without it)', async () => {
+    const im = join(tmp, 'stories.imatrix.gguf');
+    await cliImatrix(join(SHARED, 'eval/tinystories_dev.tokens.u16'), im, 8);
+    const want = await cliReference(tmp, 'iq4_nl', 'gguf', im);
+    expect(firstDifference(want, await reference('iq4_nl', 'gguf'))).not.toBe(-1);
+    await page.setInputFiles('#imatrix-file', im);
+    try {
+      const state = await runInPage(page, `${origin}/models/stories260K/model.bf16.safetensors`, 'preset:iq4_nl');
+      expect(state.error).toBeUndefined();
+      expect(firstDifference((await outputOfPage(page)).bytes, want)).toBe(-1);
+    } finally {
+      await page.setInputFiles('#imatrix-file', []);
     }
   });
 

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { quantizeCommand } from '../../src/cli/quantize.js';
+import { imatrixCommand } from '../../src/cli/imatrix-command.js';
 import type { CliIO } from '../../src/cli/io.js';
 import { SHARED } from './shared.js';
 import { compiledUrl, ROOT } from '../pipeline/helpers.js';
@@ -10,13 +11,19 @@ import { compiledUrl, ROOT } from '../pipeline/helpers.js';
 export const STORIES_BF16 = join(SHARED, 'models/stories260K/model.bf16.safetensors');
 export const STORIES_CONFIG = join(SHARED, 'models/stories260K/config.json');
 
-/** `webquant quantize <STORIES_BF16> -o <dir>/ref-<preset>.<ext> --preset <preset>`. */
-export async function cliReference(dir: string, preset: string, ext: 'gguf' | 'safetensors'): Promise<Buffer> {
-  const out = join(dir, `ref-${preset}.${ext}`);
-  const quiet = { write: () => true };
-  const io: CliIO = { stdout: quiet, stderr: quiet, cwd: ROOT, workerUrl: compiledUrl('src/pipeline/worker-node.js') };
-  await quantizeCommand({ input: STORIES_BF16, output: out, preset, json: true }, io);
+const quiet = { write: () => true };
+const nodeIo = (): CliIO => ({ stdout: quiet, stderr: quiet, cwd: ROOT, workerUrl: compiledUrl('src/pipeline/worker-node.js') });
+
+/** `webquant quantize <STORIES_BF16> -o <dir>/ref-<preset>.<ext> --preset <preset> [--imatrix <file>]`. */
+export async function cliReference(dir: string, preset: string, ext: 'gguf' | 'safetensors', imatrix?: string): Promise<Buffer> {
+  const out = join(dir, `ref-${preset}${imatrix ? '-imatrix' : ''}.${ext}`);
+  await quantizeCommand({ input: STORIES_BF16, output: out, preset, json: true, ...(imatrix ? { imatrix } : {}) }, nodeIo());
   return readFileSync(out);
+}
+
+/** `webquant imatrix -m <STORIES_BF16> -t <tokens> -o <out> --chunks <n> --context 128`. */
+export async function cliImatrix(tokens: string, out: string, chunks: number): Promise<void> {
+  await imatrixCommand({ model: STORIES_BF16, tokens, output: out, chunks, context: 128, json: true }, nodeIo());
 }
 
 export function firstDifference(a: Uint8Array, b: Uint8Array): number {

@@ -75,7 +75,7 @@ export async function runJob(job: PreparedOutput, o: RunOptions): Promise<Pipeli
     o.onBuild?.(probe.backend);
     const result = await quantizeCheckpoint({
       input: job.input, plan: job.plan, sink: o.sink, container: job.container, pool, signal: o.signal, onProgress: o.onProgress,
-      maxInFlightBytes: o.maxInFlightBytes, resume: o.resumable ? browserStore() : undefined,
+      maxInFlightBytes: o.maxInFlightBytes, resume: o.resumable ? browserStore() : undefined, importance: job.importance,
     });
     return { ...result, build: probe.backend };
   } finally {

@@ -1,6 +1,6 @@
 // The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
 // this thread reads the input, writes the output and draws progress.
-import { blobSink, formats, listPresets, opfsSink, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
+import { blobSink, formats, fromBlob, listPresets, opfsSink, readImatrix, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
 import { openInput, prepare, runJob, type ContainerKind, type InputSpec, type KernelBuild } from './job.js';
 import { setupEvalPanel, type EvaluationState } from './eval-panel.js';
 
@@ -8,7 +8,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const els = {
   drop: $<HTMLLabelElement>('drop'), files: $<HTMLInputElement>('files'), dropText: $('drop-text'), url: $<HTMLInputElement>('url'),
   scheme: $<HTMLSelectElement>('scheme'), schemeHelp: $('scheme-help'), container: $<HTMLSelectElement>('container'),
-  workers: $<HTMLInputElement>('workers'), budget: $<HTMLInputElement>('budget'), stream: $<HTMLInputElement>('stream'), resume: $<HTMLInputElement>('resume'), run: $<HTMLButtonElement>('run'),
+  workers: $<HTMLInputElement>('workers'), budget: $<HTMLInputElement>('budget'), imatrix: $<HTMLInputElement>('imatrix-file'), stream: $<HTMLInputElement>('stream'), resume: $<HTMLInputElement>('resume'), run: $<HTMLButtonElement>('run'),
   cancel: $<HTMLButtonElement>('cancel'), status: $('status'), bar: $<HTMLProgressElement>('bar'), rate: $('rate'),
   layers: $<HTMLOListElement>('layers'), tensors: $<HTMLTableSectionElement>('tensors').querySelector('tbody')!, result: $('result'),
 };
@@ -159,7 +159,9 @@ async function run(): Promise<void> {
     }
     status('Opening the checkpoint…', 'running');
     const opened = await openInput(spec);
-    const job = await prepare(opened, what, want);
+    const imatrixFile = els.imatrix.files?.[0];
+    const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
+    const job = await prepare(opened, what, want, { imatrix });
     const { sink, blob } = await outputSink(file);
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {
