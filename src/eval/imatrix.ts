@@ -66,6 +66,9 @@ export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResul
   if (total === 0) {
     fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
   }
+  if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
+    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
+  }
   const chunks = Math.min(total, opts.maxChunks ?? total);
   const arch = ggufArchitecture(config)?.name ?? 'llama';
   const experts = config.moe?.experts ?? 1;

@@ -68,6 +68,10 @@ describe('computeImatrix', () => {
     const err = await computeImatrix({ config: c, weights: w, tokens: tokens.subarray(0, 11), contextLength: 12 }).catch((e) => e);
     expect(err).toBeInstanceOf(WebquantError);
     expect((err as WebquantError).code).toBe(ErrorCodes.BAD_INPUT);
+    for (const bad of [{ maxChunks: 0 }, { maxChunks: 1.5 }, { contextLength: 1 }]) {
+      const e = await computeImatrix({ config: c, weights: w, tokens, ...bad }).catch((x) => x);
+      expect((e as WebquantError).code, JSON.stringify(bad)).toBe(ErrorCodes.BAD_OPTION);
+    }
   });
 
   it('MoE: one matrix per expert, each summed over the positions routed to it; the file reads back as per-expert means', async () => {
