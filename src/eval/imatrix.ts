@@ -62,12 +62,12 @@ export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResul
   const { config, tokens } = opts;
   const ctx = opts.contextLength ?? 512;
   if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[imatrix] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
+  if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
+    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
+  }
   const total = Math.floor(tokens.length / ctx);
   if (total === 0) {
     fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
-  }
-  if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
-    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
   }
   const chunks = Math.min(total, opts.maxChunks ?? total);
   const arch = ggufArchitecture(config)?.name ?? 'llama';
