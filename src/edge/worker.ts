@@ -5,6 +5,8 @@
 //   POST /quantize?preset=nf4        multipart/form-data: `checkpoint` (+ `config` for GGUF output)
 //   POST /quantize?format=int4&name=tiny       raw body: the checkpoint itself (no config.json, so
 //                                              safetensors output, or GGUF from a GGUF input)
+//   ...&imatrix=https://…/imatrix.gguf          an importance matrix (llama.cpp's .dat or GGUF
+//                                              imatrix) by URL, or as the form's `imatrix` file
 //
 // The response body is the GGUF or safetensors file, written as the pipeline produces it (bytes
 // identical to `webquant quantize`'s for the same input and plan). Problems found before the first
@@ -17,7 +19,8 @@ import simd from '../../build/webquant-simd.wasm';
 import scalar from '../../build/webquant-scalar.wasm';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { configureWasm, type WasmBuild, type WasmSource } from '../kernels/loader.js';
-import { fromBlob, fromBuffer } from '../io/source.js';
+import { fromBlob, fromBuffer, fromUrl, type ByteSource } from '../io/source.js';
+import { readImatrix } from '../io/imatrix.js';
 import { openCheckpoint } from '../io/open.js';
 import { readConfig, safetensorsOptions } from '../io/config.js';
 import { quantizeCheckpoint } from '../pipeline/pipeline.js';
@@ -59,12 +62,16 @@ function formTokenizer(form: FormData): TokenizerFiles {
 
 const stem = (file: string) => file.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, '');
 
-async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle> {
+/** The checkpoint, and the importance matrix's source if one was given (URL or form field). */
+async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle & { imatrix?: ByteSource }> {
+  const imUrl = q.get('imatrix');
+  const imatrix = imUrl ? fromUrl(imUrl) : undefined;
   const url = q.get('url');
-  if (url) return openUrlInput(url);
+  if (url) return { ...(await openUrlInput(url)), imatrix };
   const type = req.headers.get('content-type') ?? '';
   if (type.startsWith('multipart/form-data')) {
     const form = await req.formData();
+    const im = form.get('imatrix') as unknown;
     const file = form.get('checkpoint') as unknown;
     if (!(file instanceof Blob)) {
       throw new WebquantError(ErrorCodes.BAD_INPUT, '[edge] the form has no "checkpoint" file', { option: 'checkpoint', expected: 'a .safetensors or .gguf file' });
@@ -77,11 +84,12 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
       name,
       config,
       tokenizer: formTokenizer(form),
+      imatrix: im instanceof Blob ? fromBlob(im, (im as Blob & { name?: string }).name ?? 'imatrix') : imatrix,
     };
   }
   const body = new Uint8Array(await req.arrayBuffer());
   const name = q.get('name') ?? 'model';
-  return { checkpoint: await openCheckpoint(fromBuffer(body, name)), name };
+  return { checkpoint: await openCheckpoint(fromBuffer(body, name)), name, imatrix };
 }
 
 async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Response> {
@@ -91,7 +99,9 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] container must be "gguf" or "safetensors" but is "${container}"`, { option: 'container', value: container, expected: ['gguf', 'safetensors'] });
   }
   const what = { preset: q.get('preset') ?? undefined, format: q.get('format') ?? undefined };
-  const job = await prepareOutput(await requestInput(req, q), what, (container ?? undefined) as ContainerKind | undefined);
+  const input = await requestInput(req, q);
+  const imatrix = input.imatrix ? { matrix: await readImatrix(input.imatrix), file: input.imatrix.name } : undefined;
+  const job = await prepareOutput(input, what, (container ?? undefined) as ContainerKind | undefined, { imatrix });
 
   const pool = new WorkerPool(inlineSpawner(), { wasm: WASM });
   let build: WasmBuild;
@@ -103,7 +113,7 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
     throw e;
   }
   const { sink, stream } = readableStreamSink();
-  const run = quantizeCheckpoint({ input: job.input, plan: job.plan, container: job.container, sink, pool, maxInFlightBytes: MAX_IN_FLIGHT });
+  const run = quantizeCheckpoint({ input: job.input, plan: job.plan, container: job.container, sink, pool, maxInFlightBytes: MAX_IN_FLIGHT, importance: job.importance });
   ctx.waitUntil(run.done.then(() => undefined, () => undefined).finally(() => pool.terminate()));
   return new Response(stream, {
     headers: {
@@ -127,7 +137,7 @@ export default {
       }
     }
     if (path === '/' && req.method === 'GET') {
-      return json(200, { usage: 'POST /quantize?preset=<name>[&url=<checkpoint URL>][&container=gguf|safetensors]', presets: listPresets().map((p) => ({ name: p.name, container: p.container, description: p.description })) });
+      return json(200, { usage: 'POST /quantize?preset=<name>[&url=<checkpoint URL>][&container=gguf|safetensors][&imatrix=<imatrix URL>]', presets: listPresets().map((p) => ({ name: p.name, container: p.container, description: p.description })) });
     }
     return json(404, { error: { message: `no route ${req.method} ${path}` } });
   },

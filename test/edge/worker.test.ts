@@ -10,7 +10,7 @@ import { basename, join } from 'node:path';
 import { build } from 'esbuild';
 import { buildSafetensors, f32Bytes, randomValues, ROOT } from '../pipeline/helpers.js';
 import { SHARED } from '../helpers/shared.js';
-import { cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
+import { cliImatrix, cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
 import { dirRoute, startRouteServer, type DemoServer } from '../browser/server.js';
 
 const WORKERD = join(ROOT, 'node_modules/.bin/workerd');
@@ -124,6 +124,29 @@ describe('Cloudflare Worker in workerd', () => {
     const res = await fetch(`${edge}/quantize?preset=nf4`, { method: 'POST', body: form });
     expect(res.status, log).toBe(200);
     expect(firstDifference(await bytesOf(res), await want)).toBe(-1);
+  });
+
+  it('takes an importance matrix by URL or as a form file: the bytes of webquant quantize --imatrix', async () => {
+    const im = join(tmp, 'imatrix.gguf');
+    await cliImatrix(join(SHARED, 'eval/tinystories_dev.tokens.u16'), im, 6);
+    const want = await cliReference(tmp, 'iq4_nl', 'gguf', im);
+    const served = await startRouteServer([dirRoute('/models/', join(SHARED, 'models')), dirRoute('/im/', tmp)]);
+    try {
+      const url = `${served.origin}/models/stories260K/model.bf16.safetensors`;
+      const res = await fetch(`${edge}/quantize?preset=iq4_nl&url=${encodeURIComponent(url)}&imatrix=${encodeURIComponent(`${served.origin}/im/imatrix.gguf`)}`, { method: 'POST' });
+      expect(res.status, log).toBe(200);
+      expect(firstDifference(await bytesOf(res), want)).toBe(-1);
+    } finally {
+      await served.close();
+    }
+    const form = new FormData();
+    form.set('checkpoint', new Blob([readFileSync(STORIES_BF16)]), 'model.bf16.safetensors');
+    form.set('config', new Blob([readFileSync(STORIES_CONFIG)]), 'config.json');
+    form.set('imatrix', new Blob([readFileSync(im)]), 'imatrix.gguf');
+    const res = await fetch(`${edge}/quantize?preset=iq4_nl&name=stories260K`, { method: 'POST', body: form });
+    expect(res.status, log).toBe(200);
+    // Posted without tokenizer files or a folder name, as the URL case: only general.name could differ.
+    expect(firstDifference(await bytesOf(res), want)).toBe(-1);
   });
 
   it('answers 400 with the WebquantError code for a bad input or plan', async () => {
