@@ -14,6 +14,8 @@
 //
 // Options: --split test|dev  --presets a,b,...  --docs N (first N documents)  --jobs N
 //          --verify-docs N  --json path (default bench/results/eval-presets[-<split>].json)  --keep
+//          --imatrix FILE (every GGUF preset also quantized with it: `webquant quantize --imatrix`,
+//          a row "<preset>+imatrix"; make it from the other split, e.g. `webquant imatrix -t dev`)
 import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -239,14 +241,17 @@ async function main(): Promise<void> {
   let modelParams = NaN;
   const sink = { write: () => true, isTTY: false };
   const io: CliIO = { stdout: sink, stderr: sink, cwd: ROOT, env: process.env, workerUrl: pathToFileURL(join(ROOT, 'dist/pipeline/worker-node.js')) };
-  for (const p of chosen) {
-    const output = join(tmp, `${p.name}.${p.container}`);
-    const row: Row = { preset: p.name, container: p.container };
+  const imatrix = arg('imatrix', '') || undefined;
+  const variants = chosen.flatMap((p) => [{ p, imatrix: undefined as string | undefined }, ...(imatrix && p.container === 'gguf' ? [{ p, imatrix }] : [])]);
+  for (const { p, imatrix: im } of variants) {
+    const label = im ? `${p.name}+imatrix` : p.name;
+    const output = join(tmp, `${label}.${p.container}`);
+    const row: Row = { preset: label, container: p.container };
     rows.push(row);
     const t0 = performance.now();
     try {
-      // Exactly `webquant quantize model.safetensors -o out.<container> --preset <name> --workers 1`.
-      const rep: QuantizeReport = await quantizeCommand({ input: MODEL, output, preset: p.name, workers: 1 }, io);
+      // Exactly `webquant quantize model.safetensors -o out.<container> --preset <name> --workers 1 [--imatrix FILE]`.
+      const rep: QuantizeReport = await quantizeCommand({ input: MODEL, output, preset: p.name, workers: 1, ...(im ? { imatrix: im } : {}) }, io);
       modelParams = rep.totals.params;
       const q = rep.tensors.filter((t) => t.metrics && t.metrics.count > 0);
       const qParams = q.reduce((a, t) => a + t.metrics!.count, 0), qBytes = q.reduce((a, t) => a + t.outputBytes, 0);
@@ -257,10 +262,10 @@ async function main(): Promise<void> {
         bpwTensors: rep.totals.bpw, bpwFile: (8 * rep.totals.fileBytes) / rep.totals.params,
         quantizedTensors: `${q.length}/${rep.tensors.length}`, formats, warnings: rep.warnings, quantizeSeconds: (performance.now() - t0) / 1000,
       });
-      log(`quantized ${p.name}: ${rep.totals.fileBytes} bytes, ${row.bpwQuantized?.toFixed(3)} bpw (quantized tensors), ${JSON.stringify(formats)}`);
+      log(`quantized ${label}: ${rep.totals.fileBytes} bytes, ${row.bpwQuantized?.toFixed(3)} bpw (quantized tensors), ${JSON.stringify(formats)}`);
     } catch (e) {
       row.error = `quantize failed: ${(e as Error).message}`;
-      log(`${p.name}: ${row.error}`);
+      log(`${label}: ${row.error}`);
     }
   }
   const ref = await refDone;
