@@ -50,6 +50,10 @@ function testInput(): Float32Array {
     row((i) => (i % 32 === 0 ? 127 : [-231, -187, -148, -114, -84, -57, -32, -9, 14, 38, 63, 91, 122, 158, 202][i % 15] / 2)),
     // K-quants: one sub-block far larger than the rest, sign changes per sub-block
     row((i) => ((i >> 5) === 3 ? 1e4 : 1e-3) * (((i >> 4) & 1) ? -1 : 1) * (1 + (i % 5))),
+    // NVFP4: amax 1.5 per 16 (scale 1/4): values on the E2M1 midpoints, both signs; and amax/6
+    // just below 2^-6 (the encoder's clamp to 7) and saturated scales
+    row((i) => (i % 16 === 0 ? 1.5 : [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5][i % 7] / 4 * (i % 2 ? -1 : 1))),
+    row((i) => (i % 16 === 0 ? 6 * 7.7 * 2 ** -9 * (i % 32 ? 1 : 1000) : (u() - 0.5) * 0.09)),
     // large magnitudes (differences overflow to inf for Q4_1: NaN codes)
     row((i) => (i % 2 ? 3e38 : -3e38)),
     row((i) => (i % 5 === 0 ? 60000 : -70000 * u())),
@@ -109,6 +113,7 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 absmax', opts: { format: 'fp8_e4m3' } },
   { name: 'fp8_e4m3 clip', opts: { format: 'fp8_e4m3', calibration: 'clip,0.7' } },
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
+  { name: 'nvfp4_gguf', opts: { format: 'nvfp4_gguf' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
   // The legacy types' searches (their plain cases are above).
@@ -191,7 +196,7 @@ if (existsSync(ICD)) {
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
     for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q3_k', 110, [108], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
-      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32]] as const) {
+      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32], ['nvfp4_gguf', 36, [], 64]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
         expect(firstBitDiff(await dequantize(q, { backend: 'wasm-simd' }), await dequantize(q, { backend: 'webgpu' }))).toBeUndefined();
