@@ -114,6 +114,7 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 clip', opts: { format: 'fp8_e4m3', calibration: 'clip,0.7' } },
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
   { name: 'nvfp4_gguf', opts: { format: 'nvfp4_gguf' } },
+  { name: 'mxfp4', opts: { format: 'mxfp4' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
   // The legacy types' searches (their plain cases are above).
@@ -196,7 +197,7 @@ if (existsSync(ICD)) {
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
     for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q3_k', 110, [108], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
-      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32], ['nvfp4_gguf', 36, [], 64]] as const) {
+      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32], ['nvfp4_gguf', 36, [], 64], ['mxfp4', 17, [], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
         expect(firstBitDiff(await dequantize(q, { backend: 'wasm-simd' }), await dequantize(q, { backend: 'webgpu' }))).toBeUndefined();
@@ -265,11 +266,11 @@ if (existsSync(ICD)) {
       setBackendPreference('webgpu', { allowCpuEmulated: true });
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW })).backend).toBe('webgpu');
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW, preferGpu: false })).backend).toBe('wasm-simd');
-      expect((await quantize(x, { format: 'mxfp4', rowLength: ROW })).backend).toBe('wasm-simd');
+      expect((await quantize(x, { format: 'mxfp4_gguf', rowLength: ROW })).backend).toBe('wasm-simd');
       expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('webgpu');
       setBackendPreference('wasm');
       const bad = [
-        () => quantize(x, { format: 'mxfp4', rowLength: ROW, backend: 'webgpu' }),
+        () => quantize(x, { format: 'mxfp4_gguf', rowLength: ROW, backend: 'webgpu' }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
         () => quantize(x, { format: 'int8', rowLength: ROW, backend: 'webgpu', calibration: 'mse' }),
       ];
