@@ -112,6 +112,10 @@ describe('ggufView of an FP8 Llama checkpoint', () => {
     for (const scheme of ['nvfp4', 'nvfp4-ct'] as const) {
       expect(await fp8Equivalence(shapes, [], cfg, scheme), scheme).toEqual(['blk.0.attn_q.weight', 'blk.0.attn_k.weight', 'blk.0.ffn_down.weight']);
     }
+    // MoE experts in NVFP4 (ModelOpt quantizes each expert): stacked as their F32 values.
+    const moe = { ...cfg, model_type: 'mixtral', num_local_experts: 2, num_experts_per_tok: 1 };
+    const experts: [string, number[]][] = [0, 1].flatMap((e) => [[`model.layers.0.block_sparse_moe.experts.${e}.w1.weight`, [32, 16]], [`model.layers.0.block_sparse_moe.experts.${e}.w2.weight`, [16, 32]]] as [string, number[]][]);
+    expect(await fp8Equivalence(experts, [], moe, 'nvfp4')).toEqual(['blk.0.ffn_gate_exps.weight', 'blk.0.ffn_down_exps.weight']);
   });
 });
 
