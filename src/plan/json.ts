@@ -22,7 +22,7 @@ function regexToString(r: RegExp): string {
   return `/${r.source}/${r.flags.replace(/[gy]/g, '')}`;
 }
 
-const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'importance', 'scheme', 'optional', 'note'];
+const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'importance', 'modelType', 'scheme', 'optional', 'note'];
 const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
@@ -121,10 +121,14 @@ export function normalizePlan(input: unknown): Plan {
       if (typeof o.importance !== 'boolean') planError(`${where}.importance must be true (only with an importance matrix) or false (only without)`, { option: `${where}.importance`, value: o.importance, index: i });
       rule.importance = o.importance as boolean;
     }
+    if (o.modelType !== undefined) {
+      if (typeof o.modelType !== 'string') planError(`${where}.modelType must be a string (llama.cpp's size class, "70B")`, { option: `${where}.modelType`, value: o.modelType, index: i });
+      rule.modelType = o.modelType as string;
+    }
     if (o.optional) rule.optional = true;
     if (o.note !== undefined) rule.note = String(o.note);
-    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined && rule.importance === undefined) {
-      planError(`${where} has no condition (match, role, kind, layers, nExperts, minGqa or importance); use "default" for a catch-all`, { option: where, index: i });
+    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined && rule.importance === undefined && rule.modelType === undefined) {
+      planError(`${where} has no condition (match, role, kind, layers, nExperts, minGqa, importance or modelType); use "default" for a catch-all`, { option: where, index: i });
     }
     plan.rules.push(rule);
   });

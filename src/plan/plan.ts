@@ -103,6 +103,7 @@ function describeRule(c: Compiled): string {
   if (r.nExperts !== undefined) parts.push(`${r.nExperts} experts`);
   if (r.minGqa !== undefined) parts.push(`gqa >= ${r.minGqa}`);
   if (r.importance !== undefined) parts.push(r.importance ? 'with an importance matrix' : 'without an importance matrix');
+  if (r.modelType !== undefined) parts.push(`${r.modelType} models`);
   if (r.note) parts.push(r.note);
   return `rule ${c.index} (${parts.join(', ')})`;
 }
@@ -170,6 +171,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   const nLayers = opts.nLayers ?? maxLayer + 1;
   const nExperts = opts.nExperts ?? inferExperts(entries);
   const gqa = opts.gqa ?? inferGqa(entries);
+  const modelType = opts.modelType ?? (nLayers === 80 && gqa !== undefined && gqa > 1 ? '70B' : undefined);
   // llama.cpp: without an output tensor the token embedding doubles as the output head.
   const hasOutput = entries.some((e) => e.role === 'output');
   if (!hasOutput) for (const e of entries) if (e.role === 'embedding' && e.kind === 'token') e.tied = true;
@@ -214,6 +216,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
       if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
       if (c.rule.importance !== undefined && c.rule.importance !== !!opts.importance) continue;
+      if (c.rule.modelType !== undefined && c.rule.modelType !== modelType) continue;
       c.hits++;
       chosen = c.rule.scheme;
       e.rule = c.index;
@@ -244,7 +247,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
     }
   }
   const ok = !problems.some((p) => p.severity === 'error');
-  return { plan, tensors: entries, problems, ok, nLayers, nExperts, gqa, fileType: plan.fileType };
+  return { plan, tensors: entries, problems, ok, nLayers, nExperts, gqa, ...(modelType ? { modelType } : {}), fileType: plan.fileType };
 }
 
 type Validate = (s: Scheme) => { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError };

@@ -44,6 +44,9 @@ function bump(role: 'attention' | 'ffn', kind: string, format: string, note: str
   return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...extra };
 }
 
+/** llama.cpp gives 70B models' attn_v Q5_K where the ftype would give Q3_K or Q4_K. */
+const V70B: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
+
 /** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
 const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
 
@@ -89,13 +92,13 @@ const builtins: Preset[] = [
   gguf('q2_k', LLAMA_FTYPE.MOSTLY_Q2_K, 'q2_k',
     "llama.cpp's Q2_K mixture: Q2_K by default; attn_v Q4_K when n_gqa >= 4, else Q3_K; ffn_down and attn_output Q3_K; output Q6_K",
     2, 5,
-    [MOE8_O, bump('attention', 'v', 'q4_k', 'Q2_K attn_v, n_gqa >= 4', { minGqa: 4 }), bump('attention', 'v', 'q3_k', 'Q2_K attn_v'),
+    [MOE8_O, V70B, bump('attention', 'v', 'q4_k', 'Q2_K attn_v, n_gqa >= 4', { minGqa: 4 }), bump('attention', 'v', 'q3_k', 'Q2_K attn_v'),
      bump('ffn', 'down', 'q3_k', 'Q2_K ffn_down'), bump('attention', 'o', 'q3_k', 'Q2_K attn_output')]),
-  gguf('q3_k_s', LLAMA_FTYPE.MOSTLY_Q3_K_S, 'q3_k', "llama.cpp's Q3_K_S: Q3_K everywhere but output (Q6_K)", 3, 5, [MOE8_O]),
+  gguf('q3_k_s', LLAMA_FTYPE.MOSTLY_Q3_K_S, 'q3_k', "llama.cpp's Q3_K_S: Q3_K everywhere but output (Q6_K)", 3, 5, [MOE8_O, V70B]),
   gguf('q3_k_m', LLAMA_FTYPE.MOSTLY_Q3_K_M, 'q3_k',
     "llama.cpp's Q3_K_M mixture: Q3_K by default; attn_v Q5_K on the first two layers, Q4_K after; ffn_down Q5_K on the first sixteenth of layers, Q4_K after; attn_output and fused attn_qkv Q4_K; output Q6_K",
     3.5, 5,
-    [MOE8_O, bump('attention', 'v', 'q5_k', 'Q3_K_M attn_v', { layers: [0, 1] }), bump('attention', 'v', 'q4_k', 'Q3_K_M attn_v'),
+    [MOE8_O, V70B, bump('attention', 'v', 'q5_k', 'Q3_K_M attn_v', { layers: [0, 1] }), bump('attention', 'v', 'q4_k', 'Q3_K_M attn_v'),
      bump('ffn', 'down', 'q5_k', 'Q3_K_M ffn_down', { layers: 'first_sixteenth' }), bump('ffn', 'down', 'q4_k', 'Q3_K_M ffn_down'),
      bump('attention', 'o', 'q4_k', 'Q3_K_M attn_output'), bump('attention', 'qkv', 'q4_k', 'Q3_K_M attn_qkv')]),
   gguf('q3_k_l', LLAMA_FTYPE.MOSTLY_Q3_K_L, 'q3_k',
@@ -106,7 +109,7 @@ const builtins: Preset[] = [
   gguf('q4_k_s', LLAMA_FTYPE.MOSTLY_Q4_K_S, 'q4_k',
     "llama.cpp's Q4_K_S mixture: Q4_K by default; attn_v of the first four layers and ffn_down of the first eighth Q5_K; output Q6_K",
     6.5, 6,
-    [MOE8_O, bump('attention', 'v', 'q5_k', 'Q4_K_S attn_v', { layers: [0, 1, 2, 3] }), bump('ffn', 'down', 'q5_k', 'Q4_K_S ffn_down', { layers: 'first_eighth' })]),
+    [MOE8_O, V70B, bump('attention', 'v', 'q5_k', 'Q4_K_S attn_v', { layers: [0, 1, 2, 3] }), bump('ffn', 'down', 'q5_k', 'Q4_K_S ffn_down', { layers: 'first_eighth' })]),
   gguf('q4_k_m', LLAMA_FTYPE.MOSTLY_Q4_K_M, 'q4_k',
     "llama.cpp's Q4_K_M mixture: Q4_K by default; Q6_K for attn_v and ffn_down (dense, expert and shared-expert) on " +
     'the layers use_more_bits picks (first 1/8, last 1/8, every third in between); Q5_K for fused attn_qkv; ' +
@@ -115,6 +118,7 @@ const builtins: Preset[] = [
     [
       MOE8_O,
       { role: 'attention', kind: 'v', layers: 'use_more_bits', scheme: { format: 'q6_k' }, optional: true, note: 'llama.cpp Q4_K_M attn_v' },
+      V70B,
       { role: 'attention', kind: 'qkv', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp Q4_K_M attn_qkv' },
       { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: 'use_more_bits', scheme: { format: 'q6_k' }, optional: true, note: 'llama.cpp Q4_K_M ffn_down' },
     ]),

@@ -52,6 +52,8 @@ export interface PlanRule {
    * decides some tensors' types by whether it has one (ResolveOptions.importance).
    */
   importance?: boolean;
+  /** Only for models of this llama.cpp size class ('70B': see ResolveOptions.modelType). */
+  modelType?: string;
   scheme: SchemeOrKeep;
   /** No "rule matches nothing" warning (architecture-specific rules of presets). */
   optional?: boolean;
@@ -125,6 +127,8 @@ export interface ResolvedPlan {
   nExperts: number;
   /** Query heads per KV head, from the q / k projection row counts (undefined when not found). */
   gqa?: number;
+  /** The llama.cpp size class rules with `modelType` saw ('70B' or undefined). */
+  modelType?: string;
   fileType?: number;
 }
 
@@ -139,6 +143,12 @@ export interface ResolveOptions {
   gqa?: number;
   /** An importance matrix will be given (rules with `importance` depend on it; default false). */
   importance?: boolean;
+  /**
+   * llama.cpp's size class of the model, for rules with `modelType` (llama-quantize gives the
+   * attn_v of 70B models more bits). Default: '70B' for 80 layers with grouped-query attention
+   * (Llama 2/3 70B, Qwen2 72B: what llama.cpp calls 70B), else none.
+   */
+  modelType?: string;
   /** Format lookup (default: the registry's getFormat). */
   getFormat?: (name: string) => FormatSpec;
 }

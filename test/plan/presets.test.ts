@@ -262,10 +262,10 @@ describe("llama.cpp's shape-dependent tweaks", () => {
   /**
    * llama.cpp's llama_tensor_get_type for these ftypes, transcribed as a table of decisions
    * (output Q6_K, then the name branches in llama.cpp's order; no Falcon, no 70B bump), to check
-   * the presets' rules against on dense and 8-expert models of 16 layers, with and without an
-   * importance matrix, at gqa 4 and 1.
+   * the presets' rules against on dense and 8-expert models of 16 and 80 layers (80 with GQA:
+   * llama.cpp's 70B class), with and without an importance matrix, at gqa 4 and 1.
    */
-  function llamaCppType(ftype: string, name: string, nLayers: number, gqa: number, nExperts: number, imatrix: boolean): string {
+  function llamaCppType(ftype: string, name: string, nLayers: number, gqa: number, nExperts: number, imatrix: boolean, is70B: boolean): string {
     const base: Record<string, string> = { q2_k: 'q2_k', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs' };
     const more = (i: number, n: number) => i < Math.floor(n / 8) || i >= Math.floor(7 * n / 8) || (i - Math.floor(n / 8)) % 3 === 2;
     const layer = Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
@@ -279,6 +279,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       else if ((ftype === 'iq4_nl' || ftype === 'iq4_xs') && gqa >= 4) t = 'q5_k';
       else if ((ftype === 'q4_k_m' || ftype === 'q5_k_m') && more(layer, nLayers)) t = 'q6_k';
       else if (ftype === 'q4_k_s' && layer < 4) t = 'q5_k';
+      if (is70B && (t === 'q3_k' || t === 'q4_k')) t = 'q5_k';
       if (nExperts === 8) t = 'q8_0';
     } else if (name.includes('attn_k.weight')) {
       if (nExperts === 8) t = 'q8_0';
@@ -305,10 +306,10 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     return t;
   }
 
-  it("every llama.cpp K/legacy/IQ4 preset assigns llama_tensor_get_type's types (dense, fused qkv and 8-expert models; imatrix or not; gqa 4 or 1)", () => {
-    const model = (experts: number, fused: boolean): TensorDesc[] => {
+  it("every llama.cpp K/legacy/IQ4 preset assigns llama_tensor_get_type's types (dense, fused qkv and 8-expert models; 16 or 80 layers; imatrix or not; gqa 4 or 1)", () => {
+    const model = (experts: number, fused: boolean, layers: number): TensorDesc[] => {
       const t: TensorDesc[] = [{ name: 'token_embd.weight', shape: [1000, 512], dtype: 'F16' }];
-      for (let i = 0; i < 16; i++) {
+      for (let i = 0; i < layers; i++) {
         t.push({ name: `blk.${i}.attn_norm.weight`, shape: [512], dtype: 'F32' });
         if (fused) t.push({ name: `blk.${i}.attn_qkv.weight`, shape: [768, 512], dtype: 'F16' });
         else t.push({ name: `blk.${i}.attn_q.weight`, shape: [512, 512], dtype: 'F16' }, { name: `blk.${i}.attn_k.weight`, shape: [128, 512], dtype: 'F16' }, { name: `blk.${i}.attn_v.weight`, shape: [128, 512], dtype: 'F16' });
@@ -324,14 +325,16 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     for (const ftype of ftypes) {
       const p = getPreset(ftype);
       expect(p.fileType, ftype).toBe(LLAMA_FTYPE[`MOSTLY_${ftype.toUpperCase()}` as keyof typeof LLAMA_FTYPE]);
-      for (const [experts, fused] of [[0, false], [0, true], [8, false]] as const) {
+      for (const [experts, fused, layers] of [[0, false, 16], [0, true, 16], [8, false, 16], [0, false, 80], [8, false, 80]] as const) {
         for (const gqa of [4, 1]) {
           for (const importance of [false, true]) {
-            const r = resolvePlan(p.plan, model(experts, fused), { getFormat: lookup, gqa, importance });
+            const r = resolvePlan(p.plan, model(experts, fused, layers), { getFormat: lookup, gqa, importance });
             expect(r.ok, `${ftype} ${r.problems.map((x) => x.message).join('; ')}`).toBe(true);
+            const is70B = layers === 80 && gqa > 1;
+            expect(r.modelType).toBe(is70B ? '70B' : undefined);
             for (const t of r.tensors) {
-              const want = t.shape.length < 2 || t.name.includes('ffn_gate_inp') ? 'keep' : llamaCppType(ftype, t.name, 16, gqa, experts, importance);
-              expect(fmtOf(t), `${ftype} experts=${experts} fused=${fused} gqa=${gqa} imatrix=${importance}: ${t.name}`).toBe(want);
+              const want = t.shape.length < 2 || t.name.includes('ffn_gate_inp') ? 'keep' : llamaCppType(ftype, t.name, layers, gqa, experts, importance, is70B);
+              expect(fmtOf(t), `${ftype} experts=${experts} fused=${fused} layers=${layers} gqa=${gqa} imatrix=${importance}: ${t.name}`).toBe(want);
               seen.add(`${ftype}:${want}`);
             }
           }
@@ -339,7 +342,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       }
     }
     // The table above reaches every bump it describes.
-    for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k']) expect(seen.has(k), k).toBe(true);
+    for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_s:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k']) expect(seen.has(k), k).toBe(true);
   });
 
   it('GGUF presets skip the 2-D tensors llama-quantize never touches', () => {
