@@ -270,6 +270,46 @@ function half_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, bf: 
   }
 }
 
+// Several positions at once: each row widened once into the host's scratch (args), then dotted
+// with every position in half_matvec's groups and order, so every result is its bits; the row
+// stays in L1 across positions instead of being widened again from memory for each.
+//   <f16|bf16>_matmul(w, nrows, rowLen, x, y, args, batch, yStride): y[b*yStride + r] = row r . x[b]
+function half_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32, bf: bool): void {
+  const buf = argU32(args, A_SCRATCH);
+  for (let r = 0; r < nrows; r++) {
+    const p = w + ((<usize>r * <usize>rowLen) << 1);
+    let i = 0;
+    if (ASC_FEATURE_SIMD && bf) {
+      for (; i + 8 <= rowLen; i += 8) {
+        const h = v128.load(p + (<usize>i << 1));
+        v128.store(buf + (<usize>i << 2), i32x4.shl(i32x4.extend_low_i16x8_u(h), 16));
+        v128.store(buf + (<usize>i << 2), i32x4.shl(i32x4.extend_high_i16x8_u(h), 16), 16);
+      }
+    }
+    for (; i < rowLen; i++) {
+      const h = <u32>load<u16>(p + (<usize>i << 1));
+      store<f32>(buf + (<usize>i << 2), bf ? bf16ToF32(h) : f16ToF32(h));
+    }
+    for (let b = 0; b < batch; b++) {
+      const xb = x + ((<usize>b * <usize>rowLen) << 2);
+      rowBegin();
+      let j = 0;
+      for (; j + 16 <= rowLen; j += 16) rowAddF16(buf + (<usize>j << 2), 1, xb + (<usize>j << 2));
+      let t: f32 = 0;
+      for (; j < rowLen; j++) t += load<f32>(buf + (<usize>j << 2)) * load<f32>(xb + (<usize>j << 2));
+      rowAddScalar(t);
+      store<f32>(y + ((<usize>b * <usize>yStride + <usize>r) << 2), rowEnd());
+    }
+  }
+}
+
+export function f16_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  half_matmul(w, nrows, rowLen, x, y, args, batch, yStride, false);
+}
+export function bf16_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  half_matmul(w, nrows, rowLen, x, y, args, batch, yStride, true);
+}
+
 export function f16_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
   half_matvec(w, nrows, rowLen, x, y, false);
 }

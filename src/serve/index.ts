@@ -371,6 +371,8 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   if (mode === 'matvec') k.f32(A(pX), batch * rowLen).set(X!.subarray(0, batch * rowLen));
 
   const mv = fused ? k.fn(`${kernel}_matvec`) : undefined;
+  // Several positions in one call where the format has a batched kernel (the same bits as matvec).
+  const mm = mode === 'matvec' && batch > 1 && k.has(`${kernel}_matmul`) ? k.fn(`${kernel}_matmul`) : undefined;
   const dq = needDeq && k.has(`${kernel}_dequantize`) ? k.fn(`${kernel}_dequantize`) : undefined;
   const dot = k.fn('serve_dot_rows');
   for (let r0 = 0; r0 < nrows; r0 += rows) {
@@ -385,6 +387,11 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
         out.set(k.f32(deq, n * rowLen), r0 * rowLen);
         continue;
       }
+    }
+    if (mm) {
+      mm(A(pSec[0]), n, rowLen, A(pX), A(pY), A(pArgs), batch, rows);
+      for (let b = 0; b < batch; b++) out.set(k.f32(A(pY) + b * rows * 4, n), b * nrows + r0);
+      continue;
     }
     for (let b = 0; b < batch; b++) {
       const x = A(pX) + b * rowLen * 4;

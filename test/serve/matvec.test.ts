@@ -91,6 +91,25 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     });
   }
 
+  it('f16 and bf16 matmul (one batched kernel call per chunk of rows) give each position the bits of matvec, both builds', async () => {
+    for (const format of ['f16', 'bf16']) {
+      for (const len of [16, 24, 100, 256, 264]) {
+        const rows = 11, batch = 5;
+        const qt = await quantize(rand(rows * len, 3 + len, 0.05), { format, rowLength: len, backend: 'wasm' });
+        const X = rand(batch * len, 7 + len, 1);
+        for (const backend of ['wasm-simd', 'wasm'] as const) {
+          // A chunk of a few rows: several kernel calls, the last one short.
+          const t = await servedFromQuantized(qt, { backend, chunkBytes: 4 * len * 2 });
+          const Y = t.matmul(X, batch);
+          for (let b = 0; b < batch; b++) {
+            const y = t.matvec(X.subarray(b * len, (b + 1) * len));
+            expect(Buffer.from(Y.buffer, Y.byteOffset + b * rows * 4, rows * 4).equals(Buffer.from(y.buffer, y.byteOffset, y.byteLength)), `${format} ${len} ${backend} position ${b}`).toBe(true);
+          }
+        }
+      }
+    }
+  });
+
   // The SIMD kernels walk a row in loop trips of 2 blocks / 64- or 128-value chunks and take fast
   // paths only for some run lengths (int 4-bit runs of a multiple of 32, 8-bit of 16): row lengths
   // with an odd block count, a half-filled last trip, or none of that (the fallback), and an odd
