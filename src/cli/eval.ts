@@ -44,25 +44,38 @@ export async function evalCandidate(spec: string, config: LlamaConfig, io: CliIO
   }
 }
 
+/** The --tokens file as token ids (E_IO naming it when it cannot be read). */
+export async function readTokenFile(spec: string, io: CliIO): Promise<{ file: string; tokens: Uint16Array }> {
+  const file = absPath(spec, io);
+  const bytes = await readFile(file).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${spec}: ${(e as Error).message}`, { file, option: 'tokens' }));
+  return { file, tokens: readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), file) };
+}
+
+/**
+ * The --model of `eval` and `imatrix`: a Hugging Face safetensors checkpoint with its config.json,
+ * and its forward config. The caller closes `input`, also when this throws after opening it.
+ */
+export async function openOriginal(spec: string, io: CliIO, command: string, opened: { close(): Promise<void> }[]): Promise<{ input: Awaited<ReturnType<typeof openInput>>; config: LlamaConfig }> {
+  const ref = await openInput(spec, io);
+  opened.push(ref);
+  if (ref.configError) throw ref.configError;
+  if (!ref.config) {
+    fail(ErrorCodes.CONFIG, `[cli] ${command}: the model needs its config.json beside ${ref.file}`, { file: ref.file, option: 'model', expected: 'config.json' });
+  }
+  if (ref.checkpoint.format !== 'safetensors') {
+    fail(ErrorCodes.BAD_INPUT, `[cli] ${command}: --model must be the Hugging Face safetensors original; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
+  }
+  return { input: ref, config: llamaConfig(ref.config) };
+}
+
 export async function evalCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {
   for (const k of ['model', 'quantized', 'tokens'] as const) {
     if (o[k] === undefined) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --${k} is required`, { option: k });
   }
-  const tokensFile = absPath(String(o.tokens), io);
-  const bytes = await readFile(tokensFile).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${String(o.tokens)}: ${(e as Error).message}`, { file: tokensFile, option: 'tokens' }));
-  const tokens = readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), tokensFile);
+  const { file: tokensFile, tokens } = await readTokenFile(String(o.tokens), io);
   const opened: { close(): Promise<void> }[] = [];
   try {
-    const ref = await openInput(String(o.model), io);
-    opened.push(ref);
-    if (ref.configError) throw ref.configError;
-    if (!ref.config) {
-      fail(ErrorCodes.CONFIG, `[cli] eval: the original model needs its config.json beside ${ref.file}`, { file: ref.file, option: 'model', expected: 'config.json' });
-    }
-    if (ref.checkpoint.format !== 'safetensors') {
-      fail(ErrorCodes.BAD_INPUT, `[cli] eval: --model must be the Hugging Face safetensors original; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
-    }
-    const config = llamaConfig(ref.config);
+    const { input: ref, config } = await openOriginal(String(o.model), io, 'eval', opened);
     const cand = await evalCandidate(String(o.quantized), config, io, ref.file);
     opened.push(cand);
     const candidate = cand.weights;

@@ -2,17 +2,15 @@
 // computed from calibration tokens by the reference forward (src/eval/imatrix.ts) on the served
 // original weights, written in llama.cpp's GGUF imatrix format for `webquant quantize --imatrix`
 // and llama-quantize. The file appears whole or not at all.
-import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { computeImatrix, imatrixGguf } from '../eval/imatrix.js';
-import { llamaConfig } from '../eval/llama.js';
 import { quantizedWeights } from '../eval/quantized.js';
-import { readTokens } from '../eval/tokens.js';
 import { writeGguf } from '../io/gguf-writer.js';
 import { fileSink } from '../pipeline/sink-node.js';
 import type { OptionSpecs } from './args.js';
-import { absPath, openInput } from './input.js';
+import { absPath } from './input.js';
+import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
@@ -43,18 +41,11 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
   if (!out.endsWith('.gguf')) {
     fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: -o ${basename(out)} must end in .gguf (llama.cpp's GGUF imatrix format)`, { option: 'output', value: o.output, expected: '.gguf' });
   }
-  const tokensFile = absPath(String(o.tokens), io);
-  const bytes = await readFile(tokensFile).catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the token file ${String(o.tokens)}: ${(e as Error).message}`, { file: tokensFile, option: 'tokens' }));
-  const tokens = readTokens(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), tokensFile);
+  const { file: tokensFile, tokens } = await readTokenFile(String(o.tokens), io);
   const t0 = Date.now();
-  const ref = await openInput(String(o.model), io);
+  const opened: { close(): Promise<void> }[] = [];
   try {
-    if (ref.configError) throw ref.configError;
-    if (!ref.config) fail(ErrorCodes.CONFIG, `[cli] imatrix: the model needs its config.json beside ${ref.file}`, { file: ref.file, option: 'model', expected: 'config.json' });
-    if (ref.checkpoint.format !== 'safetensors') {
-      fail(ErrorCodes.BAD_INPUT, `[cli] imatrix: --model must be the Hugging Face safetensors checkpoint; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
-    }
-    const config = llamaConfig(ref.config);
+    const { input: ref, config } = await openOriginal(String(o.model), io, 'imatrix', opened);
     let last = 0;
     const result = await computeImatrix({
       config, tokens, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }),
@@ -80,6 +71,6 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
     else io.stdout.write(`wrote ${out}: importance of ${report.tensors} tensors from ${report.chunks} chunks of ${report.chunkSize} tokens in ${report.seconds.toFixed(1)} s\n`);
     return report;
   } finally {
-    await ref.close();
+    await Promise.all(opened.map((x) => x.close()));
   }
 }
