@@ -35,7 +35,6 @@ const CI = memory.data<u32>([
   8, 8, 8, 8,
   0x0f0f0f0f, 0x0f0f0f0f, 0x0f0f0f0f, 0x0f0f0f0f,
 ], 16);
-const MIDS = memory.data<f32>([0.5, 1.5, 2.5, 3.5, 5, 7, 10]);
 
 // ggml_ue4m3_to_fp32: the UE4M3 value halved.
 @inline export function ue4m3Half(b: u32): f32 {
@@ -68,7 +67,7 @@ export function fp32ToUe4m3(v: f32): u32 {
 @inline function codeFast(x: f32, d: f32): u32 {
   const a = Mathf.abs(x);
   let m: u32 = 0;
-  for (let i: usize = 0; i < 7; i++) m += <u32>(a > load<f32>(MIDS + (i << 2)) * d);
+  for (let i: usize = 0; i < 7; i++) m += <u32>(a > load<f32>(C + (i << 4)) * d); // C's midpoints, lane 0
   return m | (x < 0 && m != 0 ? 8 : 0);
 }
 
