@@ -169,6 +169,8 @@ interface Nvfp4Scale {
   block: TensorEntry;
   global: TensorEntry;
   divide: boolean;
+  /** The global value, read once (a row-chunked read would otherwise fetch it for every chunk). */
+  value?: Promise<number>;
 }
 
 /**
@@ -308,7 +310,8 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     const cols = info.shape[info.shape.length - 1];
     const rows = (codes.length * 2) / cols;
     const g = sc.global.info;
-    const gv = floatBytesToF32(await sc.global.src.read(g.offset, g.byteLength), g.dtype, g.name)[0];
+    sc.value ??= sc.global.src.read(g.offset, g.byteLength).then((b) => floatBytesToF32(b, g.dtype, g.name)[0]);
+    const gv = await sc.value;
     const blocks = cols / 16;
     const b = sc.block.info;
     const bytes = await sc.block.src.read(b.offset + firstRow * blocks, rows * blocks);
