@@ -19,6 +19,7 @@ import { AFFINE4_DEQUANT, AFFINE4_QUANT } from './shaders/affine4.js';
 import { FP8_E4M3_DEQUANT, FP8_E4M3_QUANT } from './shaders/fp8_e4m3.js';
 import { NVFP4_GGUF_DEQUANT, NVFP4_GGUF_QUANT } from './shaders/nvfp4_gguf.js';
 import { MXFP4_DEQUANT, MXFP4_QUANT } from './shaders/mxfp4.js';
+import { MXFP4_GGUF_DEQUANT, MXFP4_GGUF_QUANT } from './shaders/mxfp4_gguf.js';
 
 /**
  * How work is split: 'block' = one invocation per block of `elems` values, 'elem' = one per
@@ -86,6 +87,7 @@ export const GPU_FORMATS: Record<string, GpuFormat> = {
   iq4_xs: { dequant: { body: IQ4_XS_DEQUANT, grid: block(256) }, ...searches(IQ4_XS_QUANT, 256) },
   nvfp4_gguf: { dequant: { body: NVFP4_GGUF_DEQUANT, grid: block(64) }, quant: { body: NVFP4_GGUF_QUANT, grid: block(64) } },
   mxfp4: { dequant: { body: MXFP4_DEQUANT, grid: block(32) }, quant: { body: MXFP4_QUANT, grid: block(32) } },
+  mxfp4_gguf: { dequant: { body: MXFP4_GGUF_DEQUANT, grid: block(32) }, quant: { body: MXFP4_GGUF_QUANT, grid: block(32) } },
   nf4: {
     dequant: { body: NF4_DEQUANT, grid: group },
     quant: { body: NF4_QUANT, grid: group },

@@ -30,6 +30,7 @@ async function run(): Promise<PageReport> {
     ['q2_k', { format: 'q2_k' }], ['q2_k imatrix', { format: 'q2_k', importance: imp }], ['q3_k', { format: 'q3_k' }], ['q3_k imatrix', { format: 'q3_k', importance: imp }], ['q4_k', { format: 'q4_k' }], ['q5_k', { format: 'q5_k' }], ['q6_k', { format: 'q6_k' }], ['iq4_nl', { format: 'iq4_nl' }],
     ['q4_k imatrix', { format: 'q4_k', importance: imp }], ['q5_k imatrix', { format: 'q5_k', importance: imp }], ['q6_k imatrix', { format: 'q6_k', importance: imp }],
     ['iq4_nl imatrix', { format: 'iq4_nl', importance: imp }], ['q4_0 imatrix', { format: 'q4_0', importance: imp }], ['q5_1 imatrix', { format: 'q5_1', importance: imp }], ['iq4_xs', { format: 'iq4_xs' }], ['iq4_xs imatrix', { format: 'iq4_xs', importance: imp }],
+    ['nvfp4_gguf', { format: 'nvfp4_gguf' }], ['mxfp4', { format: 'mxfp4' }], ['mxfp4_gguf', { format: 'mxfp4_gguf' }],
   ];
   const results: PageReport['results'] = [];
   for (const [name, o] of cases) {

@@ -54,7 +54,7 @@ it('WebGPU kernels in Chromium give the wasm bytes', async () => {
   const report = (await page.evaluate(() => (globalThis as unknown as { webgpuParity: () => Promise<unknown> }).webgpuParity())) as PageReport;
   expect(errors).toEqual([]);
   expect(report.cpuEmulated).toBe(true);
-  expect(report.results.length).toBe(25);
+  expect(report.results.length).toBe(28);
   for (const r of report.results) {
     expect(r.backend, r.name).toBe('webgpu');
     expect([r.name, r.quantDiff, r.dequantDiff]).toEqual([r.name, 0, 0]);

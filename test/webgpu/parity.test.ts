@@ -9,6 +9,7 @@ import { gpuState, resetGpu } from '../../src/webgpu/device.js';
 import { resetBackendState, setBackendPreference, webgpuEvents, type WebgpuWarning } from '../../src/webgpu/backend.js';
 import { gpuHooks } from '../../src/webgpu/run.js';
 import { allShaders } from '../../src/webgpu/kernels.js';
+import { mxfp4GgufLog2Table } from '../../src/webgpu/shaders/mxfp4_gguf.js';
 import { edgeRows, lcg } from '../helpers/data.js';
 
 const ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -21,6 +22,29 @@ function rows(list: Float32Array[]): Float32Array {
 }
 
 const row = (f: (i: number) => number) => Float32Array.from({ length: ROW }, (_, i) => f(i));
+
+/**
+ * Blocks of 32 whose amax is the last value below, then the first at, the table's rounding-up
+ * threshold: exponent fields 1..254 at a stride and subnormal leading bits 17..22.
+ */
+function log2Boundaries(): Float32Array[] {
+  const t = mxfp4GgufLog2Table();
+  const maxima: number[] = [];
+  for (const ef of [1, 2, 40, 100, 130, 200, 252, 254]) maxima.push((ef << 23) | (t.normal[ef] - 1), (ef << 23) | t.normal[ef]);
+  for (const p of [17, 18, 20, 22]) maxima.push(t.subnormal[p] - 1, t.subnormal[p]);
+  const u = lcg(7);
+  const out: Float32Array[] = [];
+  for (let r = 0; r < maxima.length / 8; r++) {
+    const bits = new Uint32Array(ROW);
+    for (let i = 0; i < ROW; i++) {
+      const a = maxima[r * 8 + (i >> 5)];
+      // the maximum first, then fractions of it (bits shifted down: still finite, smaller), either sign
+      bits[i] = i % 32 === 0 ? a : Math.floor(a * u()) | (u() < 0.5 ? 0x80000000 : 0);
+    }
+    out.push(new Float32Array(bits.buffer));
+  }
+  return out;
+}
 
 /** The shared edge rows plus the rounding cases of each kernel. */
 function testInput(): Float32Array {
@@ -54,6 +78,8 @@ function testInput(): Float32Array {
     // just below 2^-6 (the encoder's clamp to 7) and saturated scales
     row((i) => (i % 16 === 0 ? 1.5 : [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5][i % 7] / 4 * (i % 2 ? -1 : 1))),
     row((i) => (i % 16 === 0 ? 6 * 7.7 * 2 ** -9 * (i % 32 ? 1 : 1000) : (u() - 0.5) * 0.09)),
+    // mxfp4_gguf: block maxima on both sides of log2f's rounding up to the next exponent
+    ...log2Boundaries(),
     // large magnitudes (differences overflow to inf for Q4_1: NaN codes)
     row((i) => (i % 2 ? 3e38 : -3e38)),
     row((i) => (i % 5 === 0 ? 60000 : -70000 * u())),
@@ -115,6 +141,7 @@ const QUANT_CASES: { name: string; opts: Omit<QuantizeOptions, 'rowLength'> }[] 
   { name: 'fp8_e4m3 fixed', opts: { format: 'fp8_e4m3', calibration: 'fixed,0.01,2' } },
   { name: 'nvfp4_gguf', opts: { format: 'nvfp4_gguf' } },
   { name: 'mxfp4', opts: { format: 'mxfp4' } },
+  { name: 'mxfp4_gguf', opts: { format: 'mxfp4_gguf' } },
   // The scale searches, without and with importances (all zero: IQ4_NL's 0/0 scale, K-quant
   // searches that accept no trial).
   // The legacy types' searches (their plain cases are above).
@@ -197,7 +224,7 @@ if (existsSync(ICD)) {
 
     // Dequantizers on wasm-quantized test rows, plus random blocks (every bit pattern of the codes).
     for (const [format, bytes, f16At, block] of [['q2_k', 84, [80, 82], 256], ['q3_k', 110, [108], 256], ['q4_k', 144, [0, 2], 256], ['q5_k', 176, [0, 2], 256], ['q6_k', 210, [208], 256], ['iq4_nl', 18, [0], 32], ['iq4_xs', 136, [0], 256],
-      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32], ['nvfp4_gguf', 36, [], 64], ['mxfp4', 17, [], 32]] as const) {
+      ['q8_0', 34, [0], 32], ['q4_0', 18, [0], 32], ['q4_1', 20, [0, 2], 32], ['q5_0', 22, [0], 32], ['q5_1', 24, [0, 2], 32], ['nvfp4_gguf', 36, [], 64], ['mxfp4', 17, [], 32], ['mxfp4_gguf', 17, [], 32]] as const) {
       it(`dequantize ${format}: wasm-quantized rows and random blocks, same f32 bits as wasm`, async () => {
         const q = await quantize(x, { format, rowLength: ROW, backend: 'wasm-simd' });
         expect(firstBitDiff(await dequantize(q, { backend: 'wasm-simd' }), await dequantize(q, { backend: 'webgpu' }))).toBeUndefined();
@@ -266,11 +293,11 @@ if (existsSync(ICD)) {
       setBackendPreference('webgpu', { allowCpuEmulated: true });
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW })).backend).toBe('webgpu');
       expect((await quantize(x, { format: 'q8_0', rowLength: ROW, preferGpu: false })).backend).toBe('wasm-simd');
-      expect((await quantize(x, { format: 'mxfp4_gguf', rowLength: ROW })).backend).toBe('wasm-simd');
+      expect((await quantize(x, { format: 'fp4', rowLength: ROW })).backend).toBe('wasm-simd');
       expect((await quantize(x, { format: 'q4_0', rowLength: ROW, importance: new Float32Array(ROW).fill(1) })).backend).toBe('webgpu');
       setBackendPreference('wasm');
       const bad = [
-        () => quantize(x, { format: 'mxfp4_gguf', rowLength: ROW, backend: 'webgpu' }),
+        () => quantize(x, { format: 'fp4', rowLength: ROW, backend: 'webgpu' }),
         () => quantize(x, { format: 'nf4', rowLength: ROW, backend: 'webgpu', doubleQuant: true }),
         () => quantize(x, { format: 'int8', rowLength: ROW, backend: 'webgpu', calibration: 'mse' }),
       ];

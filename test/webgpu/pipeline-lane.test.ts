@@ -44,9 +44,9 @@ function model(): Uint8Array {
   return buildSafetensors(t, { format: 'pt' });
 }
 
-// GPU kernels for q4_k, iq4_nl, q6_k (with importances), q8_0; none for mxfp4_gguf (workers only).
+// GPU kernels for q4_k, iq4_nl, q6_k (with importances), q8_0; none for fp4 (workers only).
 function plan(names: string[]): PlannedTensor[] {
-  const fmt: [string, string][] = [['q_proj', 'q4_k'], ['k_proj', 'iq4_nl'], ['v_proj', 'q6_k'], ['up_proj', 'q8_0'], ['down_proj', 'mxfp4_gguf']];
+  const fmt: [string, string][] = [['q_proj', 'q4_k'], ['k_proj', 'iq4_nl'], ['v_proj', 'q6_k'], ['up_proj', 'q8_0'], ['down_proj', 'fp4']];
   return names.map((name) => {
     const f = fmt.find(([k]) => name.includes(k));
     return { name, scheme: f ? { format: f[1] } : ('keep' as const) };

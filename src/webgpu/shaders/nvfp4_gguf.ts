@@ -3,11 +3,28 @@
 // nibble, j + 8 high). Dequantize: KV[code] * ue4m3_half(scale). Quantize: scale =
 // fp32_to_ue4m3(amax / 6); code = the count of midpoints below |x| (sign bit 3 for x < 0), or
 // ggml's literal first-minimum search where the scale is 0 or saturated, as the wasm kernel does.
-const NVFP4_COMMON = /* wgsl */ `
-// ggml's kvalues_mxfp4 (E2M1 doubled) as f32 bits; code 8 is +0 like the i8 table's 0.
-const NV_KV = array<u32, 16>(
+/** ggml's kvalues_mxfp4 (E2M1 doubled), shared with mxfp4_gguf.ts: values, midpoints of 0..7, literal search. */
+export const FP4_GGUF_WGSL = /* wgsl */ `
+// As f32 bits; code 8 is +0 like the i8 table's 0.
+const FP4_KV = array<u32, 16>(
   0x00000000u, 0x3f800000u, 0x40000000u, 0x40400000u, 0x40800000u, 0x40c00000u, 0x41000000u, 0x41400000u,
   0x00000000u, 0xbf800000u, 0xc0000000u, 0xc0400000u, 0xc0800000u, 0xc0c00000u, 0xc1000000u, 0xc1400000u);
+// Midpoints of FP4_KV 0..7, in units of the scale.
+const FP4_MID = array<u32, 7>(0x3f000000u, 0x3fc00000u, 0x40200000u, 0x40600000u, 0x40a00000u, 0x40e00000u, 0x41200000u);
+
+// ggml's best_index_mxfp4: the first code minimising |KV[i]*d - x| in f32 (any scale).
+fn fp4_code_literal(x: u32, d: u32) -> u32 {
+  var best = 0u;
+  var be = f_sub(f_mul(FP4_KV[0], d), x) & ABS;
+  for (var i = 1u; i < 16u; i = i + 1u) {
+    let err = f_sub(f_mul(FP4_KV[i], d), x) & ABS;
+    if (f_lt(err, be)) { best = i; be = err; }
+  }
+  return best;
+}
+`;
+
+const NVFP4_COMMON = FP4_GGUF_WGSL + /* wgsl */ `
 
 fn ue4m3_half(b: u32) -> u32 {
   if (b == 0u || b == 0x7fu) { return 0u; }
@@ -29,17 +46,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let y = b * 64u + s * 16u;
     for (var j = 0u; j < 8u; j = j + 1u) {
       let c = ld8(base + 4u + s * 8u + j);
-      dst[y + j] = f_mul(NV_KV[c & 15u], d);
-      dst[y + j + 8u] = f_mul(NV_KV[c >> 4u], d);
+      dst[y + j] = f_mul(FP4_KV[c & 15u], d);
+      dst[y + j + 8u] = f_mul(FP4_KV[c >> 4u], d);
     }
   }
 }
 `;
 
 export const NVFP4_GGUF_QUANT = NVFP4_COMMON + /* wgsl */ `
-// Midpoints of KV 0..7, in units of the scale.
-const NV_MID = array<u32, 7>(0x3f000000u, 0x3fc00000u, 0x40200000u, 0x40600000u, 0x40a00000u, 0x40e00000u, 0x41200000u);
-
 fn to_ue4m3(v: u32) -> u32 {
   if (!f_gt(v, 0u)) { return 0u; }
   let x = f_min(v, 0x43e00000u); // 448
@@ -63,16 +77,10 @@ fn nv_code(x: u32, d: u32, fast: bool) -> u32 {
   if (fast) {
     let a = x & ABS;
     var m = 0u;
-    for (var i = 0u; i < 7u; i = i + 1u) { if (f_gt(a, f_mul(NV_MID[i], d))) { m = m + 1u; } }
+    for (var i = 0u; i < 7u; i = i + 1u) { if (f_gt(a, f_mul(FP4_MID[i], d))) { m = m + 1u; } }
     return m | select(0u, 8u, (x & SIGN) != 0u && m != 0u);
   }
-  var best = 0u;
-  var be = f_sub(f_mul(NV_KV[0], d), x) & ABS;
-  for (var i = 1u; i < 16u; i = i + 1u) {
-    let err = f_sub(f_mul(NV_KV[i], d), x) & ABS;
-    if (f_lt(err, be)) { best = i; be = err; }
-  }
-  return best;
+  return fp4_code_literal(x, d);
 }
 
 @compute @workgroup_size(64)
