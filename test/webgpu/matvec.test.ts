@@ -9,7 +9,7 @@ import { gaussian } from '../helpers/data.js';
 
 const CASES: Omit<QuantizeOptions, 'rowLength'>[] = [
   { format: 'q8_0' }, { format: 'q4_0' }, { format: 'q4_1' }, { format: 'q5_0' }, { format: 'q5_1' }, { format: 'q2_k' }, { format: 'q3_k' },
-  { format: 'q4_k' }, { format: 'q5_k' }, { format: 'q6_k' }, { format: 'iq4_nl' }, { format: 'iq4_xs' },
+  { format: 'q4_k' }, { format: 'q5_k' }, { format: 'q6_k' }, { format: 'iq4_nl' }, { format: 'iq4_xs' }, { format: 'mxfp4_gguf' }, { format: 'nvfp4_gguf' }, { format: 'mxfp4' },
   { format: 'nf4' }, { format: 'int8' }, { format: 'int8', granularity: 'group', groupSize: 128 }, { format: 'int8', granularity: 'tensor' },
   { format: 'affine', bits: 4 }, { format: 'fp8_e4m3' }, { format: 'fp8_e4m3', granularity: 'tensor' },
 ];

@@ -123,6 +123,29 @@ export const MATVEC_WVAL: Record<string, string> = {
     var s: u32;
     if ((P.flags & 2u) != 0u) { s = P.tscale; } else { s = src[(P.off1 >> 2u) + e / P.row_len]; }
     return v * bitcast<f32>(s); }`,
+  // The FP4 block types: ggml's doubled E2M1 integers times a halved scale (GGUF), or E2M1 itself.
+  mxfp4_gguf: `const KV = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+  fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 17u + 1u + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    let x = ld8(b * 17u);
+    return KV[q] * bitcast<f32>(select((x - 1u) << 23u, 0x00200000u << x, x < 2u)); }`,
+  nvfp4_gguf: `const KV = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+  fn wval(e: u32) -> f32 {
+    let base = (e / 64u) * 36u; let s = (e % 64u) / 16u; let j = e % 16u;
+    let c = ld8(base + 4u + 8u * s + j % 8u);
+    let q = select(c >> 4u, c & 15u, j < 8u);
+    let u = ld8(base + s); let x = (u >> 3u) & 15u;
+    var d = bitcast<f32>(((x + 119u) << 23u) | ((u & 7u) << 20u));
+    if (x == 0u) { d = f32(u & 7u) * 0.0009765625; }
+    if (u == 0x7fu) { d = 0.0; }
+    return KV[q] * d; }`,
+  mxfp4: `const E2M1 = array<f32, 16>(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0);
+  fn wval(e: u32) -> f32 {
+    let b = e / 32u; let j = e % 32u; let c = ld8(b * 17u + 1u + j % 16u);
+    let q = select(c >> 4u, c & 15u, j < 16u);
+    let x = ld8(b * 17u);
+    return E2M1[q] * bitcast<f32>(select(x << 23u, 0x00400000u, x == 0u)); }`,
 };
 MATVEC_WVAL.intsym = MATVEC_WVAL.int8;
 
