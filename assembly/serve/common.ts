@@ -270,6 +270,43 @@ function half_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, bf: 
   }
 }
 
+// The widened row at f dotted with four positions (x, x + rowLen, ...), each in rowAddF16's
+// groups and order (the scale-1 multiply included) and finished as rowEnd does, with the four
+// accumulators in registers: every weight vector is loaded once for the four.
+@inline function halfDot4(f: usize, rowLen: i32, x: usize, y: usize, yStride: i32): void {
+  const xs = <usize>rowLen << 2;
+  const one = f32x4.splat(1);
+  let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+  let j = 0;
+  for (; j + 16 <= rowLen; j += 16) {
+    const o = <usize>j << 2;
+    const w0 = v128.load(f + o), w1 = v128.load(f + o, 16), w2 = v128.load(f + o, 32), w3 = v128.load(f + o, 48);
+    let p = x + o;
+    a0 = f32x4.add(a0, f32x4.mul(f32x4.add(f32x4.add(f32x4.mul(w0, v128.load(p)), f32x4.mul(w1, v128.load(p, 16))), f32x4.add(f32x4.mul(w2, v128.load(p, 32)), f32x4.mul(w3, v128.load(p, 48)))), one));
+    p += xs;
+    a1 = f32x4.add(a1, f32x4.mul(f32x4.add(f32x4.add(f32x4.mul(w0, v128.load(p)), f32x4.mul(w1, v128.load(p, 16))), f32x4.add(f32x4.mul(w2, v128.load(p, 32)), f32x4.mul(w3, v128.load(p, 48)))), one));
+    p += xs;
+    a2 = f32x4.add(a2, f32x4.mul(f32x4.add(f32x4.add(f32x4.mul(w0, v128.load(p)), f32x4.mul(w1, v128.load(p, 16))), f32x4.add(f32x4.mul(w2, v128.load(p, 32)), f32x4.mul(w3, v128.load(p, 48)))), one));
+    p += xs;
+    a3 = f32x4.add(a3, f32x4.mul(f32x4.add(f32x4.add(f32x4.mul(w0, v128.load(p)), f32x4.mul(w1, v128.load(p, 16))), f32x4.add(f32x4.mul(w2, v128.load(p, 32)), f32x4.mul(w3, v128.load(p, 48)))), one));
+  }
+  const ys = <usize>yStride << 2;
+  store<f32>(y, halfEnd(f, j, rowLen, x, a0));
+  store<f32>(y + ys, halfEnd(f, j, rowLen, x + xs, a1));
+  store<f32>(y + 2 * ys, halfEnd(f, j, rowLen, x + 2 * xs, a2));
+  store<f32>(y + 3 * ys, halfEnd(f, j, rowLen, x + 3 * xs, a3));
+}
+
+// The scalar tail from j and rowEnd's sum, as rowAddScalar/rowEnd order them.
+@inline function halfEnd(f: usize, j: i32, rowLen: i32, x: usize, acc: v128): f32 {
+  let t: f32 = 0;
+  for (; j < rowLen; j++) t += load<f32>(f + (<usize>j << 2)) * load<f32>(x + (<usize>j << 2));
+  let s: f32 = 0;
+  s += t;
+  s += hsum(acc);
+  return s - <f32>0;
+}
+
 // Several positions at once: each row widened once into the host's scratch (args), then dotted
 // with every position in half_matvec's groups and order, so every result is its bits; the row
 // stays in L1 across positions instead of being widened again from memory for each.
@@ -290,7 +327,11 @@ function half_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args
       const h = <u32>load<u16>(p + (<usize>i << 1));
       store<f32>(buf + (<usize>i << 2), bf ? bf16ToF32(h) : f16ToF32(h));
     }
-    for (let b = 0; b < batch; b++) {
+    let b = 0;
+    if (ASC_FEATURE_SIMD) {
+      for (; b + 4 <= batch; b += 4) halfDot4(buf, rowLen, x + ((<usize>b * <usize>rowLen) << 2), y + ((<usize>b * <usize>yStride + <usize>r) << 2), yStride);
+    }
+    for (; b < batch; b++) {
       const xb = x + ((<usize>b * <usize>rowLen) << 2);
       rowBegin();
       let j = 0;

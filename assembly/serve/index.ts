@@ -5,3 +5,4 @@ export { MATVEC_REL_TOL, SIMD_SCALAR_REL_TOL, SERVE_Q8_ACT, serve_dot_rows, f32_
 export * from './gguf';
 export * from './bnb';
 export * from './int';
+export { attn_scores, attn_values } from './attention';

@@ -16,6 +16,8 @@ import { checkShape, gpt2Like, layerNormEps, layerPrefix, moeTensorNames, type D
 import { familyView, languageModelName } from '../convert/llama-gguf.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
+import { attention } from './attention.js';
+import { loadKernels, type Kernels } from '../kernels/loader.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
@@ -202,7 +204,9 @@ export class LlamaModel {
     private readonly finalNorm: Float32Array,
     private readonly head: Linear,
     /** The LayerNorm families: the final LayerNorm's bias; GPT-2: the learned positions; Phi-2: the head's bias. */
-    private readonly ln?: { positions?: Float32Array; finalNormBias: Float32Array; headBias?: Float32Array },
+    private readonly ln: { positions?: Float32Array; finalNormBias: Float32Array; headBias?: Float32Array } | undefined,
+    /** The attention products' wasm (an instance of their own: its memory holds one layer's keys and values). */
+    private readonly kernels: Kernels,
   ) {}
 
   static async load(config: LlamaConfig, source: WeightSource): Promise<LlamaModel> {
@@ -309,7 +313,7 @@ export class LlamaModel {
       finalNormBias: await vec('model.norm.bias', d.dim),
       ...(config.phi2 && !config.tie_word_embeddings ? { headBias: await vec('lm_head.bias', d.vocab) } : {}),
     } : undefined;
-    return new LlamaModel(config, d, embed, layers, finalNorm, head, ln);
+    return new LlamaModel(config, d, embed, layers, finalNorm, head, ln, await loadKernels('auto', 'attention'));
   }
 
   /**
@@ -338,7 +342,7 @@ export class LlamaModel {
     const rot = this.rotaryDims;
     const mla = this.config.mla;
     const ws = this.workspace(n);
-    const { x, xb, xb2, q, k, v, att, g, u, fused, logits, scores } = ws;
+    const { x, xb, xb2, q, k, v, att, g, u, fused, logits } = ws;
     const eps = this.config.rms_norm_eps;
     for (let t = 0; t < n; t++) x.set(this.embed.subarray(tokens[t] * d.dim, (tokens[t] + 1) * d.dim), t * d.dim);
     // The LayerNorm families (GPT-2, GPT-NeoX, Phi-2, StarCoder2, StableLM); all but StableLM also have biased
@@ -394,7 +398,7 @@ export class LlamaModel {
         rope(q, n, d.heads, d.headDim, rot, r.cos, r.sin);
         rope(k, n, d.kvHeads, d.headDim, rot, r.cos, r.sin);
       }
-      attention(q, k, v, n, d, attnScale, window, gemma?.attnLogitSoftcapping, scores, att, L.sinks);
+      attention(this.kernels, { q, k, v, n, d, scale: attnScale, window, cap: gemma?.attnLogitSoftcapping, sinks: L.sinks, att });
       L.o.apply(att, n, xb2);
       if (L.oBias) addBias(xb2, n, L.oBias);
       if (L.attnOutNorm) rmsNorm(xb2, n, d.dim, L.attnOutNorm, eps, xb2);
@@ -480,7 +484,7 @@ export class LlamaModel {
     const f = (per: number) => new Float32Array(n * per);
     this.ws = {
       capacity: n, x: f(d.dim), xb: f(d.dim), xb2: f(d.dim), q: f(d.qDim), k: f(d.kvDim), v: f(d.kvHeads * d.vHeadDim),
-      att: f(d.attDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab), scores: new Float64Array(n),
+      att: f(d.attDim), g: f(d.ffn), u: f(d.ffn), logits: f(d.vocab),
       fused: this.config.phi3 || this.config.gpt2 || this.config.neox ? f(Math.max(d.qDim + 2 * d.kvDim, 2 * d.ffn)) : new Float32Array(0),
     };
     return this.ws;
@@ -497,7 +501,7 @@ export interface ForwardOptions {
 interface Workspace {
   capacity: number;
   x: Float32Array; xb: Float32Array; xb2: Float32Array; q: Float32Array; k: Float32Array; v: Float32Array;
-  att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array; scores: Float64Array;
+  att: Float32Array; g: Float32Array; u: Float32Array; logits: Float32Array;
   /** Output of a fused projection (Phi-3), before it is split. */
   fused: Float32Array;
 }
@@ -652,45 +656,6 @@ export function erf(x: number): number {
 
 // GELU, tanh approximation (gelu_pytorch_tanh).
 const geluTanh = (a: number) => 0.5 * a * (1 + Math.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
-
-// Causal grouped-query attention: position t of head h attends to positions t-window+1..t of KV
-// head h / (heads / kvHeads). Scores, softmax and the weighted sum of values are float64. Values
-// have vHeadDim dims per head (MLA's differ from the keys').
-function attention(q: Float32Array, k: Float32Array, v: Float32Array, n: number, d: Dims, scale: number, window: number, cap: number | undefined, scores: Float64Array, att: Float32Array, sinks?: Float32Array): void {
-  const hd = d.headDim, kvDim = d.kvDim, qDim = d.qDim, group = d.heads / d.kvHeads;
-  const vd = d.vHeadDim, vDim = d.kvHeads * vd;
-  for (let t = 0; t < n; t++) {
-    const s0 = Math.max(0, t - window + 1);
-    for (let h = 0; h < d.heads; h++) {
-      const qo = t * qDim + h * hd;
-      const ko = Math.floor(h / group) * hd;
-      let max = -Infinity;
-      for (let s = s0, base = ko + s0 * kvDim; s <= t; s++, base += kvDim) {
-        let sc = 0;
-        for (let i = 0; i < hd; i++) sc += q[qo + i] * k[base + i];
-        sc *= scale;
-        if (cap) sc = cap * Math.tanh(sc / cap);
-        scores[s] = sc;
-        if (sc > max) max = sc;
-      }
-      // gpt-oss: the head's sink logit joins the softmax and takes its share of the weight.
-      if (sinks && sinks[h] > max) max = sinks[h];
-      let sum = sinks ? Math.exp(sinks[h] - max) : 0;
-      for (let s = s0; s <= t; s++) {
-        const e = Math.exp(scores[s] - max);
-        scores[s] = e;
-        sum += e;
-      }
-      // Accumulate one output dimension at a time so the sum stays in a float64 local.
-      const vo = Math.floor(h / group) * vd, ao = t * d.attDim + h * vd;
-      for (let i = 0; i < vd; i++) {
-        let a = 0;
-        for (let s = s0, base = vo + s0 * vDim + i; s <= t; s++, base += vDim) a += scores[s] * v[base];
-        att[ao + i] = a / sum;
-      }
-    }
-  }
-}
 
 /** LayerNorm over each of n rows: (x - mean) / sqrt(var + eps) * w + b, statistics in float64. */
 export function layerNorm(x: Float32Array, n: number, dim: number, w: Float32Array, b: Float32Array, eps: number, out: Float32Array): void {
