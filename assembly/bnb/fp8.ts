@@ -20,7 +20,7 @@ const E5M2_FMAX: f32 = 57344;
 // Rounds |y| <= FMAX (already clamped) to the code's 7 magnitude bits.
 // Subnormals by adding `magic` (a float whose ulp is the fp8 subnormal step, so the f32 add rounds
 // half to even onto the grid); normals by rounding the f32 mantissa half to even and rebiasing.
-@inline function encodeMag(a: f32, drop: i32, rebias: i32, magic: f32, minNorm: f32): u32 {
+@inline export function encodeMag(a: f32, drop: i32, rebias: i32, magic: f32, minNorm: f32): u32 {
   const bits = reinterpret<u32>(a);
   const nrm = ((bits + ((<u32>1 << (drop - 1)) - 1) + ((bits >> drop) & 1)) >> drop) - <u32>rebias;
   return select<u32>(reinterpret<u32>(a + magic) - reinterpret<u32>(magic), nrm, a < minNorm);

@@ -14,12 +14,12 @@ import { absmax, lookupStore16, splitPlanes } from './lut';
 export const MXFP4_BLOCK: i32 = 32;
 export const MXFP4_BYTES: i32 = 17;
 
-const E2M1 = memory.data<f32>([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6]);
+export const E2M1 = memory.data<f32>([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6]);
 const MAGIC: f32 = 4194304; // 2^22: its ulp is 0.5, the E2M1 subnormal step
 
 // E2M1 magnitude code of a = |y| <= 6: subnormals (a < 1) by the magic-number add, normals by
 // rounding the f32 mantissa to 1 bit (round half to even) and rebiasing the exponent (127-1) << 1.
-@inline function e2m1Mag(a: f32): u32 {
+@inline export function e2m1Mag(a: f32): u32 {
   const bits = reinterpret<u32>(a);
   const nrm = ((bits + 0x1fffff + ((bits >> 22) & 1)) >> 22) - 252;
   return select<u32>(reinterpret<u32>(a + MAGIC) - reinterpret<u32>(MAGIC), nrm, a < 1);

@@ -1,5 +1,5 @@
-// bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2) and OCP MXFP4. Layouts and rounding rules are
-// documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts.
+// bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2), OCP MXFP4 and ModelOpt's NVFP4. Layouts and
+// rounding rules are documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts, nvfp4.ts.
 import type { FormatSpec, ResolvedOptions, Section, TensorContext } from './types.js';
 import type { KernelArgs } from '../kernels/args.js';
 
@@ -87,5 +87,29 @@ export const bnbFormats: FormatSpec[] = [
     importance: false,
     rowSections: (rowLen) => [{ name: 'blocks', bytes: (rowLen / 32) * 17 }],
     ggufTwin: 'mxfp4_gguf',
+  },
+  {
+    name: 'nvfp4',
+    family: 'mx',
+    description: 'NVFP4 as ModelOpt exports it: 16 E2M1 values per E4M3 scale, one f32 scale per tensor (4.5 bpw); safetensors <w>, <w>_scale, <w>_scale_2',
+    kernel: 'nvfp4',
+    blockSize: () => 16,
+    calibrations: ['absmax'],
+    importance: false,
+    rowSections: (rowLen) => [{ name: 'codes', bytes: rowLen / 2 }, { name: 'scales', bytes: rowLen / 16 }],
+    tensorSections: () => [{ name: 'scale_2', bytes: 4 }],
+    async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
+      // ModelOpt's weights_scaling_factor_2: amax / (6 * 448), an f32 division.
+      const amax = (await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true);
+      return { tscale: Math.fround(amax / 2688) };
+    },
+    safetensorsEntries(shape) {
+      const lead = shape.slice(0, -1), cols = shape[shape.length - 1];
+      return [
+        { suffix: '', dtype: 'U8', shape: [...lead, cols / 2] },
+        { suffix: '_scale', dtype: 'F8_E4M3', shape: [...lead, cols / 16] },
+        { suffix: '_scale_2', dtype: 'F32', shape: [] },
+      ];
+    },
   },
 ];

@@ -57,6 +57,12 @@ export interface FormatSpec {
   readonly doubleQuant?: boolean;
   /** Defaults for the options above. */
   readonly defaults?: Partial<Pick<ResolvedOptions, 'bits' | 'groupSize' | 'granularity'>>;
+  /**
+   * How a safetensors output stores the sections (in layout order) when not as U8 entries
+   * `<name>` and `<name>.<section>`: a suffix of the tensor's name, a dtype of the same width and
+   * a shape, from the tensor's shape (NVFP4 uses the names and dtypes its runtimes load).
+   */
+  readonly safetensorsEntries?: (shape: number[]) => { suffix: string; dtype: string; shape: number[] }[];
   /** Sections written per row, in storage order. */
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
   /** Sections written once per tensor after the row sections (filled by prepare/finish). */

@@ -76,7 +76,8 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
  * safetensors output. A kept tensor keeps its dtype and shape (a dtype safetensors lacks, such as
  * a GGUF block type, is stored as U8 bytes). A quantized tensor becomes one U8 entry per layout
  * section: the first section under the tensor's name ([rows, bytes per row]), the others as
- * `<name>.<section>`; `__metadata__["webquant.quantization"]` maps each such tensor to {format,
+ * `<name>.<section>` (or as the format's safetensorsEntries name them);
+ * `__metadata__["webquant.quantization"]` maps each such tensor to {format,
  * shape, options, sections}. String metadata of a safetensors input is carried over.
  */
 export function safetensorsContainer(extraMetadata: Record<string, string> = {}): Container {
@@ -96,8 +97,11 @@ export function safetensorsContainer(extraMetadata: Record<string, string> = {})
         }
         const rowLen = t.shape.length ? t.shape[t.shape.length - 1] : 1;
         const rows = t.shape.reduce((a, b) => a * b, 1) / rowLen;
-        const names = t.layout!.sections.map((s, i) => (i === 0 ? t.name : `${t.name}.${s.name}`));
-        t.layout!.sections.forEach((s, i) => st.push({ name: names[i], dtype: 'U8', shape: s.perRow > 0 ? [rows, s.perRow] : [s.bytes] }));
+        const custom = getFormat(t.format!).safetensorsEntries?.(t.shape);
+        const names = t.layout!.sections.map((s, i) => (custom ? t.name + custom[i].suffix : i === 0 ? t.name : `${t.name}.${s.name}`));
+        t.layout!.sections.forEach((s, i) => st.push(custom
+          ? { name: names[i], dtype: custom[i].dtype, shape: custom[i].shape }
+          : { name: names[i], dtype: 'U8', shape: s.perRow > 0 ? [rows, s.perRow] : [s.bytes] }));
         groups.push(names.length);
         quant[t.name] = { format: t.format, shape: t.shape, options: t.options, sections: names };
       }

@@ -5,7 +5,7 @@ import { dequantize, quantize, formats, WebquantError, f32ToBf16, bf16ToF32, f32
 import type { QuantizeOptions } from '../../src/quantize.js';
 import {
   DYNAMIC_MAP, FP4_VALUES, FP8, NF4_VALUES, decimalToF32, refDequantize4, refDequantizeFp8, refDequantizeMxfp4,
-  refQuantize4, refQuantizeFp8, refQuantizeMxfp4, type RefOptions,
+  refQuantize4, refQuantizeFp8, refQuantizeMxfp4, refQuantizeNvfp4, refDequantizeNvfp4, type RefOptions,
 } from '../reference/bnb-ref.js';
 
 const BACKENDS = ['wasm-simd', 'wasm'] as const;
@@ -49,6 +49,7 @@ function cases(rowLen: number, rows: number): [string, Float32Array][] {
     ['gaussian', gaussian(n, rowLen + rows)],
     ['zeros', new Float32Array(n)],
     ['negative zeros', new Float32Array(n).fill(-0)],
+    ['negative zeros among values', (() => { const a = gaussian(n, 5); for (let i = 0; i < n; i += 3) a[i] = -0; return a; })()],
     ['constant', new Float32Array(n).fill(0.7)],
     ['negative constant', new Float32Array(n).fill(-3.25)],
     ['single outlier', (() => { const a = gaussian(n, 7, 0.01); a[Math.floor(n / 3)] = 1000; return a; })()],
@@ -86,16 +87,19 @@ for (const fmt of ['fp8_e4m3', 'fp8_e5m2'] as const) {
   }
 }
 CFGS.push({ label: 'mxfp4', opts: { format: 'mxfp4' }, ref: {} });
+CFGS.push({ label: 'nvfp4', opts: { format: 'nvfp4' }, ref: {} });
 
 function refQ(fmt: string, x: Float32Array, rows: number, rowLen: number, o: RefOptions): Uint8Array {
   if (fmt === 'nf4' || fmt === 'fp4') return refQuantize4(fmt, x, rows, rowLen, o);
   if (fmt === 'mxfp4') return refQuantizeMxfp4(x, rows, rowLen);
+  if (fmt === 'nvfp4') return refQuantizeNvfp4(x);
   return refQuantizeFp8(fmt as keyof typeof FP8, x, rows, rowLen, o);
 }
 
 function refD(fmt: string, data: Uint8Array, rows: number, rowLen: number, o: RefOptions): Float32Array {
   if (fmt === 'nf4' || fmt === 'fp4') return refDequantize4(fmt, data, rows, rowLen, o);
   if (fmt === 'mxfp4') return refDequantizeMxfp4(data, rows, rowLen);
+  if (fmt === 'nvfp4') return refDequantizeNvfp4(data, rows * rowLen);
   return refDequantizeFp8(fmt as keyof typeof FP8, data, rows, rowLen, o);
 }
 
@@ -166,6 +170,19 @@ describe('SIMD and scalar builds', () => {
         const da = await dequantize(a, { backend: 'wasm-simd' });
         const db = await dequantize(a, { backend: 'wasm' });
         expect(sameBytes(bits(da), bits(db))).toBe(true);
+      }
+    }
+  });
+  it('NVFP4: row lengths whose block count is not a multiple of four (SIMD takes four at a time)', async () => {
+    for (const rowLen of [16, 48, 80, 272]) {
+      const x = gaussian(rowLen * 3, rowLen);
+      x[5] = -0;
+      x[rowLen + 7] = 1e-12; // a block of its own scale far below the tensor's: its E4M3 scale rounds to 0
+      for (let i = rowLen + 16; i < rowLen + 32 && i < x.length; i++) x[i] = (i % 3) * 1e-9;
+      const want = refQuantizeNvfp4(x);
+      for (const backend of BACKENDS) {
+        const q = await quantize(x, { format: 'nvfp4', rowLength: rowLen, backend });
+        expect(sameBytes(q.data, want), `${rowLen} ${backend}: ${firstDiff(q.data, want)}`).toBe(true);
       }
     }
   });

@@ -20,6 +20,7 @@ import { dequantize, quantize } from '../../src/quantize.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
+import { openQuantized } from '../../src/serve/index.js';
 import { gpuHooks } from '../../src/webgpu/run.js';
 import { resetGpu } from '../../src/webgpu/device.js';
 import { resetBackendState } from '../../src/webgpu/backend.js';
@@ -344,6 +345,40 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
       const f = await cli(['eval', '-m', f32Dir, '-q', join(tmp, 'f32.gguf'), '-t', join(SHARED, 'eval', tokens), '--max-docs', '2', '--json'], { cwd: tmp });
       expect(JSON.parse(e.stdout).original, style).toEqual(JSON.parse(f.stdout).original);
     }
+  });
+
+  it('nvfp4 -> safetensors in ModelOpt\'s names and dtypes: served, read back as an NVFP4 release, evaluated', async () => {
+    const plan = join(tmp, 'nvfp4.json');
+    writeFileSync(plan, JSON.stringify({ default: { format: 'nvfp4' }, rules: [] }));
+    const out = join(tmp, 'nvfp4.safetensors');
+    const r = await cli(['quantize', DIR, '-o', out, '--rules', plan, '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const quantized = JSON.parse(r.stdout).tensors.filter((t: { format: string }) => t.format === 'nvfp4').map((t: { name: string }) => t.name) as string[];
+    expect(quantized.length).toBeGreaterThan(20);
+    const src = await openFile(MODEL);
+    const bytes = new Uint8Array(readFileSync(out));
+    const st = await openSafetensors(fromBuffer(bytes, 'nvfp4.safetensors'));
+    const served = await openQuantized(fromBuffer(bytes, 'nvfp4.safetensors'));
+    const stripped: { name: string; dtype: string; shape: number[]; data: Uint8Array }[] = [];
+    for (const t of st.tensors) stripped.push({ name: t.name, dtype: t.dtype, shape: t.shape, data: await st.readRaw(t.name) });
+    // The same entries without webquant's metadata: what a ModelOpt NVFP4 release looks like.
+    const release = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: stripped })), 'release.safetensors'));
+    for (const name of quantized) {
+      const info = src.tensors.find((t) => t.name === name)!;
+      const [rows, cols] = info.shape;
+      const entry = (n: string) => st.tensors.find((t) => t.name === n);
+      expect([entry(name)?.dtype, entry(name)?.shape], name).toEqual(['U8', [rows, cols / 2]]);
+      expect([entry(`${name}_scale`)?.dtype, entry(`${name}_scale_2`)?.dtype, entry(`${name}_scale_2`)?.shape], name).toEqual(['F8_E4M3', 'F32', []]);
+      expect(entry(`${name}_scale`)?.shape).toEqual([rows, cols / 16]);
+      const want = await dequantize(await quantize(await src.readF32(name), { format: 'nvfp4', rowLength: cols }));
+      expect(same(await served.tensor(name).dequantize(), want), `${name} served`).toBe(true);
+      expect(release.tensors.find((t) => t.name === name)?.dtype).toBe('F4_E2M1');
+      expect(same(await release.readF32(name), want), `${name} as a release`).toBe(true);
+    }
+    const tokens = readdirSync(join(SHARED, 'eval')).find((f) => f.endsWith('.u16'))!;
+    const e = await cli(['eval', '-m', DIR, '-q', out, '-t', join(SHARED, 'eval', tokens), '--max-docs', '2', '--json'], { cwd: tmp });
+    expect(e.code, e.stderr).toBe(0);
+    expect(JSON.parse(e.stdout).klDivergence).toBeGreaterThan(0);
   });
 
   it('combines a rules file with a preset (the file first) and uses a plan file alone', async () => {

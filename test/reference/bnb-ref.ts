@@ -297,6 +297,55 @@ export function refDequantizeMxfp4(data: Uint8Array, nrows: number, rowLen: numb
   return out;
 }
 
+// NVFP4 as NVIDIA ModelOpt quantizes (NVFP4QTensor): per-tensor scale_2 = amax / (6 * 448), block
+// scale amax / (6 * scale_2) (1 where 0) cast to E4M3, y = x / (e4m3 * scale_2), then the code by
+// counting the E2M1 bounds below |y| (searchsorted), plus one on the bounds 0.75, 1.75 and 3.5,
+// and 8 for y < 0. Codes of all rows, then scales of all rows, then scale_2 (f32).
+const E2M1_BOUNDS = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5];
+const E2M1_UP = [0.75, 1.75, 3.5];
+
+export function refQuantizeNvfp4(x: Float32Array): Uint8Array {
+  const gs = f(absmaxOf(x, 0, x.length) / 2688);
+  const d6 = f(6 * gs);
+  const codes = new Uint8Array(x.length / 2);
+  const scales = new Uint8Array(x.length / 16);
+  for (let b = 0; b < scales.length; b++) {
+    let sc = 0x38;
+    let denom = 0;
+    if (gs !== 0) {
+      let s = f(absmaxOf(x, b * 16, 16) / d6);
+      if (s === 0) s = 1;
+      sc = nearestOnGrid(Math.min(s, 448), FP8.fp8_e4m3.grid);
+      denom = f(fp8Value(sc, 4, 3) * gs);
+    }
+    scales[b] = sc;
+    for (let j = 0; j < 16; j++) {
+      const v = x[b * 16 + j];
+      let c: number;
+      if (denom === 0) c = gs === 0 ? 0 : v < 0 ? 15 : 7; // x / 0
+      else {
+        const y = f(v / denom);
+        const a = Math.abs(y);
+        c = E2M1_BOUNDS.filter((t) => t < a).length + (E2M1_UP.includes(a) ? 1 : 0) + (y < 0 ? 8 : 0);
+      }
+      codes[(b * 16 + j) >> 1] |= c << (4 * (j & 1));
+    }
+  }
+  return concat(codes, scales, new Uint8Array(new Float32Array([gs]).buffer));
+}
+
+export function refDequantizeNvfp4(data: Uint8Array, n: number): Float32Array {
+  const gs = f32view(data, n / 2 + n / 16, 1)[0];
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const c = (data[i >> 1] >> (4 * (i & 1))) & 15;
+    const s = f(fp8Value(data[n / 2 + (i >> 4)], 4, 3) * gs);
+    const v = fp8Value(c & 7, 2, 1);
+    out[i] = f((c & 8 ? -v : v) * s);
+  }
+  return out;
+}
+
 function concat(...parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
   let at = 0;
