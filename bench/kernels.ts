@@ -40,7 +40,7 @@ const apiK = await loadKernels('wasm-simd');
 for (const f of formats.values()) {
   if (only.length && !only.includes(f.name)) continue;
   const r: Record<string, number> = {};
-  const extra = await kernelOnlyArgs(f, builds.simd);
+  const extra = await kernelOnlyArgs(f, builds.simd, big);
   if (extra) {
     for (const [name, k] of Object.entries(builds)) {
       const res = new Resident(k, f, large / ROW, big, extra);

@@ -28,8 +28,11 @@ export class Resident {
     this.out = this.out.map((p) => p + base);
     k.f32(this.input, rows * ROW).set(values.subarray(0, rows * ROW));
     if (imatrix) { this.imatrix += base; k.f32(this.imatrix, ROW).set(imatrix); }
+    // Row sections after the first are scales and biases; the first tensor section is aux.
+    const rowOut = this.out.filter((_, i) => layout.sections[i].perRow > 0);
+    const tensorOut = this.out.filter((_, i) => layout.sections[i].perRow === 0);
     writeArgs(k.buffer, this.args, {
-      ...baseArgs(o), scratch: this.scratch, scales: this.out[1] ?? 0, biases: this.out[2] ?? 0, aux: this.out[3] ?? 0,
+      ...baseArgs(o), scratch: this.scratch, scales: rowOut[1] ?? 0, biases: rowOut[2] ?? 0, aux: tensorOut[0] ?? 0,
       ...extra, ...(imatrix ? { imatrix: this.imatrix } : {}),
     });
   }
@@ -48,17 +51,29 @@ export class Resident {
 }
 
 /**
- * Extra kernel args when the kernels alone can run the format at its default options: no tensor
- * sections, no finish step, and a prepare step (if any) that needs no pass over the data.
+ * Extra kernel args when the kernels alone can run the format at its default options: no finish
+ * step, and a prepare step (if any) that needs no pass over the data, or whose pass runs here over
+ * the first rows of `values` (a per-tensor scale; the pass itself is not timed).
  */
-export async function kernelOnlyArgs(f: FormatSpec, k: Kernels): Promise<Record<string, number> | undefined> {
+export async function kernelOnlyArgs(f: FormatSpec, k: Kernels, values?: Float32Array): Promise<Record<string, number> | undefined> {
   const o = resolveOptions(f, { format: f.name });
-  if (f.finish || f.tensorSections?.(1, ROW, o).length) return undefined;
+  if (f.finish) return undefined;
   if (!f.prepare) return {};
-  let reduced = false;
+  let missing = false;
+  const rows = values ? Math.min(values.length / ROW, 1024) : 0;
   const args = await f.prepare({
-    kernels: k, nrows: 1, rowLen: ROW, opts: o,
-    reduce: async () => { reduced = true; return new DataView(new ArrayBuffer(64)); },
+    kernels: k, nrows: rows, rowLen: ROW, opts: o,
+    reduce: async (name, outBytes, init) => {
+      if (!values) { missing = true; return new DataView(new ArrayBuffer(Math.max(outBytes, 64))); }
+      const at = k.reserve(ARGS_BYTES + 64 + outBytes + 16 * ROW + rows * ROW * 4);
+      const out = at + ARGS_BYTES, scratch = out + ((outBytes + 63) & ~63), input = scratch + 16 * ROW;
+      writeArgs(k.buffer, at, { ...baseArgs(o), scratch });
+      new Uint8Array(k.buffer, out, outBytes).fill(0);
+      init?.(new DataView(k.buffer, out, outBytes));
+      k.f32(input, rows * ROW).set(values.subarray(0, rows * ROW));
+      k.fn(name)(input, 0, rows, ROW, out, at);
+      return new DataView(k.buffer.slice(out, out + outBytes));
+    },
   });
-  return reduced ? undefined : (args as Record<string, number>);
+  return missing ? undefined : (args as Record<string, number>);
 }

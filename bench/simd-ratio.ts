@@ -43,7 +43,7 @@ function sample(r: Resident, rows: number, reps: number): number {
 for (const name of only) {
   const f = formats.get(name);
   if (!f) throw new Error(`unknown format ${name}`);
-  const extra = await kernelOnlyArgs(f, simd);
+  const extra = await kernelOnlyArgs(f, simd, data);
   if (!extra) { console.error(`${name}: needs host steps, skipped`); continue; }
   for (const imatrix of withImatrix && f.importance ? [undefined, im] : [undefined]) {
     const rows = Math.floor(values / ROW);
