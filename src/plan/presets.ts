@@ -143,6 +143,7 @@ const builtins: Preset[] = [
   st('nf4', 'bitsandbytes NF4 (normal-float 4-bit, absmax per block of 64)', { format: 'nf4' }, 5, 6),
   st('fp4', 'bitsandbytes FP4 (E2M1, absmax per block of 64)', { format: 'fp4' }, 4, 6),
   st('mxfp4', 'OCP MXFP4: E2M1 values with a shared E8M0 scale per 32', { format: 'mxfp4' }, 4, 7),
+  st('nvfp4', "NVFP4 as NVIDIA ModelOpt exports it: E2M1 values, an E4M3 scale per 16 and an f32 scale per tensor, under ModelOpt's tensor names", { format: 'nvfp4' }, 5, 7),
   st('adaptive', 'adaptive precision: attention (and everything else) int8 per channel, FFN / expert weights int4 group 128',
     { format: 'int8', granularity: 'channel' }, 7, 8,
     [{ role: ['ffn', 'expert', 'shared_expert'], scheme: { format: 'int4', groupSize: 128 }, note: 'FFN 4-bit' },

@@ -25,7 +25,7 @@ function formatsOf(r: ResolvedPlan): Set<string> {
 describe('preset registry', () => {
   it('has the built-in presets, with llama_ftype ids for GGUF ones', () => {
     const names = listPresets().map((p) => p.name);
-    for (const n of ['q8_0', 'q4_0', 'q4_k_m', 'q6_k', 'iq4_nl', 'int8', 'int4w', 'nf4', 'fp4', 'fp8', 'mxfp4', 'hqq4', 'adaptive', 'f16', 'bf16']) {
+    for (const n of ['q8_0', 'q4_0', 'q4_k_m', 'q6_k', 'iq4_nl', 'int8', 'int4w', 'nf4', 'fp4', 'fp8', 'mxfp4', 'nvfp4', 'hqq4', 'adaptive', 'f16', 'bf16']) {
       expect(names).toContain(n);
     }
     expect(getPreset('q8_0').fileType).toBe(7);
@@ -182,7 +182,7 @@ describe('presets on a DeepSeek-style MoE', () => {
   });
 
   it('int4w / adaptive / nf4: experts quantized, router, norms, embeddings and lm_head kept', () => {
-    for (const name of ['int4w', 'adaptive', 'nf4', 'mxfp4']) {
+    for (const name of ['int4w', 'adaptive', 'nf4', 'mxfp4', 'nvfp4']) {
       const r = resolvePlan(getPreset(name).plan, tensors, { getFormat: lookup });
       for (const x of r.tensors) {
         const keep = ['router', 'norm', 'embedding', 'output'].includes(x.role) || x.shape.length < 2;
