@@ -98,6 +98,8 @@ export const bnbFormats: FormatSpec[] = [
     importance: false,
     rowSections: (rowLen) => [{ name: 'codes', bytes: rowLen / 2 }, { name: 'scales', bytes: rowLen / 16 }],
     tensorSections: () => [{ name: 'scale_2', bytes: 4 }],
+    // Named in the GGUF refusal: ggml's NVFP4 (64-value blocks, no tensor scale, its own rounding).
+    ggufTwin: 'nvfp4_gguf',
     async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
       // ModelOpt's weights_scaling_factor_2: amax / (6 * 448), an f32 division.
       const amax = (await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true);

@@ -45,7 +45,7 @@ export interface FormatSpec {
   /** GGUF type id and block geometry, for formats a GGUF file can hold. */
   /** The ggml type it writes; `name` when the GGUF type name is not the format name (mxfp4_gguf). */
   readonly ggml?: { type: number; blockSize: number; typeSize: number; name?: string };
-  /** A format without a ggml type whose values GGUF stores under this other format (mxfp4 -> mxfp4_gguf). */
+  /** The GGUF format a refusal of this one for GGUF names (mxfp4 -> mxfp4_gguf, nvfp4 -> nvfp4_gguf). */
   readonly ggufTwin?: string;
   /** Accepted calibrations; the first is the default. */
   readonly calibrations: readonly CalibrationName[];

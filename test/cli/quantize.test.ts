@@ -532,6 +532,7 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
       [['quantize', MODEL, '-o', join(tmp, 'x.bin'), '--format', 'q8_0'], /\.gguf or \.safetensors/],
       [['quantize', MODEL, '-o', out, '--preset', 'nf4'], /writes safetensors/],
       [['quantize', MODEL, '-o', out, '--format', 'mxfp4'], /writes safetensors.*mxfp4_gguf is MXFP4 as GGUF stores it/],
+      [['quantize', MODEL, '-o', out, '--format', 'nvfp4'], /writes safetensors.*nvfp4_gguf is NVFP4 as GGUF stores it/],
       [['quantize', MODEL, '-o', out], /--preset <name>, --format <format> or --rules/],
       [['quantize', MODEL, '-o', out, '--presett', 'q8_0'], /unknown option --presett; valid options: -o\/--output, -p\/--preset/],
       [['quantise', MODEL], /unknown command "quantise"; valid commands: inspect, quantize, presets/],
