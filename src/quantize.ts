@@ -3,7 +3,7 @@
 import { CALIBRATIONS, FLAGS, SrcType, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
-import { getFormat } from './formats/registry.js';
+import { formats, getFormat } from './formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
@@ -34,6 +34,11 @@ export interface QuantizeOptions extends FormatOptions {
   name?: string;
   /** Rows per kernel call are chosen so that one chunk of input is at most this many bytes. */
   chunkBytes?: number;
+  /**
+   * The per-tensor scale, given instead of computed from this tensor (formats with `sharedScale`:
+   * nvfp4's scale_2), so that tensors a runtime fuses into one matrix can share it.
+   */
+  tensorScale?: number;
 }
 
 export interface QuantizedTensor {
@@ -101,6 +106,14 @@ export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
       if (!Number.isFinite(imp[i]) || imp[i] < 0) {
         fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: importance[${i}] is ${imp[i]}; importance values must be finite and >= 0`, { tensor: name, option: 'importance', index: i, value: imp[i] });
       }
+    }
+  }
+  if (opts.tensorScale !== undefined) {
+    if (!spec.sharedScale) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} takes no tensorScale (formats with a per-tensor scale to share: ${[...formats.values()].filter((f) => f.sharedScale).map((f) => f.name).join(', ')})`, { tensor: name, option: 'tensorScale', value: opts.tensorScale });
+    }
+    if (typeof opts.tensorScale !== 'number' || !Number.isFinite(opts.tensorScale) || opts.tensorScale < 0) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: tensorScale must be a finite number >= 0 but got ${opts.tensorScale}`, { tensor: name, option: 'tensorScale', value: opts.tensorScale, expected: '>= 0' });
     }
   }
   return { name, spec, dtype, rowLen, nrows: length / rowLen, o, layout: layoutOf(spec, length / rowLen, rowLen, o) };
@@ -241,7 +254,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   };
 
   const ctx: TensorContext = {
-    kernels: k, nrows, rowLen, opts: o,
+    kernels: k, nrows, rowLen, opts: o, tensorScale: opts.tensorScale,
     async reduce(kernel, outBytes, init) {
       // The reduction buffer lives after the arena, sized by the caller.
       const at = k.reserve(arena.end + outBytes) + arena.end;

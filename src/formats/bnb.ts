@@ -72,6 +72,9 @@ function fp8(name: 'fp8_e4m3' | 'fp8_e5m2', fmax: number, description: string): 
   };
 }
 
+/** ModelOpt's NVFP4 weights_scaling_factor_2: amax / (6 * 448), an f32 division. */
+const nvfp4Scale2 = (amax: number) => Math.fround(amax / 2688);
+
 export const bnbFormats: FormatSpec[] = [
   bnb4('nf4', 'bitsandbytes NF4: 4-bit normal-float code book, f32 absmax per group (4.5 bpw at group 64)'),
   bnb4('fp4', 'bitsandbytes FP4: 4-bit E2M1-style code book, f32 absmax per group (4.5 bpw at group 64)'),
@@ -100,10 +103,10 @@ export const bnbFormats: FormatSpec[] = [
     tensorSections: () => [{ name: 'scale_2', bytes: 4 }],
     // Named in the GGUF refusal: ggml's NVFP4 (64-value blocks, no tensor scale, its own rounding).
     ggufTwin: 'nvfp4_gguf',
+    sharedScale: { of: nvfp4Scale2 },
     async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
-      // ModelOpt's weights_scaling_factor_2: amax / (6 * 448), an f32 division.
-      const amax = (await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true);
-      return { tscale: Math.fround(amax / 2688) };
+      if (ctx.tensorScale !== undefined) return { tscale: Math.fround(ctx.tensorScale) };
+      return { tscale: nvfp4Scale2((await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true)) };
     },
     safetensorsEntries(shape) {
       const lead = shape.slice(0, -1), cols = shape[shape.length - 1];

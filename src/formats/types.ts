@@ -32,6 +32,8 @@ export interface TensorContext {
    * the input; `out` (outBytes, zeroed unless init says otherwise) persists between chunks.
    */
   reduce(name: string, outBytes: number, init?: (out: DataView) => void): Promise<DataView>;
+  /** The per-tensor scale the caller gives (formats with sharedScale), instead of this tensor's own. */
+  tensorScale?: number;
 }
 
 export interface FormatSpec {
@@ -67,6 +69,12 @@ export interface FormatSpec {
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
   /** Sections written once per tensor after the row sections (filled by prepare/finish). */
   tensorSections?(nrows: number, rowLen: number, o: ResolvedOptions): Section[];
+  /**
+   * A per-tensor scale that tensors can share (QuantizeOptions.tensorScale): its value for a
+   * tensor of absolute maximum `amax`, monotone in amax, so that a group's scale is the scale of
+   * its largest amax. prepare() takes TensorContext.tensorScale when given.
+   */
+  readonly sharedScale?: { of(amax: number): number };
   /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
   prepare?(ctx: TensorContext): Promise<Partial<KernelArgs>>;
   /** Post-processing over the whole output (e.g. double quantization of block scales). */

@@ -32,6 +32,7 @@ import { safetensorsContainer, type Container } from './container.js';
 import { ProgressLog, type ProgressEvent, type TensorProgress } from './progress.js';
 import type { Sink } from './sink.js';
 import { withGpuLane } from './gpu-lane.js';
+import { sharedTensorScales } from './shared-scales.js';
 
 export type { ProgressEvent, TensorProgress, LayerProgress } from './progress.js';
 export type { PlannedTensor, PlanInput, RowReader } from './jobs.js';
@@ -210,6 +211,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       })
       : undefined;
     const readRows = opts.readRows ?? defaultRowReader(input);
+    // NVFP4's scale_2, one per group of tensors a runtime fuses (shared-scales.ts).
+    const tensorScales = await sharedTensorScales(input, jobs, readRows, Math.min(budgetBytes, 16 << 20), ctl.signal);
     // A unit's importance: the tensor's vector, or its matrix's (units stay within one, see buildJobs).
     const importanceOf = (u: Unit) => {
       const v = opts.importance?.[u.job.info.name];
@@ -278,6 +281,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const result = lanes.quantize(task, {
         format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
+        tensorScale: tensorScales.get(job.info.name),
       }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data: q.data, metrics: q.metrics, cached: false, written: !!out };
