@@ -48,6 +48,8 @@ export interface Container {
   /** Names the container and its settings; part of the resume key. */
   readonly id: string;
   plan(tensors: readonly OutputTensor[], input: Checkpoint): ContainerPlan;
+  /** Names other than its own that a tensor quantized to `format` writes (they replace input tensors of those names). */
+  claims?(name: string, format: string): string[];
 }
 
 /** Entries and padding from a writer's planned offsets (data follows the header back to back). */
@@ -83,6 +85,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 export function safetensorsContainer(extraMetadata: Record<string, string> = {}): Container {
   return {
     id: `safetensors/1/${JSON.stringify(extraMetadata)}`,
+    claims: (name, format) => (getFormat(format).safetensorsEntries?.([16]) ?? []).filter((e) => e.suffix !== '').map((e) => name + e.suffix),
     plan(tensors, input) {
       const st: SafetensorsWriteTensor[] = [];
       const groups: number[] = [];

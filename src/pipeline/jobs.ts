@@ -106,13 +106,30 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
  * `perMatrix`: tensors [matrices, rows, cols] whose units must each stay within one matrix (a MoE
  * tensor with one importance vector per expert): cut at every matrix boundary as well.
  */
-export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set()): Job[] {
+export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set(),
+  claims?: (name: string, format: string) => string[], replaced?: (name: string, dropped: string[]) => void): Job[] {
   const byName = new Map<string, PlannedTensor>();
   for (const p of planEntries(plan)) {
     input.tensor(p.name); // unknown names fail here, naming the tensor
     byName.set(p.name, p);
   }
-  const order = input.tensors.map((info, i) => {
+  // Input tensors the output names after a quantized tensor's sections (its old scales) are left out.
+  const dropped = new Set<string>();
+  const exists = new Set(input.tensors.map((t) => t.name));
+  for (const p of byName.values()) {
+    if (p.scheme === 'keep' || !claims) continue;
+    let names: string[];
+    try {
+      names = claims(p.name, p.scheme.format);
+    } catch {
+      continue; // an unknown format is reported below, naming the tensor
+    }
+    // Only kept ones: a claimed name that is itself quantized stays and collides (a writer error).
+    const gone = names.filter((n) => exists.has(n) && (byName.get(n)?.scheme ?? 'keep') === 'keep');
+    for (const n of gone) dropped.add(n);
+    if (gone.length) replaced?.(p.name, gone);
+  }
+  const order = input.tensors.filter((info) => !dropped.has(info.name)).map((info, i) => {
     const p = byName.get(info.name);
     return { info, p, i, g: groupOf(info.name, p?.role) };
   });

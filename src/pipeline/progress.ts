@@ -45,8 +45,12 @@ export interface LayerProgress {
 /** Something the run worked around; the output is unaffected. */
 export interface WarningProgress {
   type: 'warning';
-  /** 'gpu-lost': the GPU lane's device failed; its unit was redone on wasm (src/pipeline/gpu-lane.ts). */
-  kind: 'gpu-lost';
+  /**
+   * 'gpu-lost': the GPU lane's device failed; its unit was redone on wasm (src/pipeline/gpu-lane.ts).
+   * 'replaced': input tensors named as the output names a quantized tensor's sections (the scales
+   * of an NVFP4 weight quantized again) were left out (one event for the run).
+   */
+  kind: 'gpu-lost' | 'replaced';
   message: string;
   tensor?: string;
 }

@@ -339,6 +339,15 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
       const [a, b] = await Promise.all([openFile(join(tmp, 'fp4.safetensors')), openFile(join(tmp, 'f32.safetensors'))]);
       for (const t of b.tensors) expect(same(await a.readRaw(t.name), await b.readRaw(t.name)), `${style} ${t.name}`).toBe(true);
       expect(a.tensors.filter((t) => !b.tensors.some((u) => u.name === t.name)).every((t) => /_(scale|scale_2|global_scale)$/.test(t.name)), style).toBe(true);
+      // Requantized to nvfp4, whose scales take the names of the input's: those are replaced.
+      for (const [dir, out] of [[fp4Dir, 'fp4-nv.safetensors'], [f32Dir, 'f32-nv.safetensors']]) {
+        const r = await cli(['quantize', dir, '-o', join(tmp, out), '--format', 'nvfp4'], { cwd: tmp });
+        expect(r.code, r.stderr).toBe(0);
+        if (dir === fp4Dir) expect(r.stderr).toMatch(style === 'modelopt' ? /60 input tensors are replaced by the new scales/ : /30 input tensors are replaced by the new scales/);
+      }
+      const [c, d] = await Promise.all([openFile(join(tmp, 'fp4-nv.safetensors')), openFile(join(tmp, 'f32-nv.safetensors'))]);
+      for (const t of d.tensors) expect(same(await c.readRaw(t.name), await d.readRaw(t.name)), `${style} nvfp4 ${t.name}`).toBe(true);
+      expect(c.tensors.filter((t) => !d.tensors.some((u) => u.name === t.name)).map((t) => t.name).every((n) => n.endsWith('_global_scale')), style).toBe(true);
       const tokens = readdirSync(join(SHARED, 'eval')).find((f) => f.endsWith('.u16'))!;
       const e = await cli(['eval', '-m', fp4Dir, '-q', join(tmp, 'f32.gguf'), '-t', join(SHARED, 'eval', tokens), '--max-docs', '2', '--json'], { cwd: tmp });
       expect(e.code, e.stderr).toBe(0);
