@@ -16,6 +16,7 @@ import type { Checkpoint } from '../../src/io/checkpoint.js';
 import { ggufView, llamaConfigFrom } from '../../src/convert/hf-view.js';
 import { openQuantized } from '../../src/serve/index.js';
 import { dequantize, quantize } from '../../src/quantize.js';
+import { formats } from '../../src/formats/registry.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const INPUTS = ['model.safetensors', 'model.bf16.safetensors', 'tinyllamas-stories-260k-f32.gguf'];
@@ -53,8 +54,11 @@ describe.skipIf(!hasShared)('stories260K x every preset', () => {
           quantized++;
           const values = await src.readF32(name);
           const opts = info.quantized ? { ...info.options, format: info.format } : { format: info.format.toLowerCase() };
-          const ref = await quantize(values, { ...opts, rowLength: info.rowLength, name });
           const got = await q.tensor(name).load();
+          // Fused tensors share nvfp4's scale_2 (test/pipeline/shared-scales.test.ts): the stored one, its last section.
+          const last = got.sections[got.sections.length - 1];
+          const shared = info.quantized && formats.get(info.format)?.sharedScale ? { tensorScale: new DataView(last.buffer, last.byteOffset, 4).getFloat32(0, true) } : {};
+          const ref = await quantize(values, { ...opts, ...shared, rowLength: info.rowLength, name });
           const bytes = new Uint8Array(got.bytes);
           let at = 0;
           for (const sec of got.sections) { bytes.set(sec, at); at += sec.byteLength; }
