@@ -32,7 +32,7 @@ import { safetensorsContainer, type Container } from './container.js';
 import { ProgressLog, type ProgressEvent, type TensorProgress } from './progress.js';
 import type { Sink } from './sink.js';
 import { withGpuLane } from './gpu-lane.js';
-import { sharedTensorScales } from './shared-scales.js';
+import { sharedScales } from './shared-scales.js';
 
 export type { ProgressEvent, TensorProgress, LayerProgress } from './progress.js';
 export type { PlannedTensor, PlanInput, RowReader } from './jobs.js';
@@ -219,7 +219,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       : undefined;
     const readRows = opts.readRows ?? defaultRowReader(input);
     // NVFP4's scale_2, one per group of tensors a runtime fuses (shared-scales.ts).
-    const tensorScales = await sharedTensorScales(input, jobs, readRows, Math.min(budgetBytes, 16 << 20), ctl.signal);
+    const tensorScaleOf = sharedScales(input, jobs, readRows, Math.min(budgetBytes, 16 << 20), ctl.signal);
     // A unit's importance: the tensor's vector, or its matrix's (units stay within one, see buildJobs).
     const importanceOf = (u: Unit) => {
       const v = opts.importance?.[u.job.info.name];
@@ -278,6 +278,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         return { result: Promise.resolve({ data: cached.data, metrics: decodeMetrics((cached.meta as { metrics?: unknown })?.metrics), cached: true }) };
       }
       const { range, out } = route;
+      const tensorScale = await tensorScaleOf(job);
       const first = range ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
@@ -288,7 +289,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const result = lanes.quantize(task, {
         format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
-        tensorScale: tensorScales.get(job.info.name),
+        tensorScale,
       }).then(async (q: QuantizedTensor) => {
         if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data: q.data, metrics: q.metrics, cached: false, written: !!out };

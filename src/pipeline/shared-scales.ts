@@ -46,30 +46,39 @@ async function tensorAbsmax(input: Checkpoint, job: Job, readRows: RowReader | u
 }
 
 /**
- * tensorScale by tensor name for every quantized tensor whose format shares its scale and that
- * has a fused partner with the same format and options. Tensors read here are read again when
- * quantized (in row chunks of at most `chunkBytes`, so memory stays bounded).
+ * The tensorScale of each quantized tensor whose format shares its scale and that has a fused
+ * partner with the same format and options (undefined for any other). A group's members are read
+ * (in row chunks of at most `chunkBytes`) when the first of them is asked for, i.e. when the
+ * pipeline reaches their layer: progress goes on layer by layer, and the members are read again
+ * for quantization right after, from the page cache for a file.
  */
-export async function sharedTensorScales(input: Checkpoint, jobs: Job[], readRows: RowReader | undefined, chunkBytes: number, signal: AbortSignal): Promise<Map<string, number>> {
+export function sharedScales(input: Checkpoint, jobs: Job[], readRows: RowReader | undefined, chunkBytes: number, signal: AbortSignal): (job: Job) => Promise<number | undefined> {
   const groups = new Map<string, Job[]>();
+  const groupOf = new Map<Job, Job[]>();
   for (const j of jobs) {
     const g = j.out.kind === 'quantized' && j.spec?.sharedScale ? fusedGroup(j.info.name) : undefined;
     if (!g) continue;
     const key = `${g}\u0000${j.out.format}\u0000${JSON.stringify(j.out.options)}`;
-    groups.set(key, [...(groups.get(key) ?? []), j]);
+    const members = groups.get(key) ?? [];
+    if (!groups.has(key)) groups.set(key, members);
+    members.push(j);
+    groupOf.set(j, members);
   }
-  const out = new Map<string, number>();
-  for (const members of groups.values()) {
-    if (members.length < 2) continue;
+  const scales = new Map<Job[], Promise<number | undefined>>();
+  const compute = async (members: Job[]): Promise<number | undefined> => {
     let amax = 0;
     for (const j of members) {
       const a = await tensorAbsmax(input, j, readRows, chunkBytes, signal);
       if (a > amax || a !== a) amax = a;
     }
-    // A NaN or infinity stays out: the kernels refuse that tensor with its index.
-    if (!Number.isFinite(amax)) continue;
-    const scale = members[0].spec!.sharedScale!.of(amax);
-    for (const j of members) out.set(j.info.name, scale);
-  }
-  return out;
+    // A NaN or infinity: no shared scale; the kernels refuse that tensor, naming the index.
+    return Number.isFinite(amax) ? members[0].spec!.sharedScale!.of(amax) : undefined;
+  };
+  return (job) => {
+    const members = groupOf.get(job);
+    if (!members || members.length < 2) return Promise.resolve(undefined);
+    let p = scales.get(members);
+    if (!p) scales.set(members, (p = compute(members)));
+    return p;
+  };
 }
