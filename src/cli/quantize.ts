@@ -188,6 +188,15 @@ export function planWarnings(r: ResolvedPlan): string[] {
 }
 
 /** Runs a quantization and prints its progress and summary; returns the report. */
+/** What a runtime loading ModelOpt NVFP4 needs beside the file: config.json's quantization_config. */
+function nvfp4Note(planned: readonly { name: string; role: string; scheme: unknown; shape: readonly number[] }[]): string {
+  // Linear layers the plan kept (the output head, routers, ...), as ModelOpt lists them.
+  const linear = ['output', 'router', 'attention', 'ffn', 'expert', 'shared_expert'];
+  const exclude = planned.filter((t) => t.scheme === 'keep' && t.shape.length === 2 && linear.includes(t.role) && t.name.endsWith('.weight')).map((t) => t.name.slice(0, -'.weight'.length));
+  const config = { quant_method: 'modelopt', quant_algo: 'NVFP4', group_size: 16, exclude_modules: exclude };
+  return `NVFP4 in ModelOpt's layout: runtimes that load it (vLLM, TensorRT-LLM) take the scheme from config.json, e.g. "quantization_config": ${JSON.stringify(config)}; only weights are quantized (no activation scales are written)`;
+}
+
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
   const kind = outputKind(a.output);
@@ -274,6 +283,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       return { ...t, role: p.role, scheme: schemeLabel(p.scheme) };
     });
     const { roles: byRole, total } = summarize(tensors);
+    if (kind === 'safetensors' && tensors.some((t) => t.format === 'nvfp4')) notes.push(nvfp4Note(resolved.tensors));
     const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
     const report: QuantizeReport = {
       command: 'quantize', input: input.file, output: out, container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,

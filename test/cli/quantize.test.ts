@@ -363,6 +363,11 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     const r = await cli(['quantize', DIR, '-o', out, '--rules', plan, '--json'], { cwd: tmp });
     expect(r.code, r.stderr).toBe(0);
     const quantized = JSON.parse(r.stdout).tensors.filter((t: { format: string }) => t.format === 'nvfp4').map((t: { name: string }) => t.name) as string[];
+    // The config.json entry runtimes need, naming the matrices left as they were (down_proj: rows of 172).
+    const note = (JSON.parse(r.stdout).notes as string[]).find((n) => n.includes('quantization_config'))!;
+    expect(JSON.parse(note.slice(note.indexOf('{'), note.lastIndexOf('}') + 1))).toEqual({
+      quant_method: 'modelopt', quant_algo: 'NVFP4', group_size: 16, exclude_modules: [0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`),
+    });
     expect(quantized.length).toBeGreaterThan(20);
     const src = await openFile(MODEL);
     const bytes = new Uint8Array(readFileSync(out));
