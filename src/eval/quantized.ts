@@ -5,12 +5,12 @@
 // qwen), MoE experts served from their layer's stack, and DeepSeek's kv_b_proj rebuilt. What
 // `webquant eval` and the demo page's Worker use, in any runtime (no Node module here).
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
+import { familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
 import { deepseekKvBJoin } from '../convert/deepseek-gguf.js';
 import { unpermuteRows } from '../convert/hf-view.js';
-import type { Checkpoint } from '../io/checkpoint.js';
-import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedWeightSource } from '../serve/index.js';
-import { llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from './llama.js';
+import type { Checkpoint, TensorInfo } from '../io/checkpoint.js';
+import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedModel, type QuantizedWeightSource } from '../serve/index.js';
+import { checkpointWeights, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from './llama.js';
 
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
@@ -94,6 +94,21 @@ export interface QuantizedWeightsOptions {
   serve?: OpenQuantizedOptions;
 }
 
+/** The served tensors of `q` as a Checkpoint of their dequantized F32 values, under their stored names. */
+function servedValues(q: QuantizedModel, ckpt: Checkpoint): Checkpoint {
+  const tensors: TensorInfo[] = q.tensors.map((t) => ({ name: t.name, dtype: 'F32', shape: t.shape.slice(), offset: 0, byteLength: 4 * t.shape.reduce((a, b) => a * b, 1) }));
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const info = (name: string) => byName.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${name}"`, { file: ckpt.source, tensor: name });
+  const readF32 = (name: string) => (info(name), q.tensor(name).dequantize());
+  return {
+    format: ckpt.format, source: ckpt.source, metadata: ckpt.metadata, tensors,
+    tensor: info,
+    readF32,
+    readValues: async (name) => ({ values: await readF32(name), dtype: 'f32' }),
+    readRaw: async (name) => new Uint8Array((await readF32(name)).buffer),
+  };
+}
+
 /**
  * The quantized checkpoint `ckpt` as the forward's WeightSource for a model of `config`. Every
  * tensor the forward needs must be there (E_TENSOR_NOT_FOUND naming it otherwise); the matrices
@@ -104,6 +119,13 @@ export interface QuantizedWeightsOptions {
 export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, opts: QuantizedWeightsOptions = {}): Promise<WeightSource> {
   const isGguf = ckpt.format === 'gguf';
   const q = await openQuantized(ckpt, opts.serve);
+  // A safetensors output of a family stored otherwise (GPT-2's Conv1D, GPT-NeoX's heads, Phi-2's
+  // and StarCoder2's names) keeps the original's names and layouts: its dequantized values go
+  // through the same view as the original's.
+  if (!isGguf) {
+    const values = servedValues(q, ckpt);
+    if (familyView(values, config) !== values) return checkpointWeights(values, config);
+  }
   const arch = ggufArchitecture({ model_type: config.model_type });
   const hfNames = llamaTensorNames(config);
   const want = [...new Set(hfNames.flatMap((n) => (isGguf ? storedAs(n, config, arch) : [n])))];

@@ -10,6 +10,10 @@ import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { readTokens } from '../../src/eval/tokens.js';
 import { unpermuteRows } from '../../src/convert/hf-view.js';
 import { permuteRows } from '../../src/convert/llama-gguf.js';
+import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { collect } from '../../src/io/stream.js';
+import { quantizedWeights } from '../../src/eval/quantized.js';
+import { openQuantized } from '../../src/serve/index.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const MODEL = join(DIR, 'model.safetensors');
@@ -121,5 +125,46 @@ describe.skipIf(!hasShared)('webquant imatrix', () => {
       expect(e.code, args.join(' ')).toBe(2);
       expect(e.stderr).toMatch(msg);
     }
+  });
+});
+
+describe('webquant eval: safetensors outputs of a family stored otherwise', () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-eval-gpt2');
+  }, 300_000);
+
+  it("GPT-2: its safetensors output (Conv1D names and [in, out] layout kept) is read through the original's view", async () => {
+    const H = 64, V = 96, P = 32;
+    const seq = (n: number, k: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k * 0.37) * 0.5);
+    const w = (name: string, shape: number[], k: number) => ({ name, dtype: 'F32', shape, data: seq(shape.reduce((a, b) => a * b, 1), k) });
+    const tensors = [w('wte.weight', [V, H], 1), w('wpe.weight', [P, H], 2), w('ln_f.weight', [H], 3), w('ln_f.bias', [H], 4)];
+    for (const [n, shape] of [['ln_1.weight', [H]], ['ln_1.bias', [H]], ['attn.c_attn.weight', [H, 3 * H]], ['attn.c_attn.bias', [3 * H]], ['attn.c_proj.weight', [H, H]], ['attn.c_proj.bias', [H]],
+      ['ln_2.weight', [H]], ['ln_2.bias', [H]], ['mlp.c_fc.weight', [H, 4 * H]], ['mlp.c_fc.bias', [4 * H]], ['mlp.c_proj.weight', [4 * H, H]], ['mlp.c_proj.bias', [H]]] as const) {
+      tensors.push(w(`h.0.${n}`, [...shape], n.length));
+    }
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    const config = { architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', n_embd: H, n_layer: 1, n_head: 4, n_positions: P, n_inner: null, vocab_size: V, layer_norm_epsilon: 1e-5 };
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify(config));
+    const toks = Uint16Array.from({ length: 300 }, (_, i) => (i === 0 ? 1 : 2 + ((i * 7) % (V - 2))));
+    writeFileSync(join(tmp, 'tok.u16'), new Uint8Array(toks.buffer));
+    const out = join(tmp, 'int8.safetensors');
+    const q = await cli(['quantize', tmp, '-o', out, '--preset', 'int8'], { cwd: tmp });
+    expect(q.code, q.stderr).toBe(0);
+    const e = await cli(['eval', '-m', tmp, '-q', out, '-t', join(tmp, 'tok.u16'), '--context', '32', '--json'], { cwd: tmp });
+    expect(e.code, e.stderr).toBe(0);
+    const r = JSON.parse(e.stdout);
+    expect(r.candidate.tokens).toBe(r.reference.tokens);
+    expect(r.klDivergence).toBeGreaterThan(0);
+    expect(r.klDivergence).toBeLessThan(0.01);
+    // The forward's ffn_up is the transposed dequantized c_fc, read under its Llama-style name.
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    const ws = await quantizedWeights(ck, llamaConfig(config));
+    const up = await ws.get('model.layers.0.mlp.up_proj.weight');
+    const served = (await openQuantized(ck)).tensor('h.0.mlp.c_fc.weight');
+    expect(served.info.quantized).toBe(true);
+    const cfc = await served.dequantize();
+    expect(Array.from({ length: H }, (_, i) => up[3 * H + i])).toEqual(Array.from({ length: H }, (_, i) => cfc[i * 4 * H + 3]));
   });
 });
