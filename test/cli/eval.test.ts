@@ -14,6 +14,7 @@ import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
 import { openQuantized } from '../../src/serve/index.js';
+import { gpt2Config, gpt2Tensors } from '../helpers/gpt2-model.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const MODEL = join(DIR, 'model.safetensors');
@@ -137,15 +138,9 @@ describe('webquant eval: safetensors outputs of a family stored otherwise', () =
 
   it("GPT-2: its safetensors output (Conv1D names and [in, out] layout kept) is read through the original's view", async () => {
     const H = 64, V = 96, P = 32;
-    const seq = (n: number, k: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k * 0.37) * 0.5);
-    const w = (name: string, shape: number[], k: number) => ({ name, dtype: 'F32', shape, data: seq(shape.reduce((a, b) => a * b, 1), k) });
-    const tensors = [w('wte.weight', [V, H], 1), w('wpe.weight', [P, H], 2), w('ln_f.weight', [H], 3), w('ln_f.bias', [H], 4)];
-    for (const [n, shape] of [['ln_1.weight', [H]], ['ln_1.bias', [H]], ['attn.c_attn.weight', [H, 3 * H]], ['attn.c_attn.bias', [3 * H]], ['attn.c_proj.weight', [H, H]], ['attn.c_proj.bias', [H]],
-      ['ln_2.weight', [H]], ['ln_2.bias', [H]], ['mlp.c_fc.weight', [H, 4 * H]], ['mlp.c_fc.bias', [4 * H]], ['mlp.c_proj.weight', [4 * H, H]], ['mlp.c_proj.bias', [H]]] as const) {
-      tensors.push(w(`h.0.${n}`, [...shape], n.length));
-    }
+    const tensors = gpt2Tensors(H, V, P, (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k * 0.37) * 0.5));
     writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
-    const config = { architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', n_embd: H, n_layer: 1, n_head: 4, n_positions: P, n_inner: null, vocab_size: V, layer_norm_epsilon: 1e-5 };
+    const config = gpt2Config(H, V, P);
     writeFileSync(join(tmp, 'config.json'), JSON.stringify(config));
     const toks = Uint16Array.from({ length: 300 }, (_, i) => (i === 0 ? 1 : 2 + ((i * 7) % (V - 2))));
     writeFileSync(join(tmp, 'tok.u16'), new Uint8Array(toks.buffer));

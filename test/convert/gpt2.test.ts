@@ -13,6 +13,7 @@ import { readConfig } from '../../src/io/config.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { llamaConfig } from '../../src/eval/llama.js';
 import { cli, ensureBuilt, tempDir } from '../cli/helpers.js';
+import { gpt2Config, gpt2Tensors } from '../helpers/gpt2-model.js';
 
 type T = { name: string; dtype: string; shape: number[]; data: Float32Array | Uint8Array };
 const open = async (tensors: T[]) => openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors })), 'gpt2.safetensors'));
@@ -69,14 +70,9 @@ describe('GPT-2 to GGUF', () => {
 
   it('gpt2 keys, Conv1D weights transposed into Q8_0 rows, positions and vectors kept', async () => {
     const H = 64, V = 96, P = 32;
-    const w = (name: string, shape: number[], k: number) => ({ name, dtype: 'F32', shape, data: seq(shape.reduce((a, b) => a * b, 1), k).map((x) => x / 64) });
-    const tensors: T[] = [w('wte.weight', [V, H], 1), w('wpe.weight', [P, H], 2), w('ln_f.weight', [H], 3), w('ln_f.bias', [H], 4)];
-    for (const [n, shape] of [['ln_1.weight', [H]], ['ln_1.bias', [H]], ['attn.c_attn.weight', [H, 3 * H]], ['attn.c_attn.bias', [3 * H]], ['attn.c_proj.weight', [H, H]], ['attn.c_proj.bias', [H]],
-      ['ln_2.weight', [H]], ['ln_2.bias', [H]], ['mlp.c_fc.weight', [H, 4 * H]], ['mlp.c_fc.bias', [4 * H]], ['mlp.c_proj.weight', [4 * H, H]], ['mlp.c_proj.bias', [H]]] as const) {
-      tensors.push(w(`h.0.${n}`, [...shape], n.length));
-    }
+    const tensors: T[] = gpt2Tensors(H, V, P, (n, k) => seq(n, k).map((x) => x / 64));
     writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', n_embd: H, n_layer: 1, n_head: 4, n_positions: P, n_inner: null, vocab_size: V, layer_norm_epsilon: 1e-5 }));
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(gpt2Config(H, V, P)));
     const out = join(dir, 'gpt2.gguf');
     const r = await cli(['quantize', dir, '-o', out, '--preset', 'q8_0'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
