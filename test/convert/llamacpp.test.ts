@@ -883,3 +883,28 @@ describe('llama.cpp runs generated checkpoints as webquant\'s reference forward 
     });
   }
 });
+
+// The families read through a view (src/convert): their safetensors outputs keep the stored names
+// and layouts, and eval reads them through the same view (src/eval/quantized.ts). A wrong layout
+// would give unrelated logits; int8's error is a few percent at most.
+describe('safetensors outputs of the families stored otherwise run close to their originals', () => {
+  for (const c of CASES.filter((x) => ['gpt2', 'gpt_neox', 'phi', 'starcoder2'].includes(String(x.config.model_type)))) {
+    it(`${c.title.split(':')[0]}: an int8 safetensors output, read through the original's view`, async () => {
+      const dir = tempDir(`st${c.seed}`);
+      const tensors = typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder);
+      writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+      writeFileSync(join(dir, 'config.json'), JSON.stringify(c.config));
+      const out = await quantize(dir, `st${c.seed}.safetensors`, [], ['--preset', 'int8']);
+      const cfg = llamaConfig(c.config);
+      const ref = await LlamaModel.load(cfg, checkpointWeights(await openCheckpoint(fromPath(join(dir, 'model.safetensors'))), cfg));
+      const cand = await LlamaModel.load(cfg, await quantizedWeights(await openCheckpoint(fromPath(out)), cfg));
+      const tokens = [1, 5, 9, 13, 17, 21, 25, 29];
+      const a = ref.forward(tokens), b = cand.forward(tokens);
+      let se = 0, s = 0;
+      for (let i = 0; i < a.length; i++) { se += (a[i] - b[i]) ** 2; s += a[i] ** 2; }
+      const rel = Math.sqrt(se / s);
+      expect(rel, c.title).toBeGreaterThan(0);
+      expect(rel, c.title).toBeLessThan(0.05);
+    });
+  }
+});
