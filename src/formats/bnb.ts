@@ -108,13 +108,10 @@ export const bnbFormats: FormatSpec[] = [
       if (ctx.tensorScale !== undefined) return { tscale: Math.fround(ctx.tensorScale) };
       return { tscale: nvfp4Scale2((await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true)) };
     },
-    safetensorsEntries(shape) {
-      const lead = shape.slice(0, -1), cols = shape[shape.length - 1];
-      return [
-        { suffix: '', dtype: 'U8', shape: [...lead, cols / 2] },
-        { suffix: '_scale', dtype: 'F8_E4M3', shape: [...lead, cols / 16] },
-        { suffix: '_scale_2', dtype: 'F32', shape: [] },
-      ];
-    },
+    safetensorsEntries: [
+      { suffix: '', dtype: 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
+      { suffix: '_scale', dtype: 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
+      { suffix: '_scale_2', dtype: 'F32', shape: () => [] },
+    ],
   },
 ];

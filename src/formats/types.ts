@@ -62,9 +62,9 @@ export interface FormatSpec {
   /**
    * How a safetensors output stores the sections (in layout order) when not as U8 entries
    * `<name>` and `<name>.<section>`: a suffix of the tensor's name, a dtype of the same width and
-   * a shape, from the tensor's shape (NVFP4 uses the names and dtypes its runtimes load).
+   * a shape from the tensor's shape (NVFP4 uses the names and dtypes its runtimes load).
    */
-  readonly safetensorsEntries?: (shape: number[]) => { suffix: string; dtype: string; shape: number[] }[];
+  readonly safetensorsEntries?: readonly { suffix: string; dtype: string; shape(shape: number[]): number[] }[];
   /** Sections written per row, in storage order. */
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
   /** Sections written once per tensor after the row sections (filled by prepare/finish). */

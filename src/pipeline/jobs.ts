@@ -107,7 +107,7 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
  * tensor with one importance vector per expert): cut at every matrix boundary as well.
  */
 export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set(),
-  claims?: (name: string, format: string) => string[], replaced?: (name: string, dropped: string[]) => void): Job[] {
+  claims?: (name: string, format: string) => string[], onReplaced?: (dropped: string[]) => void): Job[] {
   const byName = new Map<string, PlannedTensor>();
   for (const p of planEntries(plan)) {
     input.tensor(p.name); // unknown names fail here, naming the tensor
@@ -127,8 +127,8 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     // Only kept ones: a claimed name that is itself quantized stays and collides (a writer error).
     const gone = names.filter((n) => exists.has(n) && (byName.get(n)?.scheme ?? 'keep') === 'keep');
     for (const n of gone) dropped.add(n);
-    if (gone.length) replaced?.(p.name, gone);
   }
+  if (dropped.size) onReplaced?.([...dropped]);
   const order = input.tensors.filter((info) => !dropped.has(info.name)).map((info, i) => {
     const p = byName.get(info.name);
     return { info, p, i, g: groupOf(info.name, p?.role) };

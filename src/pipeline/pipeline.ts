@@ -197,14 +197,10 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return shape?.length === 3 && shape[0] > 1 && v.length === shape[0] * shape[2];
     }).map(([name]) => name));
     const container = opts.container ?? safetensorsContainer();
-    const replaced: string[] = [];
-    const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix, container.claims, (_name, gone) => replaced.push(...gone));
-    if (replaced.length) {
-      emit({
-        type: 'warning', kind: 'replaced',
-        message: `${replaced.length} input tensors are replaced by the new scales of the weights they belonged to (${replaced.slice(0, 2).join(', ')}${replaced.length > 2 ? ', ...' : ''})`,
-      });
-    }
+    const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix, container.claims, (replaced) => emit({
+      type: 'warning', kind: 'replaced',
+      message: `${replaced.length} input tensors are replaced by the new scales of the weights they belonged to (${replaced.slice(0, 2).join(', ')}${replaced.length > 2 ? ', ...' : ''})`,
+    }));
     const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
