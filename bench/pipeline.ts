@@ -22,58 +22,14 @@
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
 // as by default, or everything through the main thread: workerIo false), --keep (keep the files).
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
 import { arg, median, table, writeJson } from './util.js';
-
-const dist = (p: string) => new URL(`../dist/${p}`, import.meta.url).href;
+import { writeLlamaCheckpoint } from './llama-checkpoint.js';
 
 // FFN 7168 (3.1x hidden, as Llama 3) makes the 32-layer file 4.37 GB = 4.07 GiB: at least 4 GB in either unit.
 const HIDDEN = 2304, FFN = 7168, HEADS = 18, KV_HEADS = 6, VOCAB = 32000;
-
-async function generate(path: string, layers: number): Promise<void> {
-  const { SafetensorsWriter } = await import(dist('index.js'));
-  const hd = HIDDEN / HEADS;
-  const shapes: [string, number[]][] = [['model.embed_tokens.weight', [VOCAB, HIDDEN]]];
-  for (let l = 0; l < layers; l++) {
-    const p = `model.layers.${l}.`;
-    shapes.push(
-      [p + 'input_layernorm.weight', [HIDDEN]],
-      [p + 'self_attn.q_proj.weight', [HIDDEN, HIDDEN]],
-      [p + 'self_attn.k_proj.weight', [KV_HEADS * hd, HIDDEN]],
-      [p + 'self_attn.v_proj.weight', [KV_HEADS * hd, HIDDEN]],
-      [p + 'self_attn.o_proj.weight', [HIDDEN, HIDDEN]],
-      [p + 'post_attention_layernorm.weight', [HIDDEN]],
-      [p + 'mlp.gate_proj.weight', [FFN, HIDDEN]],
-      [p + 'mlp.up_proj.weight', [FFN, HIDDEN]],
-      [p + 'mlp.down_proj.weight', [HIDDEN, FFN]],
-    );
-  }
-  shapes.push(['model.norm.weight', [HIDDEN]], ['lm_head.weight', [VOCAB, HIDDEN]]);
-  const w = new SafetensorsWriter({ tensors: shapes.map(([name, shape]) => ({ name, dtype: 'BF16', shape })) });
-  const out = createWriteStream(path + '.tmp');
-  const write = (b: Uint8Array) => new Promise<void>((res, rej) => (out.write(b, (e) => (e ? rej(e) : res()))));
-  await write(w.header);
-  let s = 0x2545f491;
-  for (const [name, shape] of shapes) {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const bits = new Uint16Array(n);
-    const f = new Float32Array(1), u = new Uint32Array(f.buffer);
-    for (let i = 0; i < n; i++) {
-      // Sum of two uniforms: a bell-shaped weight around 0 with std ~0.02, as bf16 bits.
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      const a = s >>> 16;
-      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-      f[0] = ((a + (s >>> 16)) / 65536 - 1) * 0.035;
-      bits[i] = u[0] >>> 16;
-    }
-    for (const c of w.tensor(name, new Uint8Array(bits.buffer))) await write(c);
-  }
-  w.finish();
-  await new Promise<void>((res) => out.end(res));
-  renameSync(path + '.tmp', path);
-}
 
 interface Run { wall: number; inBytes: number; gbps: number; kernelGBs: number; kernelAllGBs: number; cpuPerGB: number; kernelCpuPerGB: number; workerCpu: number; workerWait: number; workerIdle: number; workerSys: number; otherCpu: number; wallFloor: number; peakRssMB: number; peakInFlightMB: number }
 
@@ -94,7 +50,7 @@ async function main(): Promise<void> {
     const path = `${dir}/synthetic-${layers}L.safetensors`;
     if (!existsSync(path)) {
       console.error(`generating ${path} ...`);
-      await generate(path, layers);
+      await writeLlamaCheckpoint(path, { hidden: HIDDEN, ffn: FFN, heads: HEADS, kvHeads: KV_HEADS, vocab: VOCAB, layers, tied: false });
     }
     const configs = fmts.flatMap((format) => ios.flatMap((io) => workerCounts.map((workers) => ({ format, io, workers, runs: [] as Run[] }))));
     for (let rep = 0; rep < reps; rep++) {
