@@ -25,22 +25,29 @@ function leastRoundingUp(lo: number, hi: number, base: number, value: (m: number
  * field ef (0x800000: never; entries 0 and 255 unused), `subnormal[p]` on the whole bits of a
  * subnormal amax whose leading bit is p.
  */
-export function mxfp4GgufLog2Table(): { normal: number[]; subnormal: number[] } {
+function buildLog2Table(): { normal: number[]; subnormal: number[] } {
   const normal = Array.from({ length: 256 }, (_, ef) =>
     ef === 0 || ef === 255 ? 0x800000 : leastRoundingUp(0, 0x7fffff, ef - 127, (m) => (1 + m / 2 ** 23) * 2 ** (ef - 127)));
   const subnormal = Array.from({ length: 23 }, (_, p) => leastRoundingUp(2 ** p, 2 ** (p + 1) - 1, p - 149, (m) => m * 2 ** -149));
   return { normal, subnormal };
 }
 
+const TABLE = buildLog2Table();
+
+/** The thresholds the shader carries (built once). */
+export function mxfp4GgufLog2Table(): { normal: number[]; subnormal: number[] } {
+  return TABLE;
+}
+
 /** floor(log2f(a)) for the bits a > 0 of a finite amax, from the table (the WGSL's formula). */
-export function mxfp4GgufFloorLog2(a: number, t = TABLE): number {
+export function mxfp4GgufFloorLog2(a: number): number {
+  const t = TABLE;
   const ef = a >>> 23;
   if (ef !== 0) return ef - 127 + ((a & 0x7fffff) >= t.normal[ef] ? 1 : 0);
   const p = 31 - Math.clz32(a);
   return p - 149 + (a >= t.subnormal[p] ? 1 : 0);
 }
 
-const TABLE = mxfp4GgufLog2Table();
 const hex = (v: number[]) => v.map((x) => `0x${x.toString(16)}u`).join(', ');
 
 const MXFP4_GGUF_COMMON = FP4_GGUF_WGSL + /* wgsl */ `
