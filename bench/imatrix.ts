@@ -3,10 +3,12 @@
 // 49152; bench/llama-checkpoint.ts's weights: the work does not depend on the values), and the reference forward's
 // attention in its two paths (plain float64 loops, wasm products: same bits) on one layer's shape.
 //
+// Then the command itself on --chunks chunks of 512 tokens with each --workers count (runs
+// interleaved): seconds per chunk and the speedup over one thread (--workers N: one model per thread).
 // The checkpoint (269 MB) is written to --dir (default /tmp/webquant-bench) once and kept.
-// Options: --reps N (default 3) --tokens N (default 512) --dir D
+// Options: --reps N (default 3) --chunks N (default 4) --workers 1,2 --dir D
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attention, attentionReference, type AttentionArgs } from '../src/eval/attention.js';
 import { loadKernels } from '../src/kernels/loader.js';
@@ -18,7 +20,9 @@ const SHAPE: LlamaShape = { hidden: 576, ffn: 1536, heads: 9, kvHeads: 3, vocab:
 const H = SHAPE.hidden, NH = SHAPE.heads, NKV = SHAPE.kvHeads, HD = H / NH, F = SHAPE.ffn, V = SHAPE.vocab;
 
 const reps = Number(arg('reps', '3'));
-const ntok = Number(arg('tokens', '512'));
+const chunks = Number(arg('chunks', '4'));
+const workerCounts = arg('workers', '1,2').split(',').map(Number);
+const ntok = 512 * chunks;
 const dir = join(arg('dir', '/tmp/webquant-bench'), 'smollm135m-shape');
 mkdirSync(dir, { recursive: true });
 if (!existsSync(join(dir, 'model.safetensors'))) {
@@ -32,7 +36,7 @@ writeFileSync(tokFile, Buffer.from(Uint16Array.from({ length: ntok }, (_, i) => 
 // Attention on one layer's shape, both paths interleaved in one process.
 const d = { dim: H, ffn: F, layers: 1, vocab: V, heads: NH, kvHeads: NKV, headDim: HD, vHeadDim: HD, qDim: NH * HD, kvDim: NKV * HD, attDim: NH * HD };
 const rnd = (len: number) => Float32Array.from({ length: len }, (_, i) => Math.sin(i * 12.9898) * 0.5);
-const n = Math.min(ntok, 512);
+const n = 512;
 const a: AttentionArgs = { q: rnd(n * d.qDim), k: rnd(n * d.kvDim), v: rnd(n * d.kvDim), n, d, scale: 1 / 8, window: n, att: new Float32Array(n * d.attDim) };
 const kern = await loadKernels('auto', 'attention');
 const ref: number[] = [], fast: number[] = [];
@@ -45,13 +49,19 @@ for (let r = 0; r < 5; r++) {
   fast.push(performance.now() - t);
 }
 
-const secs: number[] = [];
+const secs = new Map<number, number[]>(workerCounts.map((w) => [w, []]));
 for (let r = 0; r < reps; r++) {
-  const p = spawnSync(process.execPath, ['bin/webquant.js', 'imatrix', '--model', join(dir, 'model.safetensors'), '--tokens', tokFile, '-o', join(dir, 'imatrix.gguf'), '--json'], { encoding: 'utf8' });
-  if (p.status !== 0) throw new Error(`webquant imatrix failed: ${p.stderr}`);
-  secs.push(JSON.parse(p.stdout).seconds);
+  for (const w of workerCounts) {
+    const p = spawnSync(process.execPath, ['bin/webquant.js', 'imatrix', '--model', join(dir, 'model.safetensors'), '--tokens', tokFile, '-o', join(dir, `imatrix-${w}.gguf`), '--workers', String(w), '--json'], { encoding: 'utf8' });
+    if (p.status !== 0) throw new Error(`webquant imatrix failed: ${p.stderr}`);
+    secs.get(w)!.push(JSON.parse(p.stdout).seconds / chunks);
+  }
 }
 
 console.log(`\nattention of one layer (${n} positions, 9 heads, 3 KV heads, head dim 64), ms, median of 5:`);
 console.log(table(['plain float64 loops', `wasm products (${kern.build})`, 'ratio'], [[median(ref).toFixed(1), median(fast).toFixed(1), (median(ref) / median(fast)).toFixed(2)]]));
-console.log(`\nwebquant imatrix, ${ntok} tokens, one thread: ${secs.map((s) => s.toFixed(1)).join(', ')} s (median ${median(secs).toFixed(1)} s)`);
+const one = median(secs.get(workerCounts[0])!);
+const files = workerCounts.map((w) => readFileSync(join(dir, `imatrix-${w}.gguf`)));
+const same = files.every((f) => f.equals(files[0]));
+console.log(`\nwebquant imatrix, ${chunks} chunks of 512 tokens, seconds per chunk (median of ${reps}); the files of ${workerCounts.join(', ')} workers are ${same ? 'byte-identical' : 'DIFFERENT'}:`);
+console.log(table(['workers', 'runs', 'median s per chunk', `speedup vs ${workerCounts[0]}`], workerCounts.map((w) => [String(w), secs.get(w)!.map((s) => s.toFixed(2)).join(', '), median(secs.get(w)!).toFixed(2), (one / median(secs.get(w)!)).toFixed(2)])));

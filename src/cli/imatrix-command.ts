@@ -4,7 +4,7 @@
 // and llama-quantize. The file appears whole or not at all.
 import { basename } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { computeImatrix, imatrixGguf } from '../eval/imatrix.js';
+import { computeImatrix, imatrixChunks, imatrixGguf } from '../eval/imatrix.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { writeGguf } from '../io/gguf-writer.js';
 import { fileSink } from '../pipeline/sink-node.js';
@@ -12,6 +12,7 @@ import type { OptionSpecs } from './args.js';
 import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
+import { imatrixOnWorkers } from './imatrix-workers.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
   model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the model (Hugging Face safetensors with config.json beside it)' },
@@ -20,6 +21,7 @@ export const IMATRIX_OPTIONS: OptionSpecs = {
   chunks: { type: 'int', value: 'n', help: 'use the first n chunks only' },
   context: { type: 'int', value: 'n', help: 'tokens per chunk (default 512, as llama-imatrix)' },
   'process-output': { type: 'boolean', help: 'also collect the output head (llama-imatrix --process-output)' },
+  workers: { type: 'int', value: 'n', help: 'run the chunks on n threads, each holding the whole model (default 1; same output)' },
   json: { type: 'boolean', help: 'JSON report on stdout' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 };
@@ -47,16 +49,21 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
   try {
     const { input: ref, config } = await openOriginal(String(o.model), io, 'imatrix', opened);
     let last = 0;
-    const result = await computeImatrix({
-      config, tokens, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }),
-      contextLength: o.context as number | undefined, maxChunks: o.chunks as number | undefined,
-      processOutput: !!o['process-output'], signal: io.signal,
-      onProgress: (p) => {
-        if (o.json || !io.stdout.isTTY || Date.now() - last < 200) return;
-        last = Date.now();
-        io.stdout.write(`\r\x1b[K${p.chunks}/${p.totalChunks} chunks`);
-      },
-    });
+    const onProgress = (p: { chunks: number; totalChunks: number }) => {
+      if (o.json || !io.stdout.isTTY || Date.now() - last < 200) return;
+      last = Date.now();
+      io.stdout.write(`\r\x1b[K${p.chunks}/${p.totalChunks} chunks`);
+    };
+    const workers = (o.workers as number | undefined) ?? 1;
+    if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
+    const contextLength = o.context as number | undefined, maxChunks = o.chunks as number | undefined, processOutput = !!o['process-output'];
+    const { ctx, chunks } = imatrixChunks({ tokens, contextLength, maxChunks });
+    const result = workers > 1 && chunks > 1
+      ? await imatrixOnWorkers({ model: String(o.model), cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined, processOutput, workers, tokens, ctx, chunks, signal: io.signal, onProgress })
+      : await computeImatrix({
+        config, tokens, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }),
+        contextLength, maxChunks, processOutput, signal: io.signal, onProgress,
+      });
     if (!o.json && io.stdout.isTTY) io.stdout.write('\r\x1b[K');
     const sink = await fileSink(out);
     try {

@@ -152,7 +152,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   imatrix: {
-    usage: 'webquant imatrix --model <original> --tokens <file.u16> -o <imatrix.gguf> [--chunks N] [--context N] [--process-output] [--json]',
+    usage: 'webquant imatrix --model <original> --tokens <file.u16> -o <imatrix.gguf> [--chunks N] [--context N] [--process-output] [--workers N] [--json]',
     summary: "an importance matrix from calibration tokens, in llama.cpp's GGUF imatrix format (for quantize --imatrix)",
     options: IMATRIX_OPTIONS,
     async run(pos, o, io) {

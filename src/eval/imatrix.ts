@@ -2,8 +2,9 @@
 // reference forward runs the calibration tokens in chunks of `contextLength` (each from an empty
 // cache, its first token replaced by BOS), and for every weight matrix multiplied the squares of
 // its input are summed per column over every position that reaches it (a MoE expert: the
-// positions routed to it), with the number of those positions. Sums are kept in float64
-// (llama-imatrix adds in float32, so its files differ from these by rounding). The output head is
+// positions routed to it), with the number of those positions. Sums are kept in float64, per
+// chunk and then over chunks in order (llama-imatrix adds in float32, so its files differ from
+// these by rounding); the CLI can run the chunks on several threads for the same bits. The output head is
 // left out unless asked for, as llama-imatrix does by default.
 //
 // The result is stored in llama.cpp's GGUF imatrix format, under GGUF tensor names:
@@ -58,22 +59,25 @@ function ggufTarget(hf: string, arch: string): { name: string; expert: number } 
   }
 }
 
-export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResult> {
-  const { config, tokens } = opts;
-  const ctx = opts.contextLength ?? 512;
-  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[imatrix] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
-  if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
-    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
-  }
-  const total = Math.floor(tokens.length / ctx);
-  if (total === 0) {
-    fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
-  }
-  const chunks = Math.min(total, opts.maxChunks ?? total);
+/** What one chunk's forward adds to each entry: its own float64 sums, before they are merged. */
+export type ImatrixChunk = Map<string, ImatrixEntry>;
+
+export interface ImatrixCollector {
+  /** Runs one chunk (contextLength tokens, the first replaced by BOS here) and returns its sums. */
+  chunk(tokens: Uint16Array): ImatrixChunk;
+}
+
+/**
+ * The forward with its observer, one chunk at a time. Each chunk's sums start from zero and are
+ * added to the totals in chunk order by mergeImatrixChunk, so the result is the same bits however
+ * the chunks are spread over threads (see src/cli/imatrix-workers.ts).
+ */
+export async function imatrixCollector(opts: Pick<ImatrixOptions, 'config' | 'weights' | 'bos' | 'processOutput'>): Promise<ImatrixCollector> {
+  const { config } = opts;
   const arch = ggufArchitecture(config)?.name ?? 'llama';
   const experts = config.moe?.experts ?? 1;
   const head = config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
-  const entries = new Map<string, ImatrixEntry>();
+  let entries: ImatrixChunk = new Map();
   const targets = new Map<string, { name: string; expert: number } | undefined>();
   const observe = (hf: string, x: Float32Array, n: number, cols: number) => {
     if (hf === head && !opts.processOutput) return;
@@ -100,12 +104,58 @@ export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResul
     observe,
   };
   const model = await LlamaModel.load(config, observed);
-  const chunk = new Uint16Array(ctx);
+  return {
+    chunk(tokens) {
+      const chunk = Uint16Array.from(tokens);
+      chunk[0] = opts.bos ?? BOS;
+      entries = new Map();
+      model.forward(chunk, { logits: !!opts.processOutput });
+      return entries;
+    },
+  };
+}
+
+/** Adds one chunk's sums to the totals (chunks must come in order for the same bits). */
+export function mergeImatrixChunk(totals: Map<string, ImatrixEntry>, chunk: ImatrixChunk): void {
+  for (const [name, c] of chunk) {
+    const t = totals.get(name);
+    if (!t) {
+      totals.set(name, { cols: c.cols, sums: c.sums.map((s) => Float64Array.from(s)), counts: [...c.counts] });
+      continue;
+    }
+    if (t.cols !== c.cols || t.sums.length !== c.sums.length) {
+      fail(ErrorCodes.MODEL, `[imatrix] ${name}: a chunk has ${c.sums.length} x ${c.cols} sums but the totals ${t.sums.length} x ${t.cols}`, { tensor: name, value: c.cols, expected: t.cols });
+    }
+    c.sums.forEach((s, m) => {
+      const d = t.sums[m];
+      for (let i = 0; i < s.length; i++) d[i] += s[i];
+      t.counts[m] += c.counts[m];
+    });
+  }
+}
+
+/** Checks the options and returns the number of chunks to run. */
+export function imatrixChunks(opts: Pick<ImatrixOptions, 'tokens' | 'contextLength' | 'maxChunks'>): { ctx: number; chunks: number } {
+  const { tokens } = opts;
+  const ctx = opts.contextLength ?? 512;
+  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[imatrix] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
+  if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
+    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
+  }
+  const total = Math.floor(tokens.length / ctx);
+  if (total === 0) {
+    fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
+  }
+  return { ctx, chunks: Math.min(total, opts.maxChunks ?? total) };
+}
+
+export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResult> {
+  const { ctx, chunks } = imatrixChunks(opts);
+  const collector = await imatrixCollector(opts);
+  const entries = new Map<string, ImatrixEntry>();
   for (let i = 0; i < chunks; i++) {
     if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[imatrix] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
-    chunk.set(tokens.subarray(i * ctx, (i + 1) * ctx));
-    chunk[0] = opts.bos ?? BOS;
-    model.forward(chunk, { logits: !!opts.processOutput });
+    mergeImatrixChunk(entries, collector.chunk(opts.tokens.subarray(i * ctx, (i + 1) * ctx)));
     opts.onProgress?.({ chunks: i + 1, totalChunks: chunks });
     // Let a page or a signal handler run between chunks.
     await new Promise((r) => setTimeout(r, 0));

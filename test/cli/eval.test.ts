@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHARED, hasShared } from '../helpers/shared.js';
-import { cli, ensureBuilt, tempDir } from './helpers.js';
+import { cli, cliProcess, ensureBuilt, tempDir } from './helpers.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { evaluate } from '../../src/eval/evaluate.js';
@@ -115,11 +115,16 @@ describe.skipIf(!hasShared)('webquant imatrix', () => {
       kl.push(JSON.parse((await cli(['eval', '-m', MODEL, '-q', 'q3.gguf', '-t', test, '--max-docs', '60', '--json'], { cwd: tmp })).stdout).klDivergence);
     }
     expect(kl[1]).toBeLessThan(kl[0]);
+    // The same chunks on three worker threads (the built command: workers run dist/): the same bytes.
+    const par = await cliProcess(['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'im3.gguf', '--chunks', '30', '--context', '256', '--workers', '3', '--json'], { cwd: tmp });
+    expect(par.code, par.stderr).toBe(0);
+    expect(readFileSync(join(tmp, 'im3.gguf')).equals(readFileSync(join(tmp, 'im.gguf')))).toBe(true);
     const cases: [string[], RegExp][] = [
       [['imatrix', '-m', MODEL, '-t', TOKENS], /--output is required/],
       [['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'im.dat'], /must end in \.gguf/],
       [['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'x.gguf', '--context', '100000000'], /make no chunk of 100000000/],
       [['imatrix', '-m', join(DIR, 'tinyllamas-stories-260k-f32.gguf'), '-t', TOKENS, '-o', 'x.gguf'], /config\.json|safetensors/],
+      [['imatrix', '-m', MODEL, '-t', TOKENS, '-o', 'x.gguf', '--workers', '0'], /--workers must be a positive integer/],
     ];
     for (const [args, msg] of cases) {
       const e = await cli(args, { cwd: tmp });

@@ -2,7 +2,7 @@
 // checked against quantities computed here without the forward; the GGUF file it writes, read
 // back by the reader that `quantize --imatrix` uses; per-expert matrices of a MoE model.
 import { describe, expect, it } from 'vitest';
-import { computeImatrix, imatrixGguf } from '../../src/eval/imatrix.js';
+import { computeImatrix, imatrixCollector, imatrixGguf, mergeImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
 import { llamaConfig, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { openGguf } from '../../src/io/gguf.js';
@@ -72,6 +72,31 @@ describe('computeImatrix', () => {
       const e = await computeImatrix({ config: c, weights: w, tokens, ...bad }).catch((x) => x);
       expect((e as WebquantError).code, JSON.stringify(bad)).toBe(ErrorCodes.BAD_OPTION);
     }
+  });
+
+  it("each chunk's sums start from zero and are merged in order: the totals are computeImatrix's bits", async () => {
+    const c = tiny();
+    const w = mapSource(randomWeights(c, 7));
+    const tokens = stream(4 * 9, 8);
+    const whole = await computeImatrix({ config: c, weights: w, tokens, contextLength: 9 });
+    const col = await imatrixCollector({ config: c, weights: w });
+    const parts = [0, 1, 2, 3].map((i) => col.chunk(tokens.subarray(i * 9, (i + 1) * 9)));
+    const totals = new Map<string, ImatrixEntry>();
+    for (const p of parts) mergeImatrixChunk(totals, p);
+    expect([...totals.keys()].sort()).toEqual([...whole.entries.keys()].sort());
+    for (const [name, e] of whole.entries) {
+      expect(totals.get(name)!.sums, name).toEqual(e.sums);
+      expect(totals.get(name)!.counts, name).toEqual(e.counts);
+    }
+    for (const e of parts[2].values()) expect(e.counts).toEqual([9]);
+    // A fresh collector gives chunk 2 the same sums: nothing carries over from earlier chunks.
+    const again = (await imatrixCollector({ config: c, weights: w })).chunk(tokens.subarray(18, 27));
+    for (const [name, e] of parts[2]) expect(again.get(name)!.sums, name).toEqual(e.sums);
+    // Totals of another shape are refused, naming the tensor.
+    const other = new Map([['blk.0.attn_q.weight', { cols: 3, sums: [new Float64Array(3)], counts: [1] }]]);
+    const err = (() => { try { mergeImatrixChunk(totals, other); } catch (e) { return e; } })();
+    expect((err as WebquantError).code).toBe(ErrorCodes.MODEL);
+    expect((err as Error).message).toContain('blk.0.attn_q.weight');
   });
 
   it('MoE: one matrix per expert, each summed over the positions routed to it; the file reads back as per-expert means', async () => {
