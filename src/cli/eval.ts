@@ -3,7 +3,8 @@
 // src/serve (matvec on the quantized bytes), as src/eval/quantized.ts opens them.
 import { readFile } from 'node:fs/promises';
 import { ErrorCodes, fail } from '../errors.js';
-import { evaluate, type EvaluateResult } from '../eval/evaluate.js';
+import { emptyStats, evalDocuments, evalResult, evalWindows, evaluate, mergeWindow, type EvaluateResult, type WindowStats } from '../eval/evaluate.js';
+import { runOnWorkers } from './forward-workers.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
@@ -17,6 +18,7 @@ export const EVAL_OPTIONS: OptionSpecs = {
   tokens: { type: 'string', short: 't', value: 'file.u16', help: 'little-endian uint16 token ids, every document starting with BOS' },
   'max-docs': { type: 'int', value: 'n', help: 'evaluate the first n documents only' },
   context: { type: 'int', value: 'n', help: 'context window in tokens (default 512)' },
+  workers: { type: 'int', value: 'n', help: 'run the context windows on n threads, each holding both models (default 1; same figures)' },
   json: { type: 'boolean', help: 'JSON report on stdout' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 };
@@ -81,15 +83,33 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
     const candidate = cand.weights;
     const json = !!o.json;
     let last = 0;
-    const result = await evaluate({
-      reference: { config, weights: checkpointWeights(ref.checkpoint, config) },
-      candidate, tokens, maxDocs: o['max-docs'] as number | undefined, contextLength: o.context as number | undefined, signal: io.signal,
-      onProgress: (p) => {
-        if (json || !io.stdout.isTTY || Date.now() - last < 200) return;
-        last = Date.now();
-        io.stdout.write(`\r\x1b[K${p.documents}/${p.totalDocuments} documents, ${p.tokens} tokens`);
-      },
-    });
+    const onProgress = (p: { documents: number; totalDocuments: number; tokens: number }) => {
+      if (json || !io.stdout.isTTY || Date.now() - last < 200) return;
+      last = Date.now();
+      io.stdout.write(`\r\x1b[K${p.documents}/${p.totalDocuments} documents, ${p.tokens} tokens`);
+    };
+    const workers = (o.workers as number | undefined) ?? 1;
+    if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
+    const reference = { config, weights: checkpointWeights(ref.checkpoint, config) };
+    const maxDocs = o['max-docs'] as number | undefined, contextLength = o.context as number | undefined;
+    const docs = evalDocuments({ reference, tokens, maxDocs, contextLength });
+    let result: EvaluateResult;
+    const windows = evalWindows(docs, contextLength);
+    if (workers > 1 && windows.length > 1) {
+      const t0 = Date.now();
+      const total = emptyStats();
+      await runOnWorkers({
+        workers, signal: io.signal, workerUrl: io.forwardWorkerUrl, spans: windows.map((w) => w.win),
+        init: { kind: 'eval', model: String(o.model), quantized: String(o.quantized), contextLength, cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined },
+        merge(i, r) {
+          mergeWindow(total, r as WindowStats);
+          if (windows[i + 1]?.doc !== windows[i].doc) onProgress({ documents: windows[i].doc + 1, totalDocuments: docs.length, tokens: total.count });
+        },
+      });
+      result = evalResult(total, docs.length, true, (Date.now() - t0) / 1000);
+    } else {
+      result = await evaluate({ reference, candidate, tokens, maxDocs, contextLength, signal: io.signal, onProgress });
+    }
     if (!json && io.stdout.isTTY) io.stdout.write('\r\x1b[K');
     const report = { model: ref.file, quantized: cand.file, tokensFile, ...result };
     if (json) {

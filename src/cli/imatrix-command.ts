@@ -4,7 +4,7 @@
 // and llama-quantize. The file appears whole or not at all.
 import { basename } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { computeImatrix, imatrixChunks, imatrixGguf } from '../eval/imatrix.js';
+import { computeImatrix, imatrixChunks, imatrixGguf, mergeImatrixChunk, type ImatrixEntry, type ImatrixResult } from '../eval/imatrix.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { writeGguf } from '../io/gguf-writer.js';
 import { fileSink } from '../pipeline/sink-node.js';
@@ -12,7 +12,8 @@ import type { OptionSpecs } from './args.js';
 import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
-import { imatrixOnWorkers } from './imatrix-workers.js';
+import { runOnWorkers } from './forward-workers.js';
+import type { WireEntry } from './forward-worker.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
   model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the model (Hugging Face safetensors with config.json beside it)' },
@@ -58,12 +59,25 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
     if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
     const contextLength = o.context as number | undefined, maxChunks = o.chunks as number | undefined, processOutput = !!o['process-output'];
     const { ctx, chunks } = imatrixChunks({ tokens, contextLength, maxChunks });
-    const result = workers > 1 && chunks > 1
-      ? await imatrixOnWorkers({ model: String(o.model), cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined, processOutput, workers, tokens, ctx, chunks, signal: io.signal, onProgress })
-      : await computeImatrix({
+    let result: ImatrixResult;
+    if (workers > 1 && chunks > 1) {
+      const entries = new Map<string, ImatrixEntry>();
+      await runOnWorkers({
+        workers, signal: io.signal, workerUrl: io.forwardWorkerUrl,
+        init: { kind: 'imatrix', model: String(o.model), cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined, processOutput },
+        spans: Array.from({ length: chunks }, (_, i) => tokens.subarray(i * ctx, (i + 1) * ctx)),
+        merge(i, r) {
+          mergeImatrixChunk(entries, new Map((r as WireEntry[]).map(([name, cols, sums, counts]): [string, ImatrixEntry] => [name, { cols, sums, counts }])));
+          onProgress({ chunks: i + 1, totalChunks: chunks });
+        },
+      });
+      result = { entries, chunks, chunkSize: ctx };
+    } else {
+      result = await computeImatrix({
         config, tokens, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }),
         contextLength, maxChunks, processOutput, signal: io.signal, onProgress,
       });
+    }
     if (!o.json && io.stdout.isTTY) io.stdout.write('\r\x1b[K');
     const sink = await fileSink(out);
     try {

@@ -17,6 +17,8 @@ export interface CliIO {
   signal?: AbortSignal;
   /** Pool worker entry (worker-node.js); tests running the TypeScript sources point it at a build. */
   workerUrl?: string | URL;
+  /** Entry of imatrix's and eval's --workers threads (forward-worker.js); tests point it at a build. */
+  forwardWorkerUrl?: URL;
   fetch?: typeof fetch;
 }
 

@@ -143,7 +143,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   eval: {
-    usage: 'webquant eval --model <original> --quantized <quantized> --tokens <file.u16> [--max-docs N] [--context N] [--json]',
+    usage: 'webquant eval --model <original> --quantized <quantized> --tokens <file.u16> [--max-docs N] [--context N] [--workers N] [--json]',
     summary: 'next-token NLL, KL divergence, top-1 agreement and per-layer error of a quantized checkpoint against its original',
     options: EVAL_OPTIONS,
     async run(pos, o, io) {

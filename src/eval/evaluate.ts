@@ -1,6 +1,7 @@
 // What quantization cost: next-token NLL of a reference model and, given a candidate (for example
 // the quantized weights), the NLL difference, KL(P_ref || P_cand), top-1 agreement and the error
-// of the residual stream after every layer. Both models run in lockstep, one token at a time.
+// of the residual stream after every layer. Both models run in lockstep, one window at a time;
+// sums are kept per document and added up in document order.
 import { ErrorCodes, fail } from '../errors.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from '../metrics.js';
 import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
@@ -81,12 +82,99 @@ export function logSoftmax(logits: Float32Array, out: Float64Array): number {
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const yieldToLoop = () => new Promise<void>((r) => setTimeout(r, 0));
 
-export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
-  const t0 = now();
-  const ctx = opts.contextLength ?? DEFAULT_CONTEXT;
+/**
+ * One window's sums. Each window's start from zero and are added to the totals in window order
+ * (mergeWindow), so the result is the same bits however windows are spread over threads
+ * (src/cli/forward-workers.ts).
+ */
+export interface WindowStats {
+  nllRef: number;
+  nllCand: number;
+  kl: number;
+  agree: number;
+  count: number;
+  /** Per layer: the residual-stream error sums (see accumulate), when captured. */
+  layers: Float64Array[];
+}
+
+export interface EvalCollector {
+  /** Runs one window (see evalWindows) from an empty cache and returns its sums. */
+  window(win: Uint16Array): WindowStats;
+}
+
+export async function evalCollector(opts: Pick<EvaluateOptions, 'reference' | 'candidate' | 'contextLength' | 'perLayer'>): Promise<EvalCollector> {
+  const ctx = checkContext(opts.contextLength);
+  const config = opts.reference.config;
+  const withCand = opts.candidate !== undefined;
+  const perLayer = opts.perLayer ?? withCand;
+  const ref = await LlamaModel.load(config, opts.reference.weights);
+  const cand = withCand ? await LlamaModel.load(config, opts.candidate!) : undefined;
+  const capture = perLayer && withCand;
+
+  const V = config.vocab_size, dim = config.hidden_size;
+  const lpRef = new Float64Array(V), lpCand = new Float64Array(V);
+  const refLayers = capture ? Array.from({ length: config.num_hidden_layers }, () => new Float32Array(ctx * dim)) : [];
+  let st: WindowStats;
+  const saveLayer = (l: number, h: Float32Array) => refLayers[l].set(h);
+  const compareLayer = (l: number, h: Float32Array) => accumulate(refLayers[l], h, h.length, st.layers[l]);
+
+  const runWindow = (win: Uint16Array) => {
+    if (win.length > ctx) fail(ErrorCodes.BAD_INPUT, `[evaluate] a window of ${win.length} tokens exceeds the context of ${ctx}`, { value: win.length, expected: `<= ${ctx}` });
+    const n = win.length - 1; // the last token is only a target
+    const inp = win.subarray(0, n);
+    const lr = ref.forward(inp, capture ? { onLayer: saveLayer } : {});
+    const lc = cand?.forward(inp, capture ? { onLayer: compareLayer } : {});
+    for (let p = 0; p < n; p++) {
+      const target = win[p + 1];
+      const argRef = logSoftmax(lr.subarray(p * V, (p + 1) * V), lpRef);
+      st.nllRef -= lpRef[target];
+      if (lc) {
+        const argCand = logSoftmax(lc.subarray(p * V, (p + 1) * V), lpCand);
+        st.nllCand -= lpCand[target];
+        let k = 0;
+        for (let i = 0; i < V; i++) k += Math.exp(lpRef[i]) * (lpRef[i] - lpCand[i]);
+        st.kl += k;
+        if (argRef === argCand) st.agree++;
+      }
+    }
+    st.count += n;
+  };
+  return {
+    window(win) {
+      st = { nllRef: 0, nllCand: 0, kl: 0, agree: 0, count: 0, layers: capture ? Array.from({ length: config.num_hidden_layers }, () => newMetricsAccumulator()) : [] };
+      runWindow(win);
+      return st;
+    },
+  };
+}
+
+/** Adds one window's sums to the totals (windows in order for the same bits). */
+export function mergeWindow(total: WindowStats, d: WindowStats): void {
+  total.nllRef += d.nllRef;
+  total.nllCand += d.nllCand;
+  total.kl += d.kl;
+  total.agree += d.agree;
+  total.count += d.count;
+  d.layers.forEach((s, l) => {
+    const t = (total.layers[l] ??= newMetricsAccumulator());
+    t[0] += s[0];
+    t[1] = Math.max(t[1], s[1]);
+    for (let i = 2; i < 6; i++) t[i] += s[i];
+  });
+}
+
+export const emptyStats = (): WindowStats => ({ nllRef: 0, nllCand: 0, kl: 0, agree: 0, count: 0, layers: [] });
+
+function checkContext(ctx = DEFAULT_CONTEXT): number {
   if (!Number.isInteger(ctx) || ctx < 2) {
     fail(ErrorCodes.BAD_OPTION, `[evaluate] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: 'an integer >= 2' });
   }
+  return ctx;
+}
+
+/** Checks the options and splits the token stream into the documents to evaluate. */
+export function evalDocuments(opts: Pick<EvaluateOptions, 'reference' | 'tokens' | 'maxDocs' | 'contextLength' | 'bos'>): Uint16Array[] {
+  checkContext(opts.contextLength);
   if (opts.maxDocs !== undefined && (!Number.isInteger(opts.maxDocs) || opts.maxDocs < 1)) {
     fail(ErrorCodes.BAD_OPTION, `[evaluate] maxDocs must be a positive integer but got ${opts.maxDocs}`, { option: 'maxDocs', value: opts.maxDocs, expected: 'a positive integer' });
   }
@@ -104,77 +192,66 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
       }
     }
   }
+  return docs;
+}
 
-  const withCand = opts.candidate !== undefined;
-  const perLayer = opts.perLayer ?? withCand;
-  const ref = await LlamaModel.load(config, opts.reference.weights);
-  const cand = withCand ? await LlamaModel.load(config, opts.candidate!) : undefined;
-  const capture = perLayer && withCand;
+/**
+ * The windows of the documents, in order: ctx tokens overlapping by one ([0, ctx), [ctx-1,
+ * 2ctx-1), ...), so every token after a document's first is predicted exactly once; `doc` is the
+ * index of the document each belongs to.
+ */
+export function evalWindows(docs: Uint16Array[], contextLength?: number): { win: Uint16Array; doc: number }[] {
+  const ctx = checkContext(contextLength);
+  const out: { win: Uint16Array; doc: number }[] = [];
+  docs.forEach((d, doc) => {
+    for (let start = 0; start + 1 < d.length; start += ctx - 1) out.push({ win: d.subarray(start, Math.min(d.length, start + ctx)), doc });
+  });
+  return out;
+}
 
-  const V = config.vocab_size, dim = config.hidden_size;
-  const lpRef = new Float64Array(V), lpCand = new Float64Array(V);
-  const layerAcc = capture ? Array.from({ length: config.num_hidden_layers }, () => newMetricsAccumulator()) : [];
-  const refLayers = capture ? Array.from({ length: config.num_hidden_layers }, () => new Float32Array(ctx * dim)) : [];
-  const saveLayer = (l: number, h: Float32Array) => refLayers[l].set(h);
-  const compareLayer = (l: number, h: Float32Array) => accumulate(refLayers[l], h, h.length, layerAcc[l]);
-  let nllRef = 0, nllCand = 0, kl = 0, agree = 0, count = 0;
-  let lastYield = now();
-
-  const runWindow = (win: Uint16Array) => {
-    const n = win.length - 1; // the last token is only a target
-    const inp = win.subarray(0, n);
-    const lr = ref.forward(inp, capture ? { onLayer: saveLayer } : {});
-    const lc = cand?.forward(inp, capture ? { onLayer: compareLayer } : {});
-    for (let p = 0; p < n; p++) {
-      const target = win[p + 1];
-      const argRef = logSoftmax(lr.subarray(p * V, (p + 1) * V), lpRef);
-      nllRef -= lpRef[target];
-      if (lc) {
-        const argCand = logSoftmax(lc.subarray(p * V, (p + 1) * V), lpCand);
-        nllCand -= lpCand[target];
-        let k = 0;
-        for (let i = 0; i < V; i++) k += Math.exp(lpRef[i]) * (lpRef[i] - lpCand[i]);
-        kl += k;
-        if (argRef === argCand) agree++;
-      }
-    }
-    count += n;
+/** The report of merged window sums. */
+export function evalResult(total: WindowStats, documents: number, withCandidate: boolean, seconds: number): EvaluateResult {
+  const count = total.count;
+  if (count === 0) {
+    fail(ErrorCodes.BAD_INPUT, '[evaluate] no token to predict: every document has fewer than two tokens', { option: 'tokens', value: documents });
+  }
+  const result: EvaluateResult = {
+    documents,
+    reference: { nll: total.nllRef / count, ppl: Math.exp(total.nllRef / count), tokens: count },
+    seconds,
   };
+  if (withCandidate) {
+    result.candidate = { nll: total.nllCand / count, ppl: Math.exp(total.nllCand / count), tokens: count };
+    result.deltaNll = result.candidate.nll - result.reference.nll;
+    result.klDivergence = total.kl / count;
+    result.top1Agreement = total.agree / count;
+    if (total.layers.length) result.perLayer = total.layers.map((s, layer) => ({ layer, ...finishMetrics(s) }));
+  }
+  return result;
+}
 
+export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
+  const t0 = now();
+  const docs = evalDocuments(opts);
+  const collector = await evalCollector(opts);
+  const total = emptyStats();
+  const windows = evalWindows(docs, opts.contextLength);
+  let lastYield = now();
   const aborted = (done: number) => fail(ErrorCodes.ABORTED, `[evaluate] aborted after ${done} of ${docs.length} documents`, { index: done, value: String(opts.signal?.reason ?? 'aborted') });
   if (opts.signal?.aborted) aborted(0);
-  for (let di = 0; di < docs.length; di++) {
-    const doc = docs[di];
-    // Windows of ctx tokens overlapping by one: [0, ctx), [ctx-1, 2ctx-1), ...
-    for (let start = 0; start + 1 < doc.length; start += ctx - 1) {
-      runWindow(doc.subarray(start, Math.min(doc.length, start + ctx)));
-    }
-    opts.onProgress?.({ documents: di + 1, totalDocuments: docs.length, tokens: count });
+  for (let i = 0; i < windows.length; i++) {
+    mergeWindow(total, collector.window(windows[i].win));
+    const doc = windows[i].doc;
+    if (windows[i + 1]?.doc === doc) continue;
+    opts.onProgress?.({ documents: doc + 1, totalDocuments: docs.length, tokens: total.count });
     // Let the event loop breathe (UI, abort signals) without paying for it on every document.
     if (now() - lastYield > 50) {
       await yieldToLoop();
       lastYield = now();
     }
-    if (opts.signal?.aborted) aborted(di + 1);
+    if (opts.signal?.aborted) aborted(doc + 1);
   }
-
-  if (count === 0) {
-    fail(ErrorCodes.BAD_INPUT, '[evaluate] no token to predict: every document has fewer than two tokens', { option: 'tokens', value: docs.length });
-  }
-  const result: EvaluateResult = {
-    documents: docs.length,
-    reference: { nll: nllRef / count, ppl: Math.exp(nllRef / count), tokens: count },
-    seconds: 0,
-  };
-  if (withCand) {
-    result.candidate = { nll: nllCand / count, ppl: Math.exp(nllCand / count), tokens: count };
-    result.deltaNll = result.candidate.nll - result.reference.nll;
-    result.klDivergence = kl / count;
-    result.top1Agreement = agree / count;
-    if (capture) result.perLayer = layerAcc.map((s, layer) => ({ layer, ...finishMetrics(s) }));
-  }
-  result.seconds = (now() - t0) / 1000;
-  return result;
+  return evalResult(total, docs.length, opts.candidate !== undefined, (now() - t0) / 1000);
 }
 
 // Same running sums as the quantize metrics kernel: [sum (x-y)^2, max |x-y|, sum x^2, sum y^2, sum xy, n].

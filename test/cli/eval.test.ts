@@ -79,6 +79,13 @@ describe.skipIf(!hasShared)('webquant eval', () => {
     const kl8 = Number(/KL\(original \|\| quantized\) (\S+)/.exec(e.stdout)![1]);
     const j4 = JSON.parse((await cli(['eval', '-m', MODEL, '-q', 'q.gguf', '-t', TOKENS, '--max-docs', '6', '--json'], { cwd: tmp })).stdout);
     expect(kl8).toBeLessThan(j4.klDivergence / 10);
+    // The documents on two worker threads (the built command: workers run dist/): the same figures.
+    const w2 = await cliProcess(['eval', '-m', MODEL, '-q', 'q.gguf', '-t', TOKENS, '--max-docs', '6', '--workers', '2', '--json'], { cwd: tmp });
+    expect(w2.code, w2.stderr).toBe(0);
+    expect({ ...JSON.parse(w2.stdout), seconds: 0 }).toEqual({ ...j4, seconds: 0 });
+    const zero = await cli(['eval', '-m', MODEL, '-q', 'q.gguf', '-t', TOKENS, '--workers', '0'], { cwd: tmp });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toMatch(/--workers must be a positive integer/);
     const missing = await cli(['eval', '--model', MODEL, '--tokens', TOKENS], { cwd: tmp });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe('webquant: [cli] eval: --quantized is required (E_BAD_OPTION)\n');

@@ -79,6 +79,7 @@ export async function cli(argv: string[], opts: { cwd: string; tty?: boolean; en
     cwd: opts.cwd,
     env: opts.env ?? {},
     workerUrl: workerUrl(),
+    forwardWorkerUrl: pathToFileURL(join(ROOT, 'dist/cli/forward-worker.js')),
     signal: opts.signal,
   });
   return { code, stdout, stderr };

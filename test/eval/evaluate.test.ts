@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { evaluate, logSoftmax } from '../../src/eval/evaluate.js';
+import { evalWindows, evaluate, logSoftmax } from '../../src/eval/evaluate.js';
 import { llamaConfig, type LlamaConfig } from '../../src/eval/llama.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { lcg, mapSource, naiveForward, naiveLogSoftmax, randomWeights } from './naive.js';
@@ -153,5 +153,20 @@ describe('evaluate', () => {
     expect(logSoftmax(Float32Array.from([1, 3, 3, -1000]), out)).toBe(1);
     expect(out.reduce((a, v) => a + Math.exp(v), 0)).toBeCloseTo(1, 14);
     expect(out[3]).toBeLessThan(-1000);
+  });
+});
+
+describe('evalWindows', () => {
+  it('cuts each document into windows overlapping by one, so every token after the first is predicted once', () => {
+    const docs = [1, 2, 4, 5, 10].map((n, d) => Uint16Array.from({ length: n }, (_, i) => 100 * d + i));
+    const w = evalWindows(docs, 4);
+    expect(w.map((x) => [x.doc, [...x.win]])).toEqual([
+      [1, [100, 101]],
+      [2, [200, 201, 202, 203]],
+      [3, [300, 301, 302, 303]], [3, [303, 304]],
+      [4, [400, 401, 402, 403]], [4, [403, 404, 405, 406]], [4, [406, 407, 408, 409]],
+    ]);
+    expect(w.reduce((a, x) => a + x.win.length - 1, 0)).toBe(docs.reduce((a, d) => a + Math.max(0, d.length - 1), 0));
+    expect(() => evalWindows(docs, 1)).toThrow(/contextLength must be an integer >= 2/);
   });
 });
