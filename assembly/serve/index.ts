@@ -6,3 +6,4 @@ export * from './gguf';
 export * from './bnb';
 export * from './int';
 export { attn_scores, attn_values } from './attention';
+export { f32_matmul_exact } from './matmul64';

@@ -18,6 +18,7 @@ import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 import { attention } from './attention.js';
 import { loadKernels, type Kernels } from '../kernels/loader.js';
+import { matmulExact } from './matmul.js';
 
 export { llamaConfig, llamaTensorNames, layerPrefix, type LlamaConfig, type GemmaOptions } from './config.js';
 
@@ -191,7 +192,12 @@ async function multiply(src: WeightSource, name: string, rows: number, cols: num
     };
   }
   const w = await getChecked(src, name, rows * cols, `[${rows}, ${cols}]`);
-  return { apply: (x, n, out) => matmulF32(w, rows, cols, x, n, out) };
+  return exactLinear(w, rows, cols, await loadKernels('auto', 'attention'));
+}
+
+/** W as float32 values: matmulF32's bits, computed in wasm (matmul.ts). */
+function exactLinear(w: Float32Array, rows: number, cols: number, k: Kernels): Linear {
+  return { apply: (x, n, out) => matmulExact(k, w, rows, cols, x, n, out) };
 }
 
 export class LlamaModel {
@@ -304,7 +310,7 @@ export class LlamaModel {
     const finalNorm = await norm('model.norm.weight', d.dim);
     let head: Linear;
     if (config.tie_word_embeddings && !hasHook(source)) {
-      head = { apply: (x, n, out) => matmulF32(embed, d.vocab, d.dim, x, n, out) };
+      head = exactLinear(embed, d.vocab, d.dim, await loadKernels('auto', 'attention'));
     } else {
       head = await linear(source, config.tie_word_embeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', d.vocab, d.dim);
     }

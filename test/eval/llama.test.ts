@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deepseekPick, LlamaModel, checkpointWeights, llamaConfig, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
+import { matmulExact } from '../../src/eval/matmul.js';
+import { loadKernels } from '../../src/kernels/loader.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
@@ -122,6 +124,24 @@ describe('Llama forward properties', () => {
         let s = 0;
         for (let i = 0; i < cols; i++) s += w[r * cols + i] * x[t * cols + i];
         expect(y[t * rows + r]).toBe(Math.fround(s));
+      }
+    }
+  });
+
+  it("matmulExact (wasm, both builds) gives matmulF32's bits for every batch size and across row blocks", async () => {
+    const rnd = lcg(4);
+    // 5000 x 64 weights (1.25 MiB) span three 512 KiB blocks of rows; 7 x 9 is one block.
+    for (const [rows, cols] of [[7, 9], [5000, 64]]) {
+      const w = Float32Array.from({ length: rows * cols }, () => rnd() * (1 + 1e-3 * rnd()));
+      for (const build of ['wasm', 'wasm-simd'] as const) {
+        const k = await loadKernels(build, 'matmul-test');
+        for (const n of rows > 100 ? [1, 11] : [1, 2, 3, 8, 9, 13, 17]) {
+          const x = Float32Array.from({ length: n * cols }, () => rnd());
+          const want = new Float32Array(n * rows), got = new Float32Array(n * rows).fill(NaN);
+          matmulF32(w, rows, cols, x, n, want);
+          matmulExact(k, w, rows, cols, x, n, got);
+          expect(new Uint32Array(got.buffer), `${build} ${rows}x${cols} n=${n}`).toEqual(new Uint32Array(want.buffer));
+        }
       }
     }
   });
