@@ -1,7 +1,7 @@
 // npm run bench:imatrix — how long `webquant imatrix` takes per chunk of 512 tokens on a
 // SmolLM-135M-shaped BF16 Llama (hidden 576, 30 layers, 9 heads, 3 KV heads, FFN 1536, vocab
 // 49152; bench/llama-checkpoint.ts's weights: the work does not depend on the values), and the reference forward's
-// attention in its two paths (plain float64 loops, wasm products: same bits) on one layer's shape.
+// attention and float32 matmul in their two paths (plain float64 loops, wasm: same bits) on that shape.
 //
 // Then the command itself on --chunks chunks of 512 tokens with each --workers count (runs
 // interleaved): seconds per chunk and the speedup over one thread (--workers N: one model per thread).
@@ -14,6 +14,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attention, attentionReference, type AttentionArgs } from '../src/eval/attention.js';
 import { loadKernels } from '../src/kernels/loader.js';
+import { matmulF32 } from '../src/eval/llama.js';
+import { matmulExact } from '../src/eval/matmul.js';
 import { arg, median, table } from './util.js';
 import { writeLlamaCheckpoint, writeLlamaConfig, type LlamaShape } from './llama-checkpoint.js';
 
@@ -51,6 +53,22 @@ for (let r = 0; r < 5; r++) {
   fast.push(performance.now() - t);
 }
 
+// The original's float32 matmul on the FFN's shapes, 512 positions: plain loops and wasm (same bits).
+const mm = [[F, H], [H, F]].map(([rows, cols]) => {
+  const w = rnd(rows * cols), x = rnd(n * cols), y = new Float32Array(n * rows);
+  const js: number[] = [], wasm: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    let t = performance.now();
+    matmulF32(w, rows, cols, x, n, y);
+    js.push(performance.now() - t);
+    t = performance.now();
+    matmulExact(kern, w, rows, cols, x, n, y);
+    wasm.push(performance.now() - t);
+  }
+  const gmac = (ms: number) => ((rows * cols * n) / ms / 1e6).toFixed(2);
+  return [`${rows} x ${cols}`, gmac(median(js)), gmac(median(wasm)), (median(js) / median(wasm)).toFixed(2)];
+});
+
 const secs = new Map<number, number[]>(workerCounts.map((w) => [w, []]));
 for (let r = 0; r < reps; r++) {
   for (const w of workerCounts) {
@@ -62,6 +80,8 @@ for (let r = 0; r < reps; r++) {
 
 console.log(`\nattention of one layer (${n} positions, 9 heads, 3 KV heads, head dim 64), ms, median of 5:`);
 console.log(table(['plain float64 loops', `wasm products (${kern.build})`, 'ratio'], [[median(ref).toFixed(1), median(fast).toFixed(1), (median(ref) / median(fast)).toFixed(2)]]));
+console.log(`\nfloat32 matmul, ${n} positions, GMAC/s, median of 3:`);
+console.log(table(['weight', 'plain float64 loops (matmulF32)', `wasm (${kern.build}, same bits)`, 'ratio'], mm));
 const one = median(secs.get(workerCounts[0])!);
 const files = workerCounts.map((w) => readFileSync(join(dir, `imatrix-${w}.gguf`)));
 const same = files.every((f) => f.equals(files[0]));
