@@ -4,7 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCodes, fail } from '../errors.js';
 import { emptyStats, evalDocuments, evalResult, evalWindows, evaluate, mergeWindow, type EvaluateResult, type WindowStats } from '../eval/evaluate.js';
-import { runOnWorkers } from './forward-workers.js';
+import { checkWorkerMemory, runOnWorkers } from './forward-workers.js';
+import { numel } from '../io/checkpoint.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
@@ -96,6 +97,9 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
     let result: EvaluateResult;
     const windows = evalWindows(docs, contextLength);
     if (workers > 1 && windows.length > 1) {
+      // Each worker holds the original as float32 and the quantized weights (at most the original's stored bytes, as a rule).
+      const tensors = ref.checkpoint.tensors;
+      checkWorkerMemory('eval', Math.min(workers, windows.length), tensors.reduce((a, t) => a + 4 * numel(t.shape) + t.byteLength, 0));
       const t0 = Date.now();
       const total = emptyStats();
       await runOnWorkers({

@@ -4,9 +4,10 @@
 // handed to `merge` in span order as they become contiguous, so sums added there in that order
 // have the bits of the one-thread run, whatever finished first.
 import { Worker } from 'node:worker_threads';
+import { totalmem } from 'node:os';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { Comlink } from '../pipeline/transfer.js';
-import { ErrorCodes, WebquantError } from '../errors.js';
+import { ErrorCodes, WebquantError, fail } from '../errors.js';
 import type { ForwardInit, ForwardResult, ForwardWorkerApi } from './forward-worker.js';
 
 export interface ForwardWorkersOptions {
@@ -18,6 +19,20 @@ export interface ForwardWorkersOptions {
   signal?: AbortSignal;
   /** The worker entry (forward-worker.js beside this file by default). */
   workerUrl?: URL;
+}
+
+/**
+ * Refuses a --workers count whose model copies (about `perWorker` bytes each) would not fit in
+ * this machine's memory, before any is loaded: the OS would otherwise kill the process midway.
+ */
+export function checkWorkerMemory(command: string, workers: number, perWorker: number, memory = totalmem()): void {
+  const need = workers * perWorker;
+  if (workers > 1 && need > 0.8 * memory) {
+    const gb = (b: number) => `${(b / 1e9).toFixed(1)} GB`;
+    fail(ErrorCodes.BAD_OPTION, `[cli] ${command}: --workers ${workers} would hold ${workers} copies of the model, about ${gb(need)} (${gb(perWorker)} each), but this machine has ${gb(memory)}; use fewer workers`, {
+      option: 'workers', value: workers, expected: `<= ${Math.max(1, Math.floor((0.8 * memory) / perWorker))}`,
+    });
+  }
 }
 
 export async function runOnWorkers(o: ForwardWorkersOptions): Promise<void> {

@@ -12,7 +12,7 @@ import type { OptionSpecs } from './args.js';
 import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
-import { runOnWorkers } from './forward-workers.js';
+import { checkWorkerMemory, runOnWorkers } from './forward-workers.js';
 import type { WireEntry } from './forward-worker.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
@@ -61,6 +61,8 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
     const { ctx, chunks } = imatrixChunks({ tokens, contextLength, maxChunks });
     let result: ImatrixResult;
     if (workers > 1 && chunks > 1) {
+      // Each worker serves the weights as stored.
+      checkWorkerMemory('imatrix', Math.min(workers, chunks), ref.checkpoint.tensors.reduce((a, t) => a + t.byteLength, 0));
       const entries = new Map<string, ImatrixEntry>();
       await runOnWorkers({
         workers, signal: io.signal, workerUrl: io.forwardWorkerUrl,

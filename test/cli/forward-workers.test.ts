@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { runOnWorkers } from '../../src/cli/forward-workers.js';
+import { checkWorkerMemory, runOnWorkers } from '../../src/cli/forward-workers.js';
 import type { ForwardInit, WireEntry } from '../../src/cli/forward-worker.js';
 import { computeImatrix, mergeImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
 import { emptyStats, evalDocuments, evalResult, evalWindows, evaluate, mergeWindow, type WindowStats } from '../../src/eval/evaluate.js';
@@ -112,4 +112,16 @@ describe.skipIf(!hasShared)('runOnWorkers', () => {
     expect(merged).toBeLessThan(40);
     expect(Date.now() - t).toBeLessThan(30_000);
   }, 60_000);
+});
+
+describe('checkWorkerMemory', () => {
+  it('refuses more model copies than the memory holds, naming the count that fits', () => {
+    const err = (() => { try { checkWorkerMemory('eval', 4, 3e9, 8e9); } catch (e) { return e as WebquantError; } })();
+    expect(err?.code).toBe(ErrorCodes.BAD_OPTION);
+    expect(err?.message).toBe('[cli] eval: --workers 4 would hold 4 copies of the model, about 12.0 GB (3.0 GB each), but this machine has 8.0 GB; use fewer workers');
+    expect(err?.details).toMatchObject({ option: 'workers', value: 4, expected: '<= 2' });
+    expect(() => checkWorkerMemory('eval', 2, 3e9, 8e9)).not.toThrow();
+    // One worker runs in the command's own thread, whatever the model's size.
+    expect(() => checkWorkerMemory('imatrix', 1, 30e9, 8e9)).not.toThrow();
+  });
 });
