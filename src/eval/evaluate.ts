@@ -1,7 +1,7 @@
 // What quantization cost: next-token NLL of a reference model and, given a candidate (for example
 // the quantized weights), the NLL difference, KL(P_ref || P_cand), top-1 agreement and the error
 // of the residual stream after every layer. Both models run in lockstep, one window at a time;
-// sums are kept per document and added up in document order.
+// sums are kept per window and added up in window order.
 import { ErrorCodes, fail } from '../errors.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from '../metrics.js';
 import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';

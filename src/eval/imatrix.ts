@@ -70,7 +70,7 @@ export interface ImatrixCollector {
 /**
  * The forward with its observer, one chunk at a time. Each chunk's sums start from zero and are
  * added to the totals in chunk order by mergeImatrixChunk, so the result is the same bits however
- * the chunks are spread over threads (see src/cli/imatrix-workers.ts).
+ * the chunks are spread over threads (see src/cli/forward-workers.ts).
  */
 export async function imatrixCollector(opts: Pick<ImatrixOptions, 'config' | 'weights' | 'bos' | 'processOutput'>): Promise<ImatrixCollector> {
   const { config } = opts;
