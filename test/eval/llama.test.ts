@@ -130,7 +130,7 @@ describe('Llama forward properties', () => {
 
   it("matmulExact (wasm, both builds) gives matmulF32's bits for every batch size and across row blocks", async () => {
     const rnd = lcg(4);
-    // 5000 x 64 weights (1.25 MiB) span three 512 KiB blocks of rows; 7 x 9 is one block.
+    // 5000 x 64 weights (2.5 MiB as float64) span five 512 KiB blocks of rows; 7 x 9 is one block.
     for (const [rows, cols] of [[7, 9], [5000, 64]]) {
       const w = Float32Array.from({ length: rows * cols }, () => rnd() * (1 + 1e-3 * rnd()));
       for (const build of ['wasm', 'wasm-simd'] as const) {
