@@ -9,7 +9,7 @@ import { q3Scale } from '../gguf/q3_k';
 import { k4Min, k4Scale } from '../gguf/q4_k';
 import { q6Code, q6Quarter } from '../gguf/q6_k';
 import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, xSums16 } from './common';
-import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, ggufRowsSimd, hi5 } from './gguf-simd';
+import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, decode32F, ggufRowsSimd, hi5, rowDot32F } from './gguf-simd';
 import { transposeX16 } from './simd';
 import { ggufRowsQ8 } from './gguf-q8';
 
@@ -277,6 +277,62 @@ import { ggufRowsQ8 } from './gguf-q8';
     }
     store<f32>(y + (<usize>r << 2), rowEnd());
   }
+}
+
+// Several positions at once for the 32-value formats without a minimum term:
+//   <fmt>_matmul(w, nrows, rowLen, x, y, args, batch, yStride): y[b*yStride + r] = row r . x[b],
+// each result matvec's bits. SIMD with f32 activations: the positions are transposed once, then
+// the rows go a block at a time: each row's codes are converted to f32 once (decode32F) and dotted
+// with every position in ggufRowsSimd's order (rowDot32F), the block's converted codes staying in
+// L2 while the positions pass, instead of every position decoding every row again. The scalar
+// build and int8 activations run matvec per position.
+// Scratch (args): [positions transposed: batch * rowLen f32][a block of rows' converted codes,
+// 128 bytes a block][their scales, one f32 a block]; the host sizes it (src/serve, MATMUL_SCRATCH).
+const ROWS_F_BYTES = 256 << 10;
+function matmul32(kind: i32, bytes: i32, w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  if (!ASC_FEATURE_SIMD || (argI32(args, A_FLAGS) & SERVE_Q8_ACT) != 0) {
+    for (let b = 0; b < batch; b++) {
+      matvec(kind, 32, bytes, false, w, nrows, rowLen, x + ((<usize>b * <usize>rowLen) << 2), y + ((<usize>b * <usize>yStride) << 2), args);
+    }
+    return;
+  }
+  const nb = rowLen >> 5;
+  const xt = (argU32(args, A_SCRATCH) + 15) & ~(<usize>15);
+  const xBytes = <usize>rowLen << 2;
+  for (let b = 0; b < batch; b++) transposeX16(x + <usize>b * xBytes, rowLen, xt + <usize>b * xBytes);
+  const cf = xt + <usize>batch * xBytes;
+  const rowF = <usize>nb << 7;
+  const per = max(1, <i32>(<usize>ROWS_F_BYTES / rowF));
+  const ds = cf + <usize>per * rowF;
+  for (let r0 = 0; r0 < nrows; r0 += per) {
+    const n = min(per, nrows - r0);
+    for (let r = 0; r < n; r++) {
+      const row = w + <usize>(r0 + r) * <usize>nb * <usize>bytes;
+      for (let k = 0; k < nb; k++) {
+        const i = <usize>r * <usize>nb + <usize>k;
+        store<f32>(ds + (i << 2), decode32F(kind, row + <usize>k * <usize>bytes, cf + (i << 7)));
+      }
+    }
+    for (let b = 0; b < batch; b++) {
+      const xb = xt + <usize>b * xBytes;
+      const yb = y + ((<usize>b * <usize>yStride + <usize>r0) << 2);
+      for (let r = 0; r < n; r++) {
+        store<f32>(yb + (<usize>r << 2), rowDot32F(cf + <usize>r * rowF, ds + ((<usize>r * <usize>nb) << 2), nb, xb));
+      }
+    }
+  }
+}
+export function q8_0_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(Q8_0, 34, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+export function q4_0_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(Q4_0, 18, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+export function q5_0_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(Q5_0, 22, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+export function iq4_nl_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(IQ4_NL, 18, w, nrows, rowLen, x, y, args, batch, yStride);
 }
 
 export function q8_0_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {

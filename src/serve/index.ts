@@ -323,6 +323,15 @@ function rowSectionBytes(e: Entry): number[] {
 }
 
 /**
+ * Scratch of a batched kernel beyond matvec's: the positions transposed (the 32-value GGUF
+ * formats, assembly/serve/gguf.ts matmul32), a 256 KiB block of rows' codes as f32 (or one row's,
+ * 4 bytes a value, if larger) and their block scales.
+ */
+function matmulScratch(batch: number, rowLen: number): number {
+  return 16 + batch * rowLen * 4 + Math.max(256 << 10, 4 * rowLen) + Math.max(8 << 10, rowLen / 8);
+}
+
+/**
  * The chunked driver behind matvec / matmul / dequantize. Row sections are copied into the private
  * wasm instance `rows` at a time; `mode` 'dequantize' writes f32 rows into `out` ([rows, rowLen]),
  * 'matvec' computes out[b*nrows + r] = row r . X[b].
@@ -351,9 +360,11 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   if (needDeq) rows = Math.max(1, Math.min(rows, Math.floor(chunkBytes / (rowLen * 4))));
   const auxBytes = tensorSecs.reduce((a, s) => a + s.byteLength, 0);
 
+  // Several positions in one call where the format has a batched kernel (the same bits as matvec).
+  const batched = mode === 'matvec' && batch > 1 && k.has(`${kernel}_matmul`);
   let at = 0;
   const pArgs = at; at += ARGS_BYTES;
-  const pScratch = at; at = align(at + 16 * rowLen + 65536);
+  const pScratch = at; at = align(at + 16 * rowLen + 65536 + (batched ? matmulScratch(batch, rowLen) : 0));
   const pX = at; at = align(at + (mode === 'matvec' ? batch * rowLen * 4 : 0));
   const pY = at; at = align(at + (mode === 'matvec' ? batch * rows * 4 : 0));
   const pAux = at; at = align(at + auxBytes + 64);
@@ -371,8 +382,7 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   if (mode === 'matvec') k.f32(A(pX), batch * rowLen).set(X!.subarray(0, batch * rowLen));
 
   const mv = fused ? k.fn(`${kernel}_matvec`) : undefined;
-  // Several positions in one call where the format has a batched kernel (the same bits as matvec).
-  const mm = mode === 'matvec' && batch > 1 && k.has(`${kernel}_matmul`) ? k.fn(`${kernel}_matmul`) : undefined;
+  const mm = batched ? k.fn(`${kernel}_matmul`) : undefined;
   const dq = needDeq && k.has(`${kernel}_dequantize`) ? k.fn(`${kernel}_dequantize`) : undefined;
   const dot = k.fn('serve_dot_rows');
   for (let r0 = 0; r0 < nrows; r0 += rows) {

@@ -91,16 +91,20 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     });
   }
 
-  it('f16 and bf16 matmul (one batched kernel call per chunk of rows) give each position the bits of matvec, both builds', async () => {
-    for (const format of ['f16', 'bf16']) {
-      for (const len of [16, 24, 100, 256, 264, 4104]) {
-        const rows = 11, batch = 9; // two groups of four positions, then one alone
+  it('f16, bf16 and the 32-value GGUF formats: matmul (one batched kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
+    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q5_0', 'iq4_nl']) {
+      const half = format === 'f16' || format === 'bf16';
+      for (const len of half ? [16, 24, 100, 256, 264, 4104] : [32, 96, 256, 4128]) {
+        // f16/bf16: two groups of four positions, then one alone. GGUF rows of 4128 values: 37 rows
+        // make three blocks of converted rows inside one call (15 fit its 256 KiB), and 129 blocks a
+        // row leave the last one unpaired.
+        const rows = half ? 11 : 37, batch = 9;
         const qt = await quantize(rand(rows * len, 3 + len, 0.05), { format, rowLength: len, backend: 'wasm' });
         const X = rand(batch * len, 7 + len, 1);
         for (const backend of ['wasm-simd', 'wasm'] as const) {
           // A chunk of a few rows: several kernel calls, the last one short; rows of 4104 (a
-          // long row with a tail) all in one call.
-          const t = await servedFromQuantized(qt, { backend, chunkBytes: len === 4104 ? undefined : 4 * len * 2 });
+          // long row with a tail) and 4128 all in one call.
+          const t = await servedFromQuantized(qt, { backend, chunkBytes: len === 4104 || len === 4128 ? undefined : 4 * len * 2 });
           const Y = t.matmul(X, batch);
           for (let b = 0; b < batch; b++) {
             const y = t.matvec(X.subarray(b * len, (b + 1) * len));
