@@ -25,6 +25,13 @@ export function finishMetrics(s: Float64Array): ErrorMetrics {
   };
 }
 
+/** Adds the sums of `from` to `into` (two parts of one comparison), as one accumulator would hold them. */
+export function mergeMetrics(into: Float64Array, from: Float64Array): void {
+  into[0] += from[0];
+  into[1] = Math.max(into[1], from[1]);
+  for (let i = 2; i < 6; i++) into[i] += from[i];
+}
+
 /** Metrics of two float arrays computed on the host (for callers that already hold both). */
 export function errorMetrics(original: ArrayLike<number>, approx: ArrayLike<number>): ErrorMetrics {
   const s = newMetricsAccumulator();

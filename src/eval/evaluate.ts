@@ -3,7 +3,7 @@
 // of the residual stream after every layer. Both models run in lockstep, one window at a time;
 // sums are kept per window and added up in window order.
 import { ErrorCodes, fail } from '../errors.js';
-import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from '../metrics.js';
+import { finishMetrics, mergeMetrics, newMetricsAccumulator, type ErrorMetrics } from '../metrics.js';
 import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
 import { BOS, splitDocuments } from './tokens.js';
 
@@ -155,12 +155,7 @@ export function mergeWindow(total: WindowStats, d: WindowStats): void {
   total.kl += d.kl;
   total.agree += d.agree;
   total.count += d.count;
-  d.layers.forEach((s, l) => {
-    const t = (total.layers[l] ??= newMetricsAccumulator());
-    t[0] += s[0];
-    t[1] = Math.max(t[1], s[1]);
-    for (let i = 2; i < 6; i++) t[i] += s[i];
-  });
+  d.layers.forEach((s, l) => mergeMetrics((total.layers[l] ??= newMetricsAccumulator()), s));
 }
 
 export const emptyStats = (): WindowStats => ({ nllRef: 0, nllCand: 0, kl: 0, agree: 0, count: 0, layers: [] });
