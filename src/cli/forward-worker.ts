@@ -4,7 +4,7 @@
 import { parentPort } from 'node:worker_threads';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { Comlink } from '../pipeline/transfer.js';
-import { imatrixCollector } from '../eval/imatrix.js';
+import { imatrixCollector, type ImatrixChunk } from '../eval/imatrix.js';
 import { evalCollector, type WindowStats } from '../eval/evaluate.js';
 import { checkpointWeights } from '../eval/llama.js';
 import { quantizedWeights } from '../eval/quantized.js';
@@ -15,10 +15,8 @@ export type ForwardInit = { cwd: string; env?: Record<string, string | undefined
   | { kind: 'imatrix'; processOutput: boolean }
   | { kind: 'eval'; quantized: string; contextLength?: number });
 
-/** An imatrix chunk's entries: name, columns, per-matrix sums (transferred) and counts. */
-export type WireEntry = [string, number, Float64Array[], number[]];
-
-export type ForwardResult = WireEntry[] | WindowStats;
+/** A span's own sums; their Float64Arrays are transferred, not copied. */
+export type ForwardResult = ImatrixChunk | WindowStats;
 
 export interface ForwardWorkerApi {
   open(init: ForwardInit): Promise<void>;
@@ -38,7 +36,7 @@ const api: ForwardWorkerApi = {
     const { input: ref, config } = await openOriginal(init.model, io, init.kind, opened);
     if (init.kind === 'imatrix') {
       const c = await imatrixCollector({ config, weights: await quantizedWeights(ref.checkpoint, config, { original: ref.file }), processOutput: init.processOutput });
-      run = (tokens) => [...c.chunk(tokens)].map(([name, e]): WireEntry => [name, e.cols, e.sums, e.counts]);
+      run = (tokens) => c.chunk(tokens);
     } else {
       const cand = await evalCandidate(init.quantized, config, io, ref.file);
       opened.push(cand);
@@ -49,7 +47,7 @@ const api: ForwardWorkerApi = {
   async run(tokens) {
     if (!run) throw new Error('[cli] run() before open()');
     const r = run(tokens);
-    const sums = Array.isArray(r) ? r.flatMap((e) => e[2]) : r.layers;
+    const sums = r instanceof Map ? [...r.values()].flatMap((e) => e.sums) : r.layers;
     return Comlink.transfer(r, sums.map((s) => s.buffer as ArrayBuffer));
   },
   async close() {

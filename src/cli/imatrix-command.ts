@@ -4,7 +4,7 @@
 // and llama-quantize. The file appears whole or not at all.
 import { basename } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { computeImatrix, imatrixChunks, imatrixGguf, mergeImatrixChunk, type ImatrixEntry, type ImatrixResult } from '../eval/imatrix.js';
+import { computeImatrix, imatrixChunks, imatrixGguf, mergeImatrixChunk, type ImatrixChunk, type ImatrixEntry, type ImatrixResult } from '../eval/imatrix.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { writeGguf } from '../io/gguf-writer.js';
 import { fileSink } from '../pipeline/sink-node.js';
@@ -13,7 +13,6 @@ import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
 import { checkWorkerMemory, runOnWorkers } from './forward-workers.js';
-import type { WireEntry } from './forward-worker.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
   model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the model (Hugging Face safetensors with config.json beside it)' },
@@ -69,7 +68,7 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
         init: { kind: 'imatrix', model: String(o.model), cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined, processOutput },
         spans: Array.from({ length: chunks }, (_, i) => tokens.subarray(i * ctx, (i + 1) * ctx)),
         merge(i, r) {
-          mergeImatrixChunk(entries, new Map((r as WireEntry[]).map(([name, cols, sums, counts]): [string, ImatrixEntry] => [name, { cols, sums, counts }])));
+          mergeImatrixChunk(entries, r as ImatrixChunk);
           onProgress({ chunks: i + 1, totalChunks: chunks });
         },
       });

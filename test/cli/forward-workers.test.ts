@@ -7,8 +7,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { checkWorkerMemory, runOnWorkers } from '../../src/cli/forward-workers.js';
-import type { ForwardInit, WireEntry } from '../../src/cli/forward-worker.js';
-import { computeImatrix, mergeImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
+import type { ForwardInit } from '../../src/cli/forward-worker.js';
+import { computeImatrix, mergeImatrixChunk, type ImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
 import { emptyStats, evalDocuments, evalResult, evalWindows, evaluate, mergeWindow, type WindowStats } from '../../src/eval/evaluate.js';
 import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
@@ -48,7 +48,7 @@ describe.skipIf(!hasShared)('runOnWorkers', () => {
       spans: Array.from({ length: chunks }, (_, i) => toks.subarray(i * ctx, (i + 1) * ctx)),
       merge(i, r) {
         order.push(i);
-        mergeImatrixChunk(entries, new Map((r as WireEntry[]).map(([name, cols, sums, counts]): [string, ImatrixEntry] => [name, { cols, sums, counts }])));
+        mergeImatrixChunk(entries, r as ImatrixChunk);
       },
     });
     expect(order).toEqual([0, 1, 2, 3, 4, 5, 6]);
