@@ -93,10 +93,11 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
     if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
     const reference = { config, weights: checkpointWeights(ref.checkpoint, config) };
     const maxDocs = o['max-docs'] as number | undefined, contextLength = o.context as number | undefined;
-    const docs = evalDocuments({ reference, tokens, maxDocs, contextLength });
-    let result: EvaluateResult;
+    // The windows are the workers' units; one thread leaves the splitting to evaluate().
+    const docs = workers > 1 ? evalDocuments({ reference, tokens, maxDocs, contextLength }) : [];
     const windows = evalWindows(docs, contextLength);
-    if (workers > 1 && windows.length > 1) {
+    let result: EvaluateResult;
+    if (windows.length > 1) {
       // Each worker holds the original as float32 and the quantized weights (at most the original's stored bytes, as a rule).
       const tensors = ref.checkpoint.tensors;
       checkWorkerMemory('eval', Math.min(workers, windows.length), tensors.reduce((a, t) => a + 4 * numel(t.shape) + t.byteLength, 0));
