@@ -37,6 +37,13 @@ const ABS: u32 = 0x7fffffffu;
 
 fn item(gid: vec3<u32>) -> u32 { return gid.x + gid.y * P.nx; }
 
+// Bits of the largest |x| among src[x0 .. x0 + n) (non-negative floats order as their bits).
+fn amax_bits(x0: u32, n: u32) -> u32 {
+  var m = 0u;
+  for (var i = 0u; i < n; i = i + 1u) { m = max(m, src[x0 + i] & ABS); }
+  return m;
+}
+
 fn ld8(i: u32) -> u32 { return (src[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }
 fn ld16(i: u32) -> u32 { return ld8(i) | (ld8(i + 1u) << 8u); }
 fn ld32(i: u32) -> u32 { return ld8(i) | (ld8(i + 1u) << 8u) | (ld8(i + 2u) << 16u) | (ld8(i + 3u) << 24u); }

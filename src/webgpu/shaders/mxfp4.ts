@@ -43,8 +43,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let b = item(gid);
   if (b >= P.n) { return; }
   let x0 = b * 32u;
-  var amax = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) { amax = max(amax, src[x0 + i] & ABS); }
+  let amax = amax_bits(x0, 32u);
   let e = max(i32((amax >> 23u) & 0xffu) - 129, -127);
   let y = b * 17u;
   st8(y, u32(e + 127));

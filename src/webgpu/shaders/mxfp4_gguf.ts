@@ -98,8 +98,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let b = item(gid);
   if (b >= P.n) { return; }
   let x0 = b * 32u;
-  var amax = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) { amax = max(amax, src[x0 + i] & ABS); }
+  let amax = amax_bits(x0, 32u);
   var k = -125;
   if (amax != 0u) { k = floor_log2f(amax); }
   let e = u32(k + 125) & 0xffu;

@@ -90,8 +90,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let y = b * 36u;
   for (var s = 0u; s < 4u; s = s + 1u) {
     let x0 = b * 64u + s * 16u;
-    var amax = 0u;
-    for (var i = 0u; i < 16u; i = i + 1u) { amax = max(amax, src[x0 + i] & ABS); }
+    let amax = amax_bits(x0, 16u);
     let ue = to_ue4m3(f_div(amax, 0x40c00000u)); // amax / 6
     st8(y + s, ue);
     let d = ue4m3_half(ue);

@@ -19,8 +19,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let b = item(gid);
   if (b >= P.n) { return; }
   let x0 = b * 32u;
-  var amax = 0u;
-  for (var i = 0u; i < 32u; i = i + 1u) { amax = max(amax, src[x0 + i] & ABS); }
+  let amax = amax_bits(x0, 32u);
   let d = f_div(amax, 0x42fe0000u); // 127
   var id = 0u;
   if (!f_is_zero(d)) { id = f_div(F_ONE, d); }
