@@ -3,14 +3,17 @@
 // (<fmt>_matmul: every row decoded once for all positions, each result matvec's bits) against the
 // same call made without them (<fmt>_matvec once per position for each chunk of rows, as before
 // those kernels), alternating, medians. GMAC/s = rows * rowLength * positions / s.
-// Options: --formats a,b --shapes 1536x576,576x1536,4096x4096 --positions 512 --reps 5
+// Options: --formats a,b --shapes 1536x576,576x1536,4096x4096 (the 256-value formats: --kshapes
+// 1536x768,768x1536,4096x4096) --positions 512 --reps 5
 import { quantize } from '../src/quantize.js';
 import { servedFromQuantized } from '../src/serve/index.js';
 import { serveKernels } from '../src/serve/kernels.js';
 import { arg, median, table } from './util.js';
 
-const formats = arg('formats', 'q8_0,q4_0,q5_0,iq4_nl,bf16').split(',');
-const shapes = arg('shapes', '1536x576,576x1536,4096x4096').split(',').map((s) => s.split('x').map(Number));
+const formats = arg('formats', 'q8_0,q4_0,q5_0,iq4_nl,q4_k,q5_k,q6_k,q2_k,q3_k,iq4_xs,bf16').split(',');
+const parse = (list: string) => list.split(',').map((s) => s.split('x').map(Number));
+const shapes = parse(arg('shapes', '1536x576,576x1536,4096x4096'));
+const kshapes = parse(arg('kshapes', '1536x768,768x1536,4096x4096'));
 const n = Number(arg('positions', '512'));
 const reps = Number(arg('reps', '5'));
 
@@ -22,7 +25,7 @@ k.has = (name: string) => (without && name.endsWith('_matmul') ? false : has(nam
 
 const rows: string[][] = [];
 for (const format of formats) {
-  for (const [r, c] of shapes) {
+  for (const [r, c] of /_k$|iq4_xs/.test(format) ? kshapes : shapes) {
     const qt = await quantize(Float32Array.from({ length: r * c }, (_, i) => Math.sin(i * 0.37)), { format, rowLength: c });
     const t = await servedFromQuantized(qt, {});
     const X = Float32Array.from({ length: n * c }, (_, i) => Math.cos(i * 0.11));

@@ -54,14 +54,17 @@ export const LUT = memory.data(1024, 16);
 // builds, so the min terms are identical across builds).
 export function xSums16(x: usize, rowLen: i32, args: usize): usize {
   const xs = argU32(args, A_SCRATCH);
+  sums16(x, rowLen, xs);
+  return xs;
+}
+export function sums16(x: usize, rowLen: i32, dst: usize): void {
   const n = rowLen >> 4;
   for (let k = 0; k < n; k++) {
     const p = x + (<usize>k << 6);
     let s: f32 = 0;
     for (let i = 0; i < 16; i++) s += load<f32>(p + (<usize>i << 2));
-    store<f32>(xs + (<usize>k << 2), s);
+    store<f32>(dst + (<usize>k << 2), s);
   }
-  return xs;
 }
 
 // Q8 activations in the host scratch: [x^ sums per 16: rowLen/16 f32][dx per 16: rowLen/16 f32][xq: rowLen i16].

@@ -7,7 +7,7 @@
 // Signed codes stored with an offset (q - 8, q - 16, q - 32) are the two's complement of q with the
 // top bit flipped, so one xor per 16 bytes makes them sign-extendable by the shifts.
 import { hsum } from './common';
-import { barrier, byteS, byteU, dot4x4, dotS4, dotS8, dotU4, halfToF32, nibS } from './simd';
+import { byteU, dot4x4, dotS4, dotS8, dotU4, halfToF32 } from './simd';
 import { KVALUES, highBits32 } from '../gguf/iq4_common';
 
 export const Q8_0: i32 = 0, Q4_0: i32 = 1, Q4_1: i32 = 2, Q5_0: i32 = 3, Q5_1: i32 = 4, IQ4_NL: i32 = 5;
@@ -23,7 +23,7 @@ export const KV: usize = KVALUES;
 
 // Signed 5- / 6-bit codes held in the low bits of each byte (higher bits ignored), 16 of them
 // dotted with 16 transposed floats.
-@inline function sext(v: v128, k: i32, bits: i32): v128 {
+@inline export function sext(v: v128, k: i32, bits: i32): v128 {
   return i32x4.shr_s(i32x4.shl(v, 32 - bits - 8 * k), 32 - bits);
 }
 @inline function dotSBits(v: v128, bits: i32, xt: usize): v128 {
@@ -86,84 +86,6 @@ const LOW_BYTE = memory.data<u32>([0xff, 0xff, 0xff, 0xff]);
   return f32x4.mul(s, f32x4.splat(d));
 }
 
-// ---- several positions: a row's codes converted once (the batched kernels in gguf.ts) ----------
-
-// Writes the block's codes as f32 lanes in dot4x4's order (first 16 values: k = 0..3 at dst,
-// next 16 at dst + 64) and returns d: the same values block32 converts, so a dot of them with
-// dotF is block32's arithmetic. Formats without a minimum term only (Q8_0, Q4_0, Q5_0, IQ4_NL).
-@inline function put4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
-  v128.store(dst, f32x4.convert_i32x4_s(a));
-  v128.store(dst, f32x4.convert_i32x4_s(b), 16);
-  v128.store(dst, f32x4.convert_i32x4_s(c), 32);
-  v128.store(dst, f32x4.convert_i32x4_s(d), 48);
-}
-@inline function putS8(dst: usize, v: v128): void {
-  put4(dst, byteS(v, 0), byteS(v, 1), byteS(v, 2), byteS(v, 3));
-}
-export function decode32F(kind: i32, blk: usize, dst: usize): f32 {
-  switch (kind) {
-    case Q8_0: {
-      putS8(dst, v128.load(blk, 2));
-      putS8(dst + 64, v128.load(blk, 18));
-      break;
-    }
-    case Q4_0: {
-      const b = v128.xor(v128.load(blk, 2), i8x16.splat(-120));
-      put4(dst, nibS(b, 0), nibS(b, 2), nibS(b, 4), nibS(b, 6));
-      put4(dst + 64, nibS(b, 1), nibS(b, 3), nibS(b, 5), nibS(b, 7));
-      break;
-    }
-    case Q5_0: {
-      const b = v128.load(blk + 6);
-      const qh = load<u32>(blk + 2);
-      const m = i8x16.splat(15);
-      const f = i8x16.splat(16);
-      const lo = v128.xor(v128.or(v128.and(b, m), hi5(qh, 0)), f);
-      const hi = v128.xor(v128.or(v128.and(i16x8.shr_u(b, 4), m), hi5(qh, 1)), f);
-      put4(dst, sext(lo, 0, 5), sext(lo, 1, 5), sext(lo, 2, 5), sext(lo, 3, 5));
-      put4(dst + 64, sext(hi, 0, 5), sext(hi, 1, 5), sext(hi, 2, 5), sext(hi, 3, 5));
-      break;
-    }
-    default: {
-      const b = v128.load(blk, 2);
-      const kv = v128.load(KV);
-      const m = i8x16.splat(15);
-      putS8(dst, i8x16.swizzle(kv, v128.and(b, m)));
-      putS8(dst + 64, i8x16.swizzle(kv, v128.and(i16x8.shr_u(b, 4), m)));
-    }
-  }
-  return halfToF32(<u32>load<u16>(blk));
-}
-
-// dot4x4 of 16 converted codes at c with the 16 transposed floats at xt: the same operations.
-@inline function dotF(c: usize, xt: usize): v128 {
-  const p = f32x4.mul(v128.load(c), v128.load(xt));
-  const q = f32x4.mul(v128.load(c, 16), v128.load(xt, 16));
-  const r = f32x4.mul(v128.load(c, 32), v128.load(xt, 32));
-  const s = f32x4.mul(v128.load(c, 48), v128.load(xt, 48));
-  return barrier(f32x4.add(f32x4.add(p, q), f32x4.add(r, s)));
-}
-
-// One row's dot with one position as ggufRowsSimd computes it for a 32-value format without a
-// minimum: blocks in pairs into two accumulators, the odd one last into the first. c: the row's
-// converted codes (128 bytes a block), ds: its block scales, xt: the position transposed.
-export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
-  let a0 = f32x4.splat(0);
-  let a1 = f32x4.splat(0);
-  let b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const o = <usize>b << 7;
-    a0 = f32x4.add(a0, f32x4.mul(f32x4.add(dotF(c + o, xt + o), dotF(c + o + 64, xt + o + 64)), f32x4.splat(load<f32>(ds + (<usize>b << 2)))));
-    a1 = f32x4.add(a1, f32x4.mul(f32x4.add(dotF(c + o + 128, xt + o + 128), dotF(c + o + 192, xt + o + 192)), f32x4.splat(load<f32>(ds + (<usize>b << 2), 4))));
-  }
-  if (b < nb) {
-    const o = <usize>b << 7;
-    a0 = f32x4.add(a0, f32x4.mul(f32x4.add(dotF(c + o, xt + o), dotF(c + o + 64, xt + o + 64)), f32x4.splat(load<f32>(ds + (<usize>b << 2)))));
-  }
-  const mn: f32 = 0;
-  return hsum(f32x4.add(a0, a1)) + mn;
-}
-
 // m * (sum of x over the block) for Q4_1 / Q5_1 (value = d q + m); xs = this block's two x sums per 16.
 @inline function min32(blk: usize, xs: usize): f32 {
   return halfToF32(<u32>load<u16>(blk, 2)) * (load<f32>(xs) + load<f32>(xs, 4));
@@ -177,7 +99,7 @@ export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
 
 // Q4_K / Q5_K: the 8 6-bit scales and mins packed in 12 bytes (llama.cpp get_scale_min_k4), as
 // two u32 of scale bytes (sub-blocks 0-3, 4-7) and two of min bytes.
-@inline function k4Words(sc: usize): v128 {
+@inline export function k4Words(sc: usize): v128 {
   const a = load<u32>(sc);
   const b = load<u32>(sc, 4);
   const c = load<u32>(sc, 8);
@@ -187,11 +109,11 @@ export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
 }
 
 // Bytes 4k..4k+3 of v (k a constant) zero-extended to f32 lanes, in order.
-@inline function bytesF32(v: v128, k: i32): v128 {
+@inline export function bytesF32(v: v128, k: i32): v128 {
   const h = k < 2 ? i16x8.extend_low_i8x16_u(v) : i16x8.extend_high_i8x16_u(v);
   return f32x4.convert_i32x4_s(k & 1 ? i32x4.extend_high_i16x8_u(h) : i32x4.extend_low_i16x8_u(h));
 }
-@inline function sbytesF32(v: v128, k: i32): v128 {
+@inline export function sbytesF32(v: v128, k: i32): v128 {
   const h = k < 2 ? i16x8.extend_low_i8x16_s(v) : i16x8.extend_high_i8x16_s(v);
   return f32x4.convert_i32x4_s(k & 1 ? i32x4.extend_high_i16x8_s(h) : i32x4.extend_low_i16x8_s(h));
 }
@@ -337,7 +259,7 @@ export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
 // ql[64h + 32 (t & 1) + 16k + l], bits 4-5 = bits 2t, 2t + 1 of qh[32h + 16k + l]. Sub-block 2t + k
 // of the half. The codes stay unsigned (no xor per 16, and byte 3 of a lane needs one shift, not
 // two); rowScales subtracts the 32 offset once per 16 values from the x sums.
-@inline function q6Codes(ql: v128, qh: v128, t: i32): v128 {
+@inline export function q6Codes(ql: v128, qh: v128, t: i32): v128 {
   const lo = t >> 1 ? i16x8.shr_u(ql, 4) : ql;
   const hb = t == 0 ? i16x8.shl(qh, 4) : t == 1 ? i16x8.shl(qh, 2) : t == 2 ? qh : i16x8.shr_u(qh, 2);
   return v128.or(v128.and(lo, i8x16.splat(15)), v128.and(hb, i8x16.splat(0x30)));
@@ -370,7 +292,7 @@ export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
 
 // Q3_K half h (128 values 32i + 16k + l): bits 2i, 2i + 1 of qs[32h + 16k + l], minus 4 unless
 // bit 4h + i of hmask[16k + l] is set (= bit 2 flipped, then a 3-bit two's complement).
-@inline function q3Codes(q: v128, hm: v128, i: i32): v128 {
+@inline export function q3Codes(q: v128, hm: v128, i: i32): v128 {
   const lo = i == 0 ? q : i16x8.shr_u(q, 2 * i);
   const hb = i < 2 ? i16x8.shl(hm, 2 - i) : i == 2 ? hm : i16x8.shr_u(hm, 1);
   return v128.xor(v128.or(v128.and(lo, i8x16.splat(3)), v128.and(hb, i8x16.splat(4))), i8x16.splat(4));
@@ -388,7 +310,7 @@ export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
 }
 
 // Q2_K half h (128 values 32i + 16k + l): bits 2i, 2i + 1 of qs[32h + 16k + l].
-@inline function q2Codes(q: v128, i: i32): v128 {
+@inline export function q2Codes(q: v128, i: i32): v128 {
   return v128.and(i == 0 ? q : i16x8.shr_u(q, 2 * i), i8x16.splat(3));
 }
 @inline function halfQ2(blk: usize, h: i32, xt: usize, sc: usize): v128 {

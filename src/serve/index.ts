@@ -323,12 +323,13 @@ function rowSectionBytes(e: Entry): number[] {
 }
 
 /**
- * Scratch of a batched kernel beyond matvec's: the positions transposed (the 32-value GGUF
- * formats, assembly/serve/gguf.ts matmul32), a 256 KiB block of rows' codes as f32 (or one row's,
- * 4 bytes a value, if larger) and their block scales.
+ * Scratch of a batched kernel beyond matvec's (the GGUF formats, assembly/serve/gguf.ts matmul32
+ * and matmul256): the positions transposed and their x sums per 16 and per 32 (4.375 bytes a
+ * value), a 256 KiB block of rows' codes as f32 (or one row's, 4 bytes a value, if larger), and
+ * their scales and min factors (at most 0.5625 bytes a value of the block: 36 KiB, or one row's).
  */
 function matmulScratch(batch: number, rowLen: number): number {
-  return 16 + batch * rowLen * 4 + Math.max(256 << 10, 4 * rowLen) + Math.max(8 << 10, rowLen / 8);
+  return 64 + Math.ceil(batch * rowLen * 4.375) + Math.max(256 << 10, 4 * rowLen) + Math.max(40 << 10, rowLen);
 }
 
 /**

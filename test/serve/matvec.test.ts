@@ -91,20 +91,21 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     });
   }
 
-  it('f16, bf16 and the 32-value GGUF formats: matmul (one batched kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
-    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q5_0', 'iq4_nl']) {
+  it('f16, bf16 and the GGUF formats with a batched kernel: matmul (one kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
+    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q5_0', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs']) {
       const half = format === 'f16' || format === 'bf16';
-      for (const len of half ? [16, 24, 100, 256, 264, 4104] : [32, 96, 256, 4128]) {
+      const k = /_k$|iq4_xs/.test(format);
+      for (const len of half ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : [32, 96, 256, 4128]) {
         // f16/bf16: two groups of four positions, then one alone. GGUF rows of 4128 values: 37 rows
         // make three blocks of converted rows inside one call (15 fit its 256 KiB), and 129 blocks a
-        // row leave the last one unpaired.
+        // row leave the last one unpaired; of 4352 (17 super-blocks), 15 a block too.
         const rows = half ? 11 : 37, batch = 9;
         const qt = await quantize(rand(rows * len, 3 + len, 0.05), { format, rowLength: len, backend: 'wasm' });
         const X = rand(batch * len, 7 + len, 1);
         for (const backend of ['wasm-simd', 'wasm'] as const) {
           // A chunk of a few rows: several kernel calls, the last one short; rows of 4104 (a
           // long row with a tail) and 4128 all in one call.
-          const t = await servedFromQuantized(qt, { backend, chunkBytes: len === 4104 || len === 4128 ? undefined : 4 * len * 2 });
+          const t = await servedFromQuantized(qt, { backend, chunkBytes: len === 4104 || len === 4128 || len === 4352 ? undefined : 4 * len * 2 });
           const Y = t.matmul(X, batch);
           for (let b = 0; b < batch; b++) {
             const y = t.matvec(X.subarray(b * len, (b + 1) * len));
