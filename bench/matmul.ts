@@ -10,7 +10,7 @@ import { servedFromQuantized } from '../src/serve/index.js';
 import { serveKernels } from '../src/serve/kernels.js';
 import { arg, median, table } from './util.js';
 
-const formats = arg('formats', 'q8_0,q4_0,q5_0,iq4_nl,q4_k,q5_k,q6_k,q2_k,q3_k,iq4_xs,bf16').split(',');
+const formats = arg('formats', 'q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,q4_k,q5_k,q6_k,q2_k,q3_k,iq4_xs,bf16').split(',');
 const parse = (list: string) => list.split(',').map((s) => s.split('x').map(Number));
 const shapes = parse(arg('shapes', '1536x576,576x1536,4096x4096'));
 const kshapes = parse(arg('kshapes', '1536x768,768x1536,4096x4096'));

@@ -5,7 +5,7 @@
 // ggufRowsSimd: every result keeps matvec's bits (test/serve/matvec.test.ts compares them).
 import { hsum } from './common';
 import { barrier, byteS, byteU, halfToF32, nibS, nibU } from './simd';
-import { IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_K, Q5_0, Q5_K, Q6_K, Q8_0, bytesF32, hi5, k4Words, q2Codes, q3Codes, q6Codes, sext } from './gguf-simd';
+import { IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, bytesF32, hi5, k4Words, q2Codes, q3Codes, q6Codes, sext } from './gguf-simd';
 
 @inline function put4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
   v128.store(dst, f32x4.convert_i32x4_s(a));
@@ -33,7 +33,7 @@ import { IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_K, Q5_0, Q5_K, Q6_K, Q8_0, bytesF32, h
   return f32x4.add(dotF(c + o, xt + o), dotF(c + o + 64, xt + o + 64));
 }
 
-// ---- 32-value blocks without a minimum term (Q8_0, Q4_0, Q5_0, IQ4_NL) ------------------------
+// ---- 32-value blocks -------------------------------------------------------------------------
 
 // Writes the block's codes as block32 converts them (128 bytes) and returns its scale d.
 export function decode32F(kind: i32, blk: usize, dst: usize): f32 {
@@ -47,6 +47,20 @@ export function decode32F(kind: i32, blk: usize, dst: usize): f32 {
       const b = v128.xor(v128.load(blk, 2), i8x16.splat(-120));
       put4(dst, nibS(b, 0), nibS(b, 2), nibS(b, 4), nibS(b, 6));
       put4(dst + 64, nibS(b, 1), nibS(b, 3), nibS(b, 5), nibS(b, 7));
+      break;
+    }
+    case Q4_1: {
+      const b = v128.load(blk, 4);
+      put4(dst, nibU(b, 0), nibU(b, 2), nibU(b, 4), nibU(b, 6));
+      put4(dst + 64, nibU(b, 1), nibU(b, 3), nibU(b, 5), nibU(b, 7));
+      break;
+    }
+    case Q5_1: {
+      const b = v128.load(blk + 8);
+      const qh = load<u32>(blk + 4);
+      const m = i8x16.splat(15);
+      putS8(dst, v128.or(v128.and(b, m), hi5(qh, 0)));
+      putS8(dst + 64, v128.or(v128.and(i16x8.shr_u(b, 4), m), hi5(qh, 1)));
       break;
     }
     case Q5_0: {
@@ -71,23 +85,36 @@ export function decode32F(kind: i32, blk: usize, dst: usize): f32 {
   return halfToF32(<u32>load<u16>(blk));
 }
 
-// One row's dot with one position as ggufRowsSimd computes it for these formats: blocks in pairs
-// into two accumulators, the odd one last into the first. c: the row's converted codes (128 bytes
-// a block), ds: its block scales, xt: the position transposed.
-export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
+// One row's dot with one position as ggufRowsSimd computes it for a 32-value format: blocks in
+// pairs into two accumulators, the odd one last into the first; Q4_1 / Q5_1 add their min terms
+// (min32: m * the block's two x sums per 16) in the same pairs. c: the row's converted codes
+// (128 bytes a block), ds: its block scales, ms: its block mins, xs: the position's x sums per 16,
+// xt: the position transposed.
+@inline function rowDot32(c: usize, ds: usize, ms: usize, xs: usize, nb: i32, xt: usize, hasMin: bool): f32 {
   let a0 = f32x4.splat(0);
   let a1 = f32x4.splat(0);
+  let mn: f32 = 0;
   let b = 0;
   for (; b + 2 <= nb; b += 2) {
     const o = <usize>b << 7;
     a0 = f32x4.add(a0, f32x4.mul(dot32F(c, xt, o), f32x4.splat(load<f32>(ds + (<usize>b << 2)))));
     a1 = f32x4.add(a1, f32x4.mul(dot32F(c, xt, o + 128), f32x4.splat(load<f32>(ds + (<usize>b << 2), 4))));
+    if (hasMin) mn += min32F(ms, xs, b) + min32F(ms, xs, b + 1);
   }
   if (b < nb) {
     a0 = f32x4.add(a0, f32x4.mul(dot32F(c, xt, <usize>b << 7), f32x4.splat(load<f32>(ds + (<usize>b << 2)))));
+    if (hasMin) mn += min32F(ms, xs, b);
   }
-  const mn: f32 = 0;
   return hsum(f32x4.add(a0, a1)) + mn;
+}
+@inline function min32F(ms: usize, xs: usize, b: i32): f32 {
+  return load<f32>(ms + (<usize>b << 2)) * (load<f32>(xs + (<usize>b << 3)) + load<f32>(xs + (<usize>b << 3), 4));
+}
+export function rowDot32F(c: usize, ds: usize, nb: i32, xt: usize): f32 {
+  return rowDot32(c, ds, 0, 0, nb, xt, false);
+}
+export function rowDot32FMin(c: usize, ds: usize, ms: usize, xs: usize, nb: i32, xt: usize): f32 {
+  return rowDot32(c, ds, ms, xs, nb, xt, true);
 }
 
 // ---- 256-value super-blocks (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) -----------------------------

@@ -10,8 +10,8 @@ import { k4Min, k4Scale } from '../gguf/q4_k';
 import { q6Code, q6Quarter } from '../gguf/q6_k';
 import { CODES, SERVE_Q8_ACT, hsum, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, sums16, xSums16 } from './common';
 import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, ggufRowsSimd, hi5, rowScales } from './gguf-simd';
-import { MIN_BYTES, decode256F, decode32F, rowDot256F, rowDot32F, rowMin256 } from './gguf-batch';
-import { transposeX16 } from './simd';
+import { MIN_BYTES, decode256F, decode32F, rowDot256F, rowDot32F, rowDot32FMin, rowMin256 } from './gguf-batch';
+import { halfToF32, transposeX16 } from './simd';
 import { ggufRowsQ8 } from './gguf-q8';
 
 @inline function set2(s: f32, m: f32): void {
@@ -294,35 +294,47 @@ const ROWS_F_BYTES = 256 << 10;
   }
 }
 
-// 32-value formats without a minimum term. Scratch: [positions transposed: batch * rowLen f32]
-// [a block of rows' converted codes, 128 bytes a block][their scales, one f32 a block].
+// 32-value formats. Scratch: [positions transposed: batch * rowLen f32][Q4_1 / Q5_1: per
+// position, x sums per 16][a block of rows' converted codes, 128 bytes a block][their scales, one
+// f32 a block][Q4_1 / Q5_1: their mins, one f32 a block].
 function matmul32(kind: i32, bytes: i32, w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  const hasMin = kind == Q4_1 || kind == Q5_1;
   if (!ASC_FEATURE_SIMD || (argI32(args, A_FLAGS) & SERVE_Q8_ACT) != 0) {
-    matvecEach(kind, 32, bytes, false, w, nrows, rowLen, x, y, args, batch, yStride);
+    matvecEach(kind, 32, bytes, hasMin, w, nrows, rowLen, x, y, args, batch, yStride);
     return;
   }
   const nb = rowLen >> 5;
   const xt = (argU32(args, A_SCRATCH) + 15) & ~(<usize>15);
   const xBytes = <usize>rowLen << 2;
-  for (let b = 0; b < batch; b++) transposeX16(x + <usize>b * xBytes, rowLen, xt + <usize>b * xBytes);
-  const cf = xt + <usize>batch * xBytes;
+  const sumBytes = hasMin ? <usize>(rowLen >> 4) << 2 : 0;
+  const sums = xt + <usize>batch * xBytes;
+  for (let b = 0; b < batch; b++) {
+    transposeX16(x + <usize>b * xBytes, rowLen, xt + <usize>b * xBytes);
+    if (hasMin) sums16(x + <usize>b * xBytes, rowLen, sums + <usize>b * sumBytes);
+  }
+  const cf = (sums + <usize>batch * sumBytes + 15) & ~(<usize>15);
   const rowF = <usize>nb << 7;
   const per = max(1, <i32>(<usize>ROWS_F_BYTES / rowF));
   const ds = cf + <usize>per * rowF;
+  const ms = ds + ((<usize>per * <usize>nb) << 2);
   for (let r0 = 0; r0 < nrows; r0 += per) {
     const n = min(per, nrows - r0);
     for (let r = 0; r < n; r++) {
       const row = w + <usize>(r0 + r) * <usize>nb * <usize>bytes;
       for (let k = 0; k < nb; k++) {
         const i = <usize>r * <usize>nb + <usize>k;
-        store<f32>(ds + (i << 2), decode32F(kind, row + <usize>k * <usize>bytes, cf + (i << 7)));
+        const blk = row + <usize>k * <usize>bytes;
+        store<f32>(ds + (i << 2), decode32F(kind, blk, cf + (i << 7)));
+        if (hasMin) store<f32>(ms + (i << 2), halfToF32(<u32>load<u16>(blk, 2)));
       }
     }
     for (let b = 0; b < batch; b++) {
       const xb = xt + <usize>b * xBytes;
       const yb = y + ((<usize>b * <usize>yStride + <usize>r0) << 2);
       for (let r = 0; r < n; r++) {
-        store<f32>(yb + (<usize>r << 2), rowDot32F(cf + <usize>r * rowF, ds + ((<usize>r * <usize>nb) << 2), nb, xb));
+        const c = cf + <usize>r * rowF;
+        const o = (<usize>r * <usize>nb) << 2;
+        store<f32>(yb + (<usize>r << 2), hasMin ? rowDot32FMin(c, ds + o, ms + o, sums + <usize>b * sumBytes, nb, xb) : rowDot32F(c, ds + o, nb, xb));
       }
     }
   }
@@ -391,6 +403,12 @@ export function iq4_nl_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   matmul32(IQ4_NL, 18, w, nrows, rowLen, x, y, args, batch, yStride);
 }
 
+export function q4_1_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(Q4_1, 20, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+export function q5_1_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmul32(Q5_1, 24, w, nrows, rowLen, x, y, args, batch, yStride);
+}
 export function iq4_xs_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
   matmul256(IQ4_XS, 136, w, nrows, rowLen, x, y, args, batch, yStride);
 }

@@ -92,7 +92,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
   }
 
   it('f16, bf16 and the GGUF formats with a batched kernel: matmul (one kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
-    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q5_0', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs']) {
+    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs']) {
       const half = format === 'f16' || format === 'bf16';
       const k = /_k$|iq4_xs/.test(format);
       for (const len of half ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : [32, 96, 256, 4128]) {
