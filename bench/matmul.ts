@@ -3,14 +3,16 @@
 // (<fmt>_matmul: every row decoded once for all positions, each result matvec's bits) against the
 // same call made without them (<fmt>_matvec once per position for each chunk of rows, as before
 // those kernels), alternating, medians. GMAC/s = rows * rowLength * positions / s.
-// Options: --formats a,b --shapes 1536x576,576x1536,4096x4096 (the 256-value formats: --kshapes
-// 1536x768,768x1536,4096x4096) --positions 512 --reps 5
+// Options: --formats a,b --shapes 1536x576,576x1536,4096x4096 (formats whose block does not divide
+// a shape's rows: --kshapes 1536x768,768x1536,4096x4096) --positions 512 --reps 5
+import { formats as registry } from '../src/formats/registry.js';
+import { resolveOptions } from '../src/options.js';
 import { quantize } from '../src/quantize.js';
 import { servedFromQuantized } from '../src/serve/index.js';
 import { serveKernels } from '../src/serve/kernels.js';
 import { arg, median, table } from './util.js';
 
-const formats = arg('formats', 'q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,q4_k,q5_k,q6_k,q2_k,q3_k,iq4_xs,bf16').split(',');
+const formats = arg('formats', 'q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,q4_k,q5_k,q6_k,q2_k,q3_k,iq4_xs,nf4,fp4,int8,int4,affine,fp8_e4m3,bf16').split(',');
 const parse = (list: string) => list.split(',').map((s) => s.split('x').map(Number));
 const shapes = parse(arg('shapes', '1536x576,576x1536,4096x4096'));
 const kshapes = parse(arg('kshapes', '1536x768,768x1536,4096x4096'));
@@ -25,7 +27,9 @@ k.has = (name: string) => (without && name.endsWith('_matmul') ? false : has(nam
 
 const rows: string[][] = [];
 for (const format of formats) {
-  for (const [r, c] of /_k$|iq4_xs/.test(format) ? kshapes : shapes) {
+  const spec = registry.get(format);
+  const block = spec ? spec.blockSize(resolveOptions(spec, { format })) : 1;
+  for (const [r, c] of shapes.every(([, c]) => c % block === 0) ? shapes : kshapes) {
     const qt = await quantize(Float32Array.from({ length: r * c }, (_, i) => Math.sin(i * 0.37)), { format, rowLength: c });
     const t = await servedFromQuantized(qt, {});
     const X = Float32Array.from({ length: n * c }, (_, i) => Math.cos(i * 0.11));

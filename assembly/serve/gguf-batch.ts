@@ -20,8 +20,9 @@ import { IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0,
   put4(dst, byteU(v, 0), byteU(v, 1), byteU(v, 2), byteU(v, 3));
 }
 
-// dot4x4 of 16 converted codes at c with the 16 transposed floats at xt: the same operations.
-@inline function dotF(c: usize, xt: usize): v128 {
+// dot4x4 of 16 converted codes at c with the 16 transposed floats at xt: the same operations
+// (and bnb.ts lutDot16's on its decoded values).
+@inline export function dotF(c: usize, xt: usize): v128 {
   const p = f32x4.mul(v128.load(c), v128.load(xt));
   const q = f32x4.mul(v128.load(c, 16), v128.load(xt, 16));
   const r = f32x4.mul(v128.load(c, 32), v128.load(xt, 32));

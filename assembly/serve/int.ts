@@ -5,8 +5,9 @@
 // bias * (sum of x over the group).
 import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
 import { unpackCodes } from '../int/pack';
-import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, xSums16 } from './common';
-import { dotS4, dotS8, dotU4, dotU8, evenOddX, transposeX16 } from './simd';
+import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, sums16, xSums16 } from './common';
+import { byteS, byteU, dotS4, dotS8, dotU4, dotU8, evenOddX, nibS, nibU, transposeX16 } from './simd';
+import { dotF } from './gguf-batch';
 
 const SLICE: i32 = 256;
 const I32BUF = memory.data(SLICE * 4, 16);
@@ -172,4 +173,143 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
     }
     store<f32>(y + (<usize>r << 2), rowEnd());
   }
+}
+
+// ---- several positions (see gguf.ts matmul32), SIMD fast path only -----------------------------
+// A block of rows' codes is converted to f32 once in dotRunSimd's lanes (4 bytes a value, at the
+// offsets of the reordered x), then each run is dotted with every position by dotRunSimd's
+// operations (gguf-batch.ts dotF), so every result keeps matvec's bits. Otherwise (the scalar
+// build, other bit widths or runs) matvec per position.
+// Scratch: [per position: x sums per group (affine), x reordered][the block's codes as f32]
+// [its rows' scales as f32][affine: their biases as f32].
+
+@inline function putI4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
+  v128.store(dst, f32x4.convert_i32x4_s(a));
+  v128.store(dst, f32x4.convert_i32x4_s(b), 16);
+  v128.store(dst, f32x4.convert_i32x4_s(c), 32);
+  v128.store(dst, f32x4.convert_i32x4_s(d), 48);
+}
+
+// Converts `n` values of codes at q (a whole number of fast-path runs) to f32 at dst.
+@inline function decodeRun(q: usize, n: i32, bits: i32, signed: bool, dst: usize): void {
+  if (bits == 4) {
+    for (let i = 0; i < n; i += 32) {
+      const v = v128.load(q + (<usize>i >> 1));
+      const o = dst + (<usize>i << 2);
+      if (signed) {
+        putI4(o, nibS(v, 0), nibS(v, 2), nibS(v, 4), nibS(v, 6));
+        putI4(o + 64, nibS(v, 1), nibS(v, 3), nibS(v, 5), nibS(v, 7));
+      } else {
+        putI4(o, nibU(v, 0), nibU(v, 2), nibU(v, 4), nibU(v, 6));
+        putI4(o + 64, nibU(v, 1), nibU(v, 3), nibU(v, 5), nibU(v, 7));
+      }
+    }
+  } else {
+    for (let i = 0; i < n; i += 16) {
+      const v = v128.load(q + <usize>i);
+      const o = dst + (<usize>i << 2);
+      if (signed) putI4(o, byteS(v, 0), byteS(v, 1), byteS(v, 2), byteS(v, 3));
+      else putI4(o, byteU(v, 0), byteU(v, 1), byteU(v, 2), byteU(v, 3));
+    }
+  }
+}
+
+// dotRunSimd on converted codes c (4 and 8 bits alike: 16 values a 64-byte group).
+@inline function dotRunF(c: usize, run: i32, xr: usize): v128 {
+  let a = f32x4.splat(0);
+  let b = f32x4.splat(0);
+  let i = 0;
+  for (; i + 32 <= run; i += 32) {
+    const o = <usize>i << 2;
+    a = f32x4.add(a, dotF(c + o, xr + o));
+    b = f32x4.add(b, dotF(c + o + 64, xr + o + 64));
+  }
+  if (i < run) a = f32x4.add(a, dotF(c + (<usize>i << 2), xr + (<usize>i << 2)));
+  return f32x4.add(a, b);
+}
+
+function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  const bits = argI32(args, A_BITS);
+  const flags = argI32(args, A_FLAGS);
+  const run = affine ? argI32(args, A_GROUP) : flags & (FLAG_PER_TENSOR | FLAG_PER_CHANNEL) ? rowLen : argI32(args, A_GROUP);
+  if (!ASC_FEATURE_SIMD || !fastRun(bits, run)) {
+    for (let b = 0; b < batch; b++) {
+      const xb = x + ((<usize>b * <usize>rowLen) << 2);
+      const yb = y + ((<usize>b * <usize>yStride) << 2);
+      if (affine) affine_matvec(w, nrows, rowLen, xb, yb, args);
+      else intsym_matvec(w, nrows, rowLen, xb, yb, args);
+    }
+    return;
+  }
+  const nrun = rowLen / run;
+  const rowBytes = (<usize>rowLen * <usize>bits) >> 3;
+  const xBytes = <usize>rowLen << 2;
+  // affine: each position's x sums per group (groupSum over its sums per 16, formed in place)
+  const sumBytes = affine ? ((<usize>(rowLen >> 4) << 2) + 15) & ~(<usize>15) : 0;
+  const posBytes = sumBytes + xBytes;
+  const pos = (argU32(args, A_SCRATCH) + 15) & ~(<usize>15);
+  for (let b = 0; b < batch; b++) {
+    const xb = x + <usize>b * xBytes;
+    const p = pos + <usize>b * posBytes;
+    if (affine) {
+      sums16(xb, rowLen, p);
+      for (let j = 0; j < nrun; j++) store<f32>(p + (<usize>j << 2), groupSum(p, j, run));
+    }
+    if (bits == 4) evenOddX(xb, rowLen, p + sumBytes, true);
+    else transposeX16(xb, rowLen, p + sumBytes);
+  }
+  // the block's codes as f32, then its rows' scales (and affine biases) as f32
+  const cf = pos + <usize>batch * posBytes;
+  const per = max(1, <i32>(<usize>(256 << 10) / xBytes));
+  const runBytes = <usize>nrun << 2;
+  const sc = cf + <usize>per * xBytes;
+  const bs = sc + <usize>per * runBytes;
+  const scales = argU32(args, A_SCALES);
+  const biases = argU32(args, A_BIASES);
+  const tscale = flags & FLAG_PER_TENSOR ? load<f32>(argU32(args, A_AUX)) : 0;
+  for (let r0 = 0; r0 < nrows; r0 += per) {
+    const n = min(per, nrows - r0);
+    for (let r = 0; r < n; r++) {
+      decodeRun(w + <usize>(r0 + r) * rowBytes, rowLen, bits, !affine, cf + <usize>r * xBytes);
+      for (let j = 0; j < nrun; j++) {
+        const k = <usize>(r0 + r) * <usize>nrun + <usize>j;
+        const at = <usize>r * runBytes + (<usize>j << 2);
+        if (affine) {
+          store<f32>(sc + at, f16ToF32(<u32>load<u16>(scales + (k << 1))));
+          store<f32>(bs + at, f16ToF32(<u32>load<u16>(biases + (k << 1))));
+        } else {
+          store<f32>(sc + at, flags & FLAG_PER_TENSOR ? tscale : load<f32>(scales + (k << 2)));
+        }
+      }
+    }
+    for (let b = 0; b < batch; b++) {
+      const p = pos + <usize>b * posBytes;
+      const xr = p + sumBytes;
+      const yb = y + ((<usize>b * <usize>yStride + <usize>r0) << 2);
+      for (let r = 0; r < n; r++) {
+        const c = cf + <usize>r * xBytes;
+        const sr = sc + <usize>r * runBytes;
+        let a = f32x4.splat(0);
+        for (let j = 0; j < nrun; j++) {
+          const o = (<usize>j * <usize>run) << 2;
+          a = f32x4.add(a, f32x4.mul(dotRunF(c + o, run, xr + o), v128.load32_splat(sr + (<usize>j << 2))));
+        }
+        if (affine) {
+          // affine_matvec's bias term, summed in the same order
+          const br = bs + <usize>r * runBytes;
+          let bx: f32 = 0;
+          for (let j = 0; j < nrun; j++) bx += load<f32>(br + (<usize>j << 2)) * load<f32>(p + (<usize>j << 2));
+          store<f32>(yb + (<usize>r << 2), hsum(a) + bx);
+        } else {
+          store<f32>(yb + (<usize>r << 2), hsum(a));
+        }
+      }
+    }
+  }
+}
+export function intsym_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmulInt(false, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+export function affine_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  matmulInt(true, w, nrows, rowLen, x, y, args, batch, yStride);
 }

@@ -91,25 +91,39 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     });
   }
 
-  it('f16, bf16 and the GGUF formats with a batched kernel: matmul (one kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
-    for (const format of ['f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs']) {
+  it('f16, bf16, the GGUF formats, NF4 / FP4 and int: matmul (one batched kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
+    const cases: { format: string; opts?: Partial<QuantizeOptions> }[] = ['f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs', 'nf4', 'fp4']
+      .map((format) => ({ format }));
+    // NF4 with double-quantized absmax, FP4 with groups of 32 and of 256
+    cases.push({ format: 'nf4', opts: { doubleQuant: true } }, { format: 'fp4', opts: { groupSize: 32 } }, { format: 'fp4', opts: { groupSize: 256 } });
+    // int: 8 bits per channel / tensor (rows of 272 and 4368: a last run of 16) / group of 32, 4
+    // bits per group / channel (272, 4368: no fast path), affine 4 and 8 bits; 3 bits (no fast
+    // path: matvec per position)
+    cases.push({ format: 'int8' }, { format: 'int8', opts: { granularity: 'tensor' } }, { format: 'int8', opts: { granularity: 'group', groupSize: 32 } },
+      { format: 'int4' }, { format: 'int4', opts: { granularity: 'channel' } }, { format: 'affine', opts: { bits: 4, groupSize: 32 } },
+      { format: 'affine', opts: { bits: 8, groupSize: 128 } }, { format: 'intsym', opts: { bits: 3, granularity: 'group', groupSize: 64 } });
+    // FP8 per channel and per tensor (rows of 100: a tail after the last 16)
+    cases.push({ format: 'fp8_e4m3' }, { format: 'fp8_e5m2', opts: { granularity: 'tensor' } });
+    for (const { format, opts } of cases) {
       const half = format === 'f16' || format === 'bf16';
       const k = /_k$|iq4_xs/.test(format);
-      for (const len of half ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : [32, 96, 256, 4128]) {
+      const bnb = format === 'nf4' || format === 'fp4' || format.startsWith('int') || format === 'affine';
+      const fp8 = format.startsWith('fp8');
+      for (const len of half || fp8 ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : bnb ? (format === 'int8' && opts?.granularity !== 'group' || opts?.granularity === 'channel' ? [272, 768, 4368] : [256, 768, 4352]) : [32, 96, 256, 4128]) {
         // f16/bf16: two groups of four positions, then one alone. GGUF rows of 4128 values: 37 rows
         // make three blocks of converted rows inside one call (15 fit its 256 KiB), and 129 blocks a
-        // row leave the last one unpaired; of 4352 (17 super-blocks), 15 a block too.
+        // row leave the last one unpaired; of 4352 (17 super-blocks, or 68 NF4 groups), 15 a block too.
         const rows = half ? 11 : 37, batch = 9;
-        const qt = await quantize(rand(rows * len, 3 + len, 0.05), { format, rowLength: len, backend: 'wasm' });
+        const qt = await quantize(rand(rows * len, 3 + len, 0.05), { format, rowLength: len, backend: 'wasm', ...opts });
         const X = rand(batch * len, 7 + len, 1);
         for (const backend of ['wasm-simd', 'wasm'] as const) {
           // A chunk of a few rows: several kernel calls, the last one short; rows of 4104 (a
           // long row with a tail) and 4128 all in one call.
-          const t = await servedFromQuantized(qt, { backend, chunkBytes: len === 4104 || len === 4128 || len === 4352 ? undefined : 4 * len * 2 });
+          const t = await servedFromQuantized(qt, { backend, chunkBytes: len >= 4104 ? undefined : 4 * len * 2 });
           const Y = t.matmul(X, batch);
           for (let b = 0; b < batch; b++) {
             const y = t.matvec(X.subarray(b * len, (b + 1) * len));
-            expect(Buffer.from(Y.buffer, Y.byteOffset + b * rows * 4, rows * 4).equals(Buffer.from(y.buffer, y.byteOffset, y.byteLength)), `${format} ${len} ${backend} position ${b}`).toBe(true);
+            expect(Buffer.from(Y.buffer, Y.byteOffset + b * rows * 4, rows * 4).equals(Buffer.from(y.buffer, y.byteOffset, y.byteLength)), `${format} ${JSON.stringify(opts ?? {})} ${len} ${backend} position ${b}`).toBe(true);
           }
         }
       }
