@@ -6,9 +6,10 @@
 // Then the command itself on --chunks chunks of 512 tokens with each --workers count (runs
 // interleaved): seconds per chunk and the speedup over one thread (--workers N: one model per thread).
 // The checkpoint (269 MB) is written to --dir (default /tmp/webquant-bench) once and kept.
-// With --eval, also `webquant eval` of a Q8_0 output of the checkpoint against it on the same
-// tokens (windows of 512), once per --workers count: seconds and whether the figures match.
-// Options: --reps N (default 3) --chunks N (default 4) --workers 1,2 --eval --dir D
+// With --eval, also `webquant eval` of a Q8_0 output (--eval-preset P: another preset's) of the
+// checkpoint against it on the same tokens (windows of 512), once per --workers count: seconds and
+// whether the figures match.
+// Options: --reps N (default 3) --chunks N (default 4) --workers 1,2 --eval --eval-preset P --dir D
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -89,9 +90,10 @@ console.log(`\nwebquant imatrix, ${chunks} chunks of 512 tokens, seconds per chu
 console.log(table(['workers', 'runs', 'median s per chunk', `speedup vs ${workerCounts[0]}`], workerCounts.map((w) => [String(w), secs.get(w)!.map((s) => s.toFixed(2)).join(', '), median(secs.get(w)!).toFixed(2), (one / median(secs.get(w)!)).toFixed(2)])));
 
 if (process.argv.includes('--eval')) {
-  const q8 = join(dir, 'model-q8_0.gguf');
+  const preset = arg('eval-preset', 'q8_0');
+  const q8 = join(dir, `model-${preset}.gguf`);
   if (!existsSync(q8)) {
-    const p = spawnSync(process.execPath, ['bin/webquant.js', 'quantize', join(dir, 'model.safetensors'), '-o', q8, '--preset', 'q8_0', '--tokenizer', 'none'], { encoding: 'utf8' });
+    const p = spawnSync(process.execPath, ['bin/webquant.js', 'quantize', join(dir, 'model.safetensors'), '-o', q8, '--preset', preset, '--tokenizer', 'none'], { encoding: 'utf8' });
     if (p.status !== 0) throw new Error(`webquant quantize failed: ${p.stderr}`);
   }
   // eval reads documents that start with BOS (1).
@@ -104,6 +106,6 @@ if (process.argv.includes('--eval')) {
     return { w, seconds: r.seconds as number, figures: JSON.stringify({ ...r, seconds: 0 }) };
   });
   const match = runs.every((r) => r.figures === runs[0].figures);
-  console.log(`\nwebquant eval, Q8_0 against the original, ${ntok} tokens in windows of 512 (one run each); the figures of ${workerCounts.join(', ')} workers are ${match ? 'identical' : 'DIFFERENT'}:`);
+  console.log(`\nwebquant eval, ${preset} against the original, ${ntok} tokens in windows of 512 (one run each); the figures of ${workerCounts.join(', ')} workers are ${match ? 'identical' : 'DIFFERENT'}:`);
   console.log(table(['workers', 'seconds', `speedup vs ${workerCounts[0]}`], runs.map((r) => [String(r.w), r.seconds.toFixed(1), (runs[0].seconds / r.seconds).toFixed(2)])));
 }
