@@ -4,7 +4,8 @@
 // same call made without them (<fmt>_matvec once per position for each chunk of rows, as before
 // those kernels), alternating, medians. GMAC/s = rows * rowLength * positions / s.
 // Options: --formats a,b --shapes 1536x576,576x1536,4096x4096 (formats whose block does not divide
-// a shape's rows: --kshapes 1536x768,768x1536,4096x4096) --positions 512 --reps 5
+// a shape's rows: --kshapes 1536x768,768x1536,4096x4096) --positions 512 --reps 5, --bits N and
+// --group-size N (passed to every format, e.g. --formats affine --bits 3 --group-size 64)
 import { formats as registry } from '../src/formats/registry.js';
 import { resolveOptions } from '../src/options.js';
 import { quantize } from '../src/quantize.js';
@@ -18,6 +19,7 @@ const shapes = parse(arg('shapes', '1536x576,576x1536,4096x4096'));
 const kshapes = parse(arg('kshapes', '1536x768,768x1536,4096x4096'));
 const n = Number(arg('positions', '512'));
 const reps = Number(arg('reps', '5'));
+const extra = { ...(arg('bits', '') ? { bits: Number(arg('bits', '')) } : {}), ...(arg('group-size', '') ? { groupSize: Number(arg('group-size', '')) } : {}) };
 
 // The serving kernels' instance, with the batched kernels hidden while `without` is set.
 const k = await serveKernels('auto');
@@ -28,9 +30,9 @@ k.has = (name: string) => (without && name.endsWith('_matmul') ? false : has(nam
 const rows: string[][] = [];
 for (const format of formats) {
   const spec = registry.get(format);
-  const block = spec ? spec.blockSize(resolveOptions(spec, { format })) : 1;
+  const block = spec ? spec.blockSize(resolveOptions(spec, { format, ...extra })) : 1;
   for (const [r, c] of shapes.every(([, c]) => c % block === 0) ? shapes : kshapes) {
-    const qt = await quantize(Float32Array.from({ length: r * c }, (_, i) => Math.sin(i * 0.37)), { format, rowLength: c });
+    const qt = await quantize(Float32Array.from({ length: r * c }, (_, i) => Math.sin(i * 0.37)), { format, rowLength: c, ...extra });
     const t = await servedFromQuantized(qt, {});
     const X = Float32Array.from({ length: n * c }, (_, i) => Math.cos(i * 0.11));
     const a: number[] = [], b: number[] = [];
@@ -49,5 +51,5 @@ for (const format of formats) {
     rows.push([format, `${r} x ${c}`, g(median(a)), g(median(b)), (median(b) / median(a)).toFixed(2)]);
   }
 }
-console.log(`\nLoadedTensor.matmul of ${n} positions (${k.build}), GMAC/s, median of ${reps}; same bits both ways (checked):`);
+console.log(`\nLoadedTensor.matmul of ${n} positions (${k.build}${Object.keys(extra).length ? `, ${JSON.stringify(extra)}` : ''}), GMAC/s, median of ${reps}; same bits both ways (checked):`);
 console.log(table(['format', 'weight', 'batched kernel', 'matvec per position', 'ratio'], rows));

@@ -110,11 +110,51 @@ export function packCodes(codes: usize, n: i32, bits: i32, dst: usize): void {
   }
 }
 
+// SIMD unpacking of the other widths, 8 codes (exactly `bits` bytes) at a time: a swizzle puts
+// the two bytes that hold code k (bytes (k*b) >> 3 and the next) into 16-bit lane k, a multiply by
+// 2^(16 - off - b) (off = (k*b) & 7; a per-lane left shift, which wasm SIMD lacks) brings the
+// code's top bit to bit 15, and a shift right by 16 - b (arithmetic for signed codes) leaves it
+// extended. Per width b = 2..7: the swizzle indices (16 bytes) and the multipliers (8 x u16).
+const UNPACK = memory.data(6 * 32, 16);
+for (let b = 2; b < 8; b++) {
+  const t = UNPACK + <usize>((b - 2) * 32);
+  for (let k = 0; k < 8; k++) {
+    const lo = (k * b) >> 3;
+    store<u8>(t + <usize>(2 * k), <u8>lo);
+    store<u8>(t + <usize>(2 * k + 1), <u8>(lo + 1));
+    const m: i32 = 1 << (16 - ((k * b) & 7) - b);
+    store<u16>(t + 16 + <usize>(2 * k), <u16>m);
+  }
+}
+@inline export function unpackTable(bits: i32): usize {
+  return UNPACK + <usize>((bits - 2) * 32);
+}
+// The 8 codes whose `bits` bytes start at p, as i16 lanes (SIMD build, widths 2, 3, 5, 6, 7;
+// idx / mul from unpackTable, sh = 16 - bits). Reads 8 bytes from p: the caller makes sure that
+// 8 - bits bytes after the group can be read.
+@inline export function unpack8(p: usize, idx: v128, mul: v128, sh: i32, signed: bool): v128 {
+  const w = i16x8.mul(i8x16.swizzle(v128.load64_zero(p), idx), mul);
+  return signed ? i16x8.shr_s(w, sh) : i16x8.shr_u(w, sh);
+}
+
 // Unpacks n codes starting at stream bit 0 of src into i32s at dst, sign-extending when `signed`.
 export function unpackCodes(src: usize, n: i32, bits: i32, signed: bool, dst: usize): void {
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    if (bits == 8) {
+    if (bits != 4 && bits != 8) {
+      const t = unpackTable(bits);
+      const idx = v128.load(t);
+      const mul = v128.load(t, 16);
+      const sh = 16 - bits;
+      // 8 bytes are read from each group's first: stop where that would pass the last byte
+      const end = (<usize>n * <usize>bits) >> 3;
+      for (; i + 8 <= n && ((<usize>i * <usize>bits) >> 3) + 8 <= end; i += 8) {
+        const c = unpack8(src + ((<usize>i * <usize>bits) >> 3), idx, mul, sh, signed);
+        const p = dst + (<usize>i << 2);
+        v128.store(p, i32x4.extend_low_i16x8_s(c));
+        v128.store(p, i32x4.extend_high_i16x8_s(c), 16);
+      }
+    } else if (bits == 8) {
       for (; i + 16 <= n; i += 16) {
         widen16(v128.load(src + <usize>i), signed, dst + (<usize>i << 2));
       }

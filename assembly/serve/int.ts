@@ -4,7 +4,7 @@
 // i32s and dotted with x in f32; the scale multiplies each run's sum once, and affine adds
 // bias * (sum of x over the group).
 import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
-import { unpackCodes } from '../int/pack';
+import { unpack8, unpackCodes, unpackTable } from '../int/pack';
 import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, sums16, xSums16 } from './common';
 import { byteS, byteU, dotS4, dotS8, dotU4, dotU8, evenOddX, nibS, nibU, transposeX16 } from './simd';
 import { dotF } from './gguf-batch';
@@ -57,13 +57,15 @@ function dotRun(q: usize, run: i32, bits: i32, signed: bool, x: usize): f32 {
   return t;
 }
 
-// ---- SIMD fast path: 4-bit runs of a multiple of 32 and 8-bit runs of a multiple of 16 --------
+// ---- SIMD fast path: runs of a multiple of 32 (4 bits), 16 (8 bits) or 8 (2, 3, 5, 6, 7) -------
 // Codes go from bytes to f32 lanes by shifts (simd.ts), dotted with x reordered once per call:
 // transposed per 16 for 8 bits, split even / odd per 32 (value 2i is the low nibble of byte i) and
-// transposed for 4 bits.
+// transposed for 4 bits. The other widths unpack 8 codes at a time (int/pack.ts unpack8) against
+// x as it is; unpack8 reads up to 6 bytes past a row's last group, which the host's row sections
+// leave readable (src/serve run(): 8 bytes after each).
 
 @inline function fastRun(bits: i32, run: i32): bool {
-  return bits == 4 ? (run & 31) == 0 : bits == 8 && (run & 15) == 0;
+  return bits == 4 ? (run & 31) == 0 : bits == 8 ? (run & 15) == 0 : (run & 7) == 0;
 }
 
 // Partial sums of one run's codes at q with the reordered x at xr.
@@ -76,6 +78,16 @@ function dotRun(q: usize, run: i32, bits: i32, signed: bool, x: usize): f32 {
       const xi = xr + (<usize>i << 2);
       a = f32x4.add(a, signed ? dotS4(v, 0, xi) : dotU4(v, 0, xi));
       b = f32x4.add(b, signed ? dotS4(v, 1, xi + 64) : dotU4(v, 1, xi + 64));
+    }
+  } else if (bits != 8) {
+    const t = unpackTable(bits);
+    const idx = v128.load(t);
+    const mul = v128.load(t, 16);
+    for (let i = 0; i < run; i += 8) {
+      const c = unpack8(q + ((<usize>i * <usize>bits) >> 3), idx, mul, 16 - bits, signed);
+      const xi = xr + (<usize>i << 2);
+      a = f32x4.add(a, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(c)), v128.load(xi)));
+      b = f32x4.add(b, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(c)), v128.load(xi, 16)));
     }
   } else {
     let i = 0;
@@ -91,6 +103,7 @@ function dotRun(q: usize, run: i32, bits: i32, signed: bool, x: usize): f32 {
 
 // x reordered for the fast path, into the scratch after the x sums.
 @inline function fastX(bits: i32, x: usize, rowLen: i32, args: usize): usize {
+  if (bits != 4 && bits != 8) return x;
   const xr = (argU32(args, A_SCRATCH) + (<usize>(rowLen >> 4) << 2) + 15) & ~(<usize>15);
   if (bits == 4) evenOddX(x, rowLen, xr, true);
   else transposeX16(x, rowLen, xr);
@@ -175,13 +188,13 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   }
 }
 
-// ---- several positions (see gguf.ts matmul32), SIMD fast path only -----------------------------
-// A block of rows' codes is converted to f32 once in dotRunSimd's lanes (4 bytes a value, at the
-// offsets of the reordered x), then each run is dotted with every position by dotRunSimd's
-// operations (gguf-batch.ts dotF), so every result keeps matvec's bits. Otherwise (the scalar
-// build, other bit widths or runs) matvec per position.
-// Scratch: [per position: x sums per group (affine), x reordered][the block's codes as f32]
-// [its rows' scales as f32][affine: their biases as f32].
+// ---- several positions (see gguf.ts matmul32) -------------------------------------------------
+// A block of rows' codes is converted to f32 once (4 bytes a value), then each position runs the
+// matvec's operations on them (the fast path's dotRunSimd through gguf-batch.ts dotF; otherwise
+// dotRun's slices of dotI32 and rowAddScalar / rowEnd's sum), so every result keeps matvec's
+// bits. The scalar build runs matvec per position.
+// Scratch: [per position: x sums per group (affine), x reordered (fast path)][the block's codes
+// as f32][its rows' scales as f32][affine: their biases as f32].
 
 @inline function putI4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
   v128.store(dst, f32x4.convert_i32x4_s(a));
@@ -190,7 +203,8 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   v128.store(dst, f32x4.convert_i32x4_s(d), 48);
 }
 
-// Converts `n` values of codes at q (a whole number of fast-path runs) to f32 at dst.
+// Fast path: converts `n` values of codes at q (whole runs) to f32 at dst in dotRunSimd's lanes
+// (at the offsets of the reordered x).
 @inline function decodeRun(q: usize, n: i32, bits: i32, signed: bool, dst: usize): void {
   if (bits == 4) {
     for (let i = 0; i < n; i += 32) {
@@ -204,20 +218,38 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
         putI4(o + 64, nibU(v, 1), nibU(v, 3), nibU(v, 5), nibU(v, 7));
       }
     }
-  } else {
+  } else if (bits == 8) {
     for (let i = 0; i < n; i += 16) {
       const v = v128.load(q + <usize>i);
       const o = dst + (<usize>i << 2);
       if (signed) putI4(o, byteS(v, 0), byteS(v, 1), byteS(v, 2), byteS(v, 3));
       else putI4(o, byteU(v, 0), byteU(v, 1), byteU(v, 2), byteU(v, 3));
     }
+  } else {
+    const t = unpackTable(bits);
+    const idx = v128.load(t);
+    const mul = v128.load(t, 16);
+    for (let i = 0; i < n; i += 8) {
+      const c = unpack8(q + ((<usize>i * <usize>bits) >> 3), idx, mul, 16 - bits, signed);
+      const o = dst + (<usize>i << 2);
+      v128.store(o, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(c)));
+      v128.store(o, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(c)), 16);
+    }
   }
 }
 
 // dotRunSimd on converted codes c (4 and 8 bits alike: 16 values a 64-byte group).
-@inline function dotRunF(c: usize, run: i32, xr: usize): v128 {
+@inline function dotRunF(c: usize, run: i32, bits: i32, xr: usize): v128 {
   let a = f32x4.splat(0);
   let b = f32x4.splat(0);
+  if (bits != 4 && bits != 8) {
+    for (let i = 0; i < run; i += 8) {
+      const o = <usize>i << 2;
+      a = f32x4.add(a, f32x4.mul(v128.load(c + o), v128.load(xr + o)));
+      b = f32x4.add(b, f32x4.mul(v128.load(c + o, 16), v128.load(xr + o, 16)));
+    }
+    return f32x4.add(a, b);
+  }
   let i = 0;
   for (; i + 32 <= run; i += 32) {
     const o = <usize>i << 2;
@@ -228,11 +260,34 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   return f32x4.add(a, b);
 }
 
+// Other runs: the run's codes unpacked as dotRun does (slices of SLICE from the run's start) and
+// converted to f32 in value order.
+function decodeSlow(q: usize, run: i32, bits: i32, signed: bool, dst: usize): void {
+  for (let i = 0; i < run; i += SLICE) {
+    const m = min(SLICE, run - i);
+    unpackCodes(q + ((<usize>i * <usize>bits) >> 3), m, bits, signed, I32BUF);
+    for (let k = 0; k < m; k++) store<f32>(dst + (<usize>(i + k) << 2), <f32>load<i32>(I32BUF + (<usize>k << 2)));
+  }
+}
+// dotRun on converted codes: dotI32 per slice, the slices' sums added in order.
+function dotRunSlow(c: usize, run: i32, x: usize): f32 {
+  let t: f32 = 0;
+  for (let i = 0; i < run; i += SLICE) {
+    const m = min(SLICE, run - i);
+    const ci = c + (<usize>i << 2);
+    const xi = x + (<usize>i << 2);
+    let a = f32x4.splat(0);
+    let k = 0;
+    for (; k + 4 <= m; k += 4) a = f32x4.add(a, f32x4.mul(v128.load(ci + (<usize>k << 2)), v128.load(xi + (<usize>k << 2))));
+    let s = hsum(a);
+    for (; k < m; k++) s += load<f32>(ci + (<usize>k << 2)) * load<f32>(xi + (<usize>k << 2));
+    t += s;
+  }
+  return t;
+}
+
 function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
-  const bits = argI32(args, A_BITS);
-  const flags = argI32(args, A_FLAGS);
-  const run = affine ? argI32(args, A_GROUP) : flags & (FLAG_PER_TENSOR | FLAG_PER_CHANNEL) ? rowLen : argI32(args, A_GROUP);
-  if (!ASC_FEATURE_SIMD || !fastRun(bits, run)) {
+  if (!ASC_FEATURE_SIMD) {
     for (let b = 0; b < batch; b++) {
       const xb = x + ((<usize>b * <usize>rowLen) << 2);
       const yb = y + ((<usize>b * <usize>yStride) << 2);
@@ -241,12 +296,18 @@ function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y:
     }
     return;
   }
+  const bits = argI32(args, A_BITS);
+  const flags = argI32(args, A_FLAGS);
+  const run = affine ? argI32(args, A_GROUP) : flags & (FLAG_PER_TENSOR | FLAG_PER_CHANNEL) ? rowLen : argI32(args, A_GROUP);
+  const fast = fastRun(bits, run);
   const nrun = rowLen / run;
   const rowBytes = (<usize>rowLen * <usize>bits) >> 3;
   const xBytes = <usize>rowLen << 2;
-  // affine: each position's x sums per group (groupSum over its sums per 16, formed in place)
+  // affine: each position's x sums per group (groupSum over its sums per 16, formed in place);
+  // the fast path with 4 or 8 bits: each position's x reordered
+  const reorder = fast && (bits == 4 || bits == 8);
   const sumBytes = affine ? ((<usize>(rowLen >> 4) << 2) + 15) & ~(<usize>15) : 0;
-  const posBytes = sumBytes + xBytes;
+  const posBytes = sumBytes + (reorder ? xBytes : 0);
   const pos = (argU32(args, A_SCRATCH) + 15) & ~(<usize>15);
   for (let b = 0; b < batch; b++) {
     const xb = x + <usize>b * xBytes;
@@ -255,10 +316,11 @@ function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y:
       sums16(xb, rowLen, p);
       for (let j = 0; j < nrun; j++) store<f32>(p + (<usize>j << 2), groupSum(p, j, run));
     }
-    if (bits == 4) evenOddX(xb, rowLen, p + sumBytes, true);
-    else transposeX16(xb, rowLen, p + sumBytes);
+    if (reorder) {
+      if (bits == 4) evenOddX(xb, rowLen, p + sumBytes, true);
+      else transposeX16(xb, rowLen, p + sumBytes);
+    }
   }
-  // the block's codes as f32, then its rows' scales (and affine biases) as f32
   const cf = pos + <usize>batch * posBytes;
   const per = max(1, <i32>(<usize>(256 << 10) / xBytes));
   const runBytes = <usize>nrun << 2;
@@ -270,8 +332,11 @@ function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y:
   for (let r0 = 0; r0 < nrows; r0 += per) {
     const n = min(per, nrows - r0);
     for (let r = 0; r < n; r++) {
-      decodeRun(w + <usize>(r0 + r) * rowBytes, rowLen, bits, !affine, cf + <usize>r * xBytes);
+      const q = w + <usize>(r0 + r) * rowBytes;
+      const c = cf + <usize>r * xBytes;
+      if (fast) decodeRun(q, rowLen, bits, !affine, c);
       for (let j = 0; j < nrun; j++) {
+        if (!fast) decodeSlow(q + ((<usize>j * <usize>run * <usize>bits) >> 3), run, bits, !affine, c + ((<usize>j * <usize>run) << 2));
         const k = <usize>(r0 + r) * <usize>nrun + <usize>j;
         const at = <usize>r * runBytes + (<usize>j << 2);
         if (affine) {
@@ -284,24 +349,37 @@ function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y:
     }
     for (let b = 0; b < batch; b++) {
       const p = pos + <usize>b * posBytes;
-      const xr = p + sumBytes;
       const yb = y + ((<usize>b * <usize>yStride + <usize>r0) << 2);
       for (let r = 0; r < n; r++) {
         const c = cf + <usize>r * xBytes;
         const sr = sc + <usize>r * runBytes;
-        let a = f32x4.splat(0);
-        for (let j = 0; j < nrun; j++) {
-          const o = (<usize>j * <usize>run) << 2;
-          a = f32x4.add(a, f32x4.mul(dotRunF(c + o, run, xr + o), v128.load32_splat(sr + (<usize>j << 2))));
-        }
-        if (affine) {
-          // affine_matvec's bias term, summed in the same order
-          const br = bs + <usize>r * runBytes;
-          let bx: f32 = 0;
-          for (let j = 0; j < nrun; j++) bx += load<f32>(br + (<usize>j << 2)) * load<f32>(p + (<usize>j << 2));
-          store<f32>(yb + (<usize>r << 2), hsum(a) + bx);
+        const br = bs + <usize>r * runBytes;
+        if (fast) {
+          const xr = reorder ? p + sumBytes : x + <usize>b * xBytes;
+          let a = f32x4.splat(0);
+          for (let j = 0; j < nrun; j++) {
+            const o = (<usize>j * <usize>run) << 2;
+            a = f32x4.add(a, f32x4.mul(dotRunF(c + o, run, bits, xr + o), v128.load32_splat(sr + (<usize>j << 2))));
+          }
+          if (affine) {
+            // affine_matvec's bias term, summed in the same order
+            let bx: f32 = 0;
+            for (let j = 0; j < nrun; j++) bx += load<f32>(br + (<usize>j << 2)) * load<f32>(p + (<usize>j << 2));
+            store<f32>(yb + (<usize>r << 2), hsum(a) + bx);
+          } else {
+            store<f32>(yb + (<usize>r << 2), hsum(a));
+          }
         } else {
-          store<f32>(yb + (<usize>r << 2), hsum(a));
+          // rowBegin, rowAddScalar per run, rowEnd (its empty lane sum and min term)
+          const xb = x + <usize>b * xBytes;
+          let acc: f32 = 0;
+          for (let j = 0; j < nrun; j++) {
+            const o = (<usize>j * <usize>run) << 2;
+            const t = load<f32>(sr + (<usize>j << 2)) * dotRunSlow(c + o, run, xb + o);
+            acc += affine ? t + load<f32>(br + (<usize>j << 2)) * load<f32>(p + (<usize>j << 2)) : t;
+          }
+          acc += hsum(f32x4.splat(0));
+          store<f32>(yb + (<usize>r << 2), acc - <f32>0);
         }
       }
     }

@@ -369,7 +369,8 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   const pX = at; at = align(at + (mode === 'matvec' ? batch * rowLen * 4 : 0));
   const pY = at; at = align(at + (mode === 'matvec' ? batch * rows * 4 : 0));
   const pAux = at; at = align(at + auxBytes + 64);
-  const pSec = perRow.map((b) => { const p = at; at = align(at + b * rows); return p; });
+  // 8 readable bytes after each row section: the int kernels' 8-byte group loads (assembly/serve/int.ts)
+  const pSec = perRow.map((b) => { const p = at; at = align(at + b * rows + 8); return p; });
   const pDeq = at; at = align(at + (needDeq ? rows * rowLen * 4 : 0));
   const base = k.reserve(at);
   const A = (p: number) => p + base;

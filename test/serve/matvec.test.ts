@@ -97,11 +97,14 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     // NF4 with double-quantized absmax, FP4 with groups of 32 and of 256
     cases.push({ format: 'nf4', opts: { doubleQuant: true } }, { format: 'fp4', opts: { groupSize: 32 } }, { format: 'fp4', opts: { groupSize: 256 } });
     // int: 8 bits per channel / tensor (rows of 272 and 4368: a last run of 16) / group of 32, 4
-    // bits per group / channel (272, 4368: no fast path), affine 4 and 8 bits; 3 bits (no fast
-    // path: matvec per position)
+    // bits per group / channel (272, 4368: not the fast path), affine 4 and 8 bits; 2, 3, 5 and 6
+    // bits (dotRun's slices: rows of 272 and 4368 per channel / tensor, a short last slice; rows of
+    // 259 (int8) and 258 (int4), a last slice of 3 or 2: dotI32's scalar tail)
     cases.push({ format: 'int8' }, { format: 'int8', opts: { granularity: 'tensor' } }, { format: 'int8', opts: { granularity: 'group', groupSize: 32 } },
       { format: 'int4' }, { format: 'int4', opts: { granularity: 'channel' } }, { format: 'affine', opts: { bits: 4, groupSize: 32 } },
-      { format: 'affine', opts: { bits: 8, groupSize: 128 } }, { format: 'intsym', opts: { bits: 3, granularity: 'group', groupSize: 64 } });
+      { format: 'affine', opts: { bits: 8, groupSize: 128 } }, { format: 'intsym', opts: { bits: 3, granularity: 'group', groupSize: 64 } },
+      { format: 'intsym', opts: { bits: 6, granularity: 'channel' } }, { format: 'intsym', opts: { bits: 5, granularity: 'tensor' } },
+      { format: 'affine', opts: { bits: 2, groupSize: 32 } }, { format: 'affine', opts: { bits: 3, groupSize: 64 } }, { format: 'affine', opts: { bits: 6, groupSize: 128 } });
     // FP8 per channel and per tensor (rows of 100: a tail after the last 16)
     cases.push({ format: 'fp8_e4m3' }, { format: 'fp8_e5m2', opts: { granularity: 'tensor' } });
     for (const { format, opts } of cases) {
@@ -109,7 +112,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
       const k = /_k$|iq4_xs/.test(format);
       const bnb = format === 'nf4' || format === 'fp4' || format.startsWith('int') || format === 'affine';
       const fp8 = format.startsWith('fp8');
-      for (const len of half || fp8 ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : bnb ? (format === 'int8' && opts?.granularity !== 'group' || opts?.granularity === 'channel' ? [272, 768, 4368] : [256, 768, 4352]) : [32, 96, 256, 4128]) {
+      for (const len of half || fp8 ? [16, 24, 100, 256, 264, 4104] : k ? [256, 768, 4352] : bnb ? (format === 'int8' && opts?.granularity !== 'group' || opts?.granularity === 'channel' ? (opts?.bits === 6 ? [272, 768, 4368] : [format === 'int8' ? 259 : 258, 272, 768, 4368]) : [256, 768, 4352]) : [32, 96, 256, 4128]) {
         // f16/bf16: two groups of four positions, then one alone. GGUF rows of 4128 values: 37 rows
         // make three blocks of converted rows inside one call (15 fit its 256 KiB), and 129 blocks a
         // row leave the last one unpaired; of 4352 (17 super-blocks, or 68 NF4 groups), 15 a block too.
