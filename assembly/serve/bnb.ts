@@ -129,7 +129,7 @@ function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: us
   }
 }
 
-// Several positions (see gguf.ts matmul32): y[b*yStride + r] = row r . x[b], each result
+// Several positions (see gguf-matmul.ts matmul32): y[b*yStride + r] = row r . x[b], each result
 // matvec4Simd's bits. A block of rows' table values is decoded to f32 once (lutDot16's lanes, 128
 // bytes per 32 values, in the order of x's even / odd halves) with the rows' group scales, then
 // dotted with every position by matvec4Simd's operations (gguf-batch.ts dotF). The scalar build

@@ -1,6 +1,6 @@
-// The batched serving kernels' parts (SIMD build, f32 activations; drivers: gguf.ts matmul32,
-// matmul256). A row's codes are converted to f32 once, in the lane order of simd.ts dot4x4 (value
-// 16g + 4j + k at lane j of vector k of group g, so at the byte offset of x transposed), and then
+// The batched serving kernels' parts (SIMD build, f32 activations; drivers: gguf-matmul.ts). A
+// row's codes are converted to f32 once, in the lane order of simd.ts dot4x4 (value 16g + 4j + k
+// at lane j of vector k of group g, so at the byte offset of x transposed), and then
 // dotted with each position by the same operations, in the same order, as gguf-simd.ts
 // ggufRowsSimd: every result keeps matvec's bits (test/serve/matvec.test.ts compares them).
 import { hsum } from './common';

@@ -3,6 +3,7 @@
 // of rows into scratch, then serve_dot_rows.
 export { MATVEC_REL_TOL, SIMD_SCALAR_REL_TOL, SERVE_Q8_ACT, serve_dot_rows, f32_matvec, f16_matvec, bf16_matvec, f16_matmul, bf16_matmul } from './common';
 export * from './gguf';
+export * from './gguf-matmul';
 export * from './bnb';
 export * from './int';
 export { attn_scores, attn_values } from './attention';

@@ -188,7 +188,7 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   }
 }
 
-// ---- several positions (see gguf.ts matmul32) -------------------------------------------------
+// ---- several positions (see gguf-matmul.ts matmul32) -----------------------------------------
 // A block of rows' codes is converted to f32 once (4 bytes a value), then each position runs the
 // matvec's operations on them (the fast path's dotRunSimd through gguf-batch.ts dotF; otherwise
 // dotRun's slices of dotI32 and rowAddScalar / rowEnd's sum), so every result keeps matvec's

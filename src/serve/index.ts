@@ -323,7 +323,7 @@ function rowSectionBytes(e: Entry): number[] {
 }
 
 /**
- * Scratch of a batched kernel beyond matvec's (the GGUF formats, assembly/serve/gguf.ts matmul32
+ * Scratch of a batched kernel beyond matvec's (the GGUF formats, assembly/serve/gguf-matmul.ts matmul32
  * and matmul256): the positions transposed and their x sums per 16 and per 32 (4.375 bytes a
  * value), a 256 KiB block of rows' codes as f32 (or one row's, 4 bytes a value, if larger), and
  * their scales and min factors (at most 0.5625 bytes a value of the block: 36 KiB, or one row's).
