@@ -112,6 +112,7 @@ describe.each([
   const pageErrors: string[] = [];
   let q8: Promise<Buffer>;
   let nf4: Promise<Buffer>;
+  let oneWorker: EvaluateResult | undefined;
 
   beforeAll(async () => {
     if (!browser) throw new Error(MISSING);
@@ -168,6 +169,42 @@ describe.each([
     // q8_0 costs something, but little
     expect(want.klDivergence!).toBeGreaterThan(0);
     expect(want.top1Agreement!).toBeGreaterThan(0.9);
+    oneWorker = ev.result!;
+  });
+
+  it('Threads 2 and 3 (each Worker its own models, the windows added in order): the numbers of one Worker, exactly', async () => {
+    // short windows, so that documents span several and the Workers finish out of order
+    await page.fill('#eval-context', '64');
+    await page.fill('#eval-threads', '1');
+    try {
+      const one = await evaluateInPage(page);
+      expect(one.state).toBe('done');
+      const figures = (r: EvaluateResult) => JSON.stringify({ ...r, seconds: 0, build: undefined });
+      for (const threads of ['2', '3']) {
+        await page.fill('#eval-threads', threads);
+        const ev = await evaluateInPage(page);
+        expect(ev.error).toBeUndefined();
+        expect(figures(ev.result!)).toBe(figures(one.result!));
+        expect(ev.progress).toEqual({ documents: DOCS, totalDocuments: DOCS, tokens: one.result!.reference.tokens });
+        expect(await page.textContent('#eval-status')).toContain(`${threads} Web Workers`);
+      }
+      // with the default context too, against the first test's run
+      await page.fill('#eval-context', '512');
+      await page.fill('#eval-threads', '2');
+      const ev = await evaluateInPage(page);
+      expect(figures(ev.result!)).toBe(figures(oneWorker!));
+      // Cancel ends a run on several Workers with E_ABORTED as well
+      await page.fill('#eval-docs', '');
+      await page.click('#eval-run');
+      await page.waitForFunction(() => ((globalThis as unknown as { webquantDemo: DemoState }).webquantDemo.evaluation?.progress?.documents ?? 0) >= 3);
+      await page.click('#eval-cancel');
+      await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('eval-status')?.dataset.state ?? ''));
+      expect((await evaluation(page))!.error).toMatchObject({ isWebquantError: true, code: 'E_ABORTED' });
+    } finally {
+      await page.fill('#eval-context', '512');
+      await page.fill('#eval-threads', '1');
+      await page.fill('#eval-docs', String(DOCS));
+    }
   });
 
   it('a chosen quantized file (nf4 safetensors): the numbers evaluate() gives on Node', async () => {

@@ -1,5 +1,5 @@
-// Panel 5 of the demo page: what quantization cost, measured by the reference forward in a Web
-// Worker (evaluation.ts). The original is the checkpoint of panel 1; the quantized one a chosen
+// Panel 5 of the demo page: what quantization cost, measured by the reference forward in Web
+// Workers (evaluation.ts: one, or Threads of them, each with its own copy of the models). The original is the checkpoint of panel 1; the quantized one a chosen
 // file, else a URL, else the result of panel 4; the tokens a URL or a file.
 import type { EvaluateResult, WasmBuild } from '../../src/index.js';
 import { startEvaluation, type EvaluationRun } from './evaluation.js';
@@ -34,7 +34,7 @@ export function setupEvalPanel(d: EvalPanelDeps): void {
   const els = {
     quantFile: $<HTMLInputElement>('eval-quantized-file'), quantUrl: $<HTMLInputElement>('eval-quantized-url'),
     tokensUrl: $<HTMLInputElement>('eval-tokens-url'), tokensFile: $<HTMLInputElement>('eval-tokens-file'),
-    docs: $<HTMLInputElement>('eval-docs'), context: $<HTMLInputElement>('eval-context'),
+    docs: $<HTMLInputElement>('eval-docs'), context: $<HTMLInputElement>('eval-context'), threads: $<HTMLInputElement>('eval-threads'),
     run: $<HTMLButtonElement>('eval-run'), cancel: $<HTMLButtonElement>('eval-cancel'), status: $('eval-status'),
     bar: $<HTMLProgressElement>('eval-bar'), summary: $<HTMLTableElement>('eval-summary').tBodies[0],
     cost: $('eval-cost'), layers: $<HTMLTableElement>('eval-layers').tBodies[0],
@@ -95,7 +95,8 @@ export function setupEvalPanel(d: EvalPanelDeps): void {
     els.summary.replaceChildren();
     els.layers.replaceChildren();
     els.cost.textContent = '';
-    status('Starting the Worker…', 'running');
+    const threads = Math.min(16, positiveInt(els.threads) ?? 1);
+    status(threads > 1 ? `Starting ${threads} Workers…` : 'Starting the Worker…', 'running');
     try {
       running = startEvaluation(
         { original, quantized, tokens, maxDocs: positiveInt(els.docs), contextLength: positiveInt(els.context) },
@@ -107,12 +108,13 @@ export function setupEvalPanel(d: EvalPanelDeps): void {
             status(`Evaluating: ${p.documents} of ${p.totalDocuments} documents, ${p.tokens} tokens`, 'running');
           },
         },
+        threads,
       );
       const r = await running.done;
       ev.result = r;
       ev.state = 'done';
       show(r);
-      status(`Done: ${r.documents} documents, ${r.reference.tokens} predicted tokens in ${r.seconds.toFixed(2)} s (${r.build}, Web Worker).`, 'done');
+      status(`Done: ${r.documents} documents, ${r.reference.tokens} predicted tokens in ${r.seconds.toFixed(2)} s (${r.build}, ${threads > 1 ? `${threads} Web Workers` : 'Web Worker'}).`, 'done');
     } catch (e) {
       ev.error = d.errorState(e);
       ev.state = 'error';
