@@ -1,5 +1,5 @@
 // One configuration of bench/pipeline.ts in its own process (peak RSS is then this run's):
-//   node bench/pipeline-child.mjs <input.safetensors> <format> <workers> <budget MiB> <workers|main>
+//   node bench/pipeline-child.mjs <input.safetensors> <format> <workers> <budget MiB> <workers|main> [cold|warm]
 // Plain JavaScript on dist/, run by plain node: under tsx's loader every worker thread takes
 // ~0.3 s longer to start, which the real CLI does not pay. Prints one JSON line (see pipeline.ts).
 import { closeSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
@@ -14,7 +14,7 @@ function median(xs) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-const [input, format, workersArg, budget, io] = process.argv.slice(2);
+const [input, format, workersArg, budget, io, poolMode = 'cold'] = process.argv.slice(2);
 const workers = Number(workersArg);
 const lib = await import(dist('index.js'));
 const { fromPath } = await import(dist('io/node.js'));
@@ -45,6 +45,14 @@ const outPath = `${input}.${format}.out`;
 // and is re-read with one pread (a seq_file regenerates at offset 0).
 // Each thread's /proc stat adds its CPU time in the kernel (stime, clock ticks of 10 ms): for the
 // workers, the system calls that read the input and write the output.
+// warm: the pool is made and its workers started before the timer (a pool starts a worker when a
+// task finds none idle: one small task each, all at once), and the run is given it.
+let warmPool;
+if (poolMode === 'warm') {
+  warmPool = await lib.createPool({ size: workers });
+  await Promise.all(Array.from({ length: workers }, () => warmPool.quantize({ values: new Float32Array(4 * 256) }, { format, rowLength: 256 })));
+}
+
 const threads = new Map();
 const fds = new Map();
 const statBuf = Buffer.alloc(512);
@@ -73,11 +81,12 @@ sample();
 const sampler = setInterval(sample, 20);
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
-const res = await lib.quantizeCheckpoint({ input: ck, plan, sink: await fileSink(outPath), workers, maxInFlightBytes: Number(budget) << 20, metrics: false, workerIo: io === 'workers' });
+const res = await lib.quantizeCheckpoint({ input: ck, plan, sink: await fileSink(outPath), workers, pool: warmPool, maxInFlightBytes: Number(budget) << 20, metrics: false, workerIo: io === 'workers' });
 const wall = (performance.now() - t0) / 1000;
 const cpu = process.cpuUsage(cpu0);
 clearInterval(sampler);
 sample();
+await warmPool?.terminate();
 // The pool's workers are the threads that ran longest (the kernels dominate): their CPU time, and
 // how long they were ready to run but had no CPU (other processes' load, or the pipeline's own
 // threads); the rest of workers x wall they had no work (start-up, waiting for input or budget).

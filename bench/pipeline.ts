@@ -20,7 +20,11 @@
 // which first reads the input once so that it is in the page cache (see there).
 // Options: --dir D (default /tmp/webquant-bench), --layers 32,8, --formats q4_k,q8_0,
 // --workers 1,2, --budget MiB (default 256), --reps N (default 3), --io workers,main (worker I/O
-// as by default, or everything through the main thread: workerIo false), --keep (keep the files).
+// as by default, or everything through the main thread: workerIo false), --pool cold,warm (cold,
+// the default: the run starts its own pool, whose workers start inside the timed run, as a
+// one-off `webquant quantize` does; warm: the pool's workers are started before the timer and the
+// run is given the pool, as a page or a server that quantizes several checkpoints keeps one),
+// --keep (keep the files).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +43,7 @@ async function main(): Promise<void> {
   const fmts = arg('formats', 'q4_k,q8_0').split(',');
   const workerCounts = arg('workers', '1,2').split(',').map(Number);
   const ios = arg('io', 'workers').split(',');
+  const pools = arg('pool', 'cold').split(',');
   const budget = Number(arg('budget', '256'));
   const reps = Number(arg('reps', '3'));
   mkdirSync(dir, { recursive: true });
@@ -52,27 +57,27 @@ async function main(): Promise<void> {
       console.error(`generating ${path} ...`);
       await writeLlamaCheckpoint(path, { hidden: HIDDEN, ffn: FFN, heads: HEADS, kvHeads: KV_HEADS, vocab: VOCAB, layers, tied: false });
     }
-    const configs = fmts.flatMap((format) => ios.flatMap((io) => workerCounts.map((workers) => ({ format, io, workers, runs: [] as Run[] }))));
+    const configs = fmts.flatMap((format) => ios.flatMap((io) => pools.flatMap((pool) => workerCounts.map((workers) => ({ format, io, pool, workers, runs: [] as Run[] })))));
     for (let rep = 0; rep < reps; rep++) {
       for (const c of configs) {
         // Plain node, not tsx: under tsx's loader every worker thread takes ~0.3 s more to start.
-        const out = execFileSync(process.execPath, [fileURLToPath(new URL('./pipeline-child.mjs', import.meta.url)), path, c.format, String(c.workers), String(budget), c.io], { encoding: 'utf8', maxBuffer: 1 << 20 });
+        const out = execFileSync(process.execPath, [fileURLToPath(new URL('./pipeline-child.mjs', import.meta.url)), path, c.format, String(c.workers), String(budget), c.io, c.pool], { encoding: 'utf8', maxBuffer: 1 << 20 });
         const r: Run = JSON.parse(out.trim().split('\n').pop()!);
         c.runs.push(r);
-        results.push({ layers, format: c.format, workers: c.workers, io: c.io, budgetMB: budget, rep, ...r });
-        console.error(`${layers}L ${c.format} ${c.io} I/O x${c.workers} #${rep + 1}: ${r.wall.toFixed(2)} s`);
+        results.push({ layers, format: c.format, workers: c.workers, io: c.io, pool: c.pool, budgetMB: budget, rep, ...r });
+        console.error(`${layers}L ${c.format} ${c.io} I/O ${c.pool} pool x${c.workers} #${rep + 1}: ${r.wall.toFixed(2)} s`);
       }
       loads.push(load());
     }
     for (const c of configs.filter((x) => x.runs.length)) {
       const m = (f: (r: Run) => number) => median(c.runs.map(f));
-      const one = configs.find((x) => x.format === c.format && x.io === c.io && x.workers === 1);
+      const one = configs.find((x) => x.format === c.format && x.io === c.io && x.pool === c.pool && x.workers === 1);
       const gbps = m((r) => r.gbps), kernel = m((r) => r.kernelGBs);
       const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
       const all = m((r) => r.kernelAllGBs);
       const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
       const share = (f: (r: Run) => number) => m((r) => f(r) / (r.wall * c.workers));
-      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.pool, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
         share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle),
         m((r) => r.workerCpu), m((r) => r.workerSys / r.workerCpu), m((r) => r.otherCpu), m((r) => r.wallFloor), c.workers > 1 && one ? median(one.runs.map((r) => r.wall)) / m((r) => r.wallFloor) : NaN,
         Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
@@ -81,7 +86,7 @@ async function main(): Promise<void> {
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in (in the page cache), file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'worker CPU s', 'of it in the OS', 'other threads CPU s', 'CPU floor s', 'speedup the CPU allows', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'pool', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'worker CPU s', 'of it in the OS', 'other threads CPU s', 'CPU floor s', 'speedup the CPU allows', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
