@@ -22,7 +22,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   if (m.type === 'cancel') running?.abort();
   else if (m.type === 'run') void run(m);
   else if (m.type === 'open') void open(m);
-  else void window(m.index, m.tokens);
+  else void runWindow(m.index, m.tokens);
 };
 
 const fault = (e: unknown) => post({ type: 'error', error: e instanceof WebquantError ? e.toJSON() : { name: (e as Error)?.name ?? 'Error', message: (e as Error)?.message ?? String(e) } });
@@ -45,9 +45,10 @@ function openBytes(b: Bytes): Promise<Checkpoint> {
   return openCheckpoint('url' in b ? fromUrl(new URL(b.url, location.href).toString()) : fromBlob(b.blob, b.name));
 }
 
-interface Opened { reference: ModelInput; candidate: Awaited<ReturnType<typeof quantizedWeights>>; tokens: Uint16Array }
+interface Opened { reference: ModelInput; candidate: Awaited<ReturnType<typeof quantizedWeights>>; tokens?: Uint16Array }
 
-async function openAll(req: Omit<EvalRequest, 'type'>, check: () => void): Promise<Opened> {
+// The models, and the tokens when `withTokens` (a Worker that is only sent windows needs none).
+async function openAll(req: Omit<EvalRequest, 'type'>, check: () => void, withTokens = true): Promise<Opened> {
   post({ type: 'stage', text: 'Opening the original…' });
   const original = await openInput(req.original);
   if (original.checkpoint.format !== 'safetensors') {
@@ -60,9 +61,12 @@ async function openAll(req: Omit<EvalRequest, 'type'>, check: () => void): Promi
   }
   const config = llamaConfig(original.config);
   check();
-  post({ type: 'stage', text: `Reading the tokens (${nameOf(req.tokens)})…` });
-  const tokens = readTokens(await bytesOf(req.tokens, 'token file'), nameOf(req.tokens));
-  check();
+  let tokens: Uint16Array | undefined;
+  if (withTokens) {
+    post({ type: 'stage', text: `Reading the tokens (${nameOf(req.tokens)})…` });
+    tokens = readTokens(await bytesOf(req.tokens, 'token file'), nameOf(req.tokens));
+    check();
+  }
   post({ type: 'stage', text: `Loading the quantized weights (${nameOf(req.quantized)})…` });
   const candidate = await quantizedWeights(await openBytes(req.quantized), config, { original: original.checkpoint.source });
   check();
@@ -79,7 +83,7 @@ async function run(req: EvalRequest): Promise<void> {
     const o = await openAll(req, check);
     post({ type: 'stage', text: 'Evaluating…' });
     const result = await evaluate({
-      reference: o.reference, candidate: o.candidate, tokens: o.tokens, maxDocs: req.maxDocs, contextLength: req.contextLength, signal,
+      reference: o.reference, candidate: o.candidate, tokens: o.tokens!, maxDocs: req.maxDocs, contextLength: req.contextLength, signal,
       onProgress: (p) => post({ type: 'progress', ...p }),
     });
     post({ type: 'done', result, build: hasSimd() ? 'wasm-simd' : 'wasm' });
@@ -92,11 +96,11 @@ async function run(req: EvalRequest): Promise<void> {
 
 async function open(req: OpenRequest): Promise<void> {
   try {
-    const o = await openAll(req, () => undefined);
+    const o = await openAll(req, () => undefined, req.plan);
     collector = await evalCollector({ reference: o.reference, candidate: o.candidate, contextLength: req.contextLength });
     let plan;
     if (req.plan) {
-      const docs = evalDocuments({ reference: o.reference, tokens: o.tokens, maxDocs: req.maxDocs, contextLength: req.contextLength });
+      const docs = evalDocuments({ reference: o.reference, tokens: o.tokens!, maxDocs: req.maxDocs, contextLength: req.contextLength });
       // copies: a view would carry the whole token file with every window
       plan = { windows: evalWindows(docs, req.contextLength).map((w) => ({ win: w.win.slice(), doc: w.doc })), documents: docs.length };
     }
@@ -106,7 +110,7 @@ async function open(req: OpenRequest): Promise<void> {
   }
 }
 
-async function window(index: number, tokens: Uint16Array): Promise<void> {
+async function runWindow(index: number, tokens: Uint16Array): Promise<void> {
   try {
     if (!collector) throw new WebquantError(ErrorCodes.WORKER, '[demo] a window before the models were opened', {});
     const stats = collector.window(tokens);
