@@ -66,6 +66,10 @@ export function sums16(x: usize, rowLen: i32, dst: usize): void {
     store<f32>(dst + (<usize>k << 2), s);
   }
 }
+// Sums per 32 from the sums per 16 (the K-quants' min terms): the two halves added.
+export function sums32(xs: usize, rowLen: i32, dst: usize): void {
+  for (let j = 0; j < rowLen >> 5; j++) store<f32>(dst + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
+}
 
 // Q8 activations in the host scratch: [x^ sums per 16: rowLen/16 f32][dx per 16: rowLen/16 f32][xq: rowLen i16].
 // Scalar code in both builds, so both builds quantize x identically. Returns the x^ sums pointer.

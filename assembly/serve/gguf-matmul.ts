@@ -1,7 +1,7 @@
 // The GGUF formats' batched serving kernels (<fmt>_matmul): the drivers over gguf-batch.ts's
 // decoders and dots, falling back to gguf.ts matvec per position.
 import { A_FLAGS, A_SCRATCH, argI32, argU32 } from '../common';
-import { SERVE_Q8_ACT, hsum, sums16 } from './common';
+import { SERVE_Q8_ACT, hsum, sums16, sums32 } from './common';
 import { IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, rowScales } from './gguf-simd';
 import { MIN_BYTES, decode256F, decode32F, rowDot256F, rowDot32F, rowDot32FMin, rowMin256 } from './gguf-batch';
 import { matvec } from './gguf';
@@ -86,8 +86,7 @@ function matmul256(kind: i32, bytes: i32, w: usize, nrows: i32, rowLen: i32, x: 
     transposeX16(xb, rowLen, xt + <usize>b * xBytes);
     const s16 = sums + <usize>b * sumBytes;
     sums16(xb, rowLen, s16);
-    const s32 = s16 + (<usize>n16 << 2);
-    for (let j = 0; j < n32; j++) store<f32>(s32 + (<usize>j << 2), load<f32>(s16 + (<usize>j << 3)) + load<f32>(s16 + (<usize>j << 3), 4));
+    sums32(s16, rowLen, s16 + (<usize>n16 << 2));
   }
   const cf = (sums + <usize>batch * sumBytes + 15) & ~(<usize>15);
   const per = max(1, <i32>(<usize>ROWS_F_BYTES / xBytes));

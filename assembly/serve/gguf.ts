@@ -8,7 +8,7 @@ import { A_FLAGS, A_SCRATCH, argI32, argU32, f16ToF32 } from '../common';
 import { q3Scale } from '../gguf/q3_k';
 import { k4Min, k4Scale } from '../gguf/q4_k';
 import { q6Code, q6Quarter } from '../gguf/q6_k';
-import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, xSums16 } from './common';
+import { CODES, SERVE_Q8_ACT, quantizeX, rowAddBlock, rowAddBlockQ8, rowBegin, rowEnd, setSc, sums32, xSums16 } from './common';
 import { IQ4_NL, IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, ggufRowsSimd, hi5 } from './gguf-simd';
 import { transposeX16 } from './simd';
 import { ggufRowsQ8 } from './gguf-q8';
@@ -241,7 +241,7 @@ import { ggufRowsQ8 } from './gguf-q8';
     if (ASC_FEATURE_SIMD) {
       // scratch after quantizeX's [x^ sums][dx][xq]: [x^ sums per 32][sub-block scales][scale * dx]
       const xs32 = (xs + (<usize>(rowLen >> 4) << 3) + (<usize>rowLen << 1) + 15) & ~(<usize>15);
-      for (let j = 0; j < rowLen >> 5; j++) store<f32>(xs32 + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
+      sums32(xs, rowLen, xs32);
       const sc = xs32 + (<usize>(rowLen >> 5) << 2);
       ggufRowsQ8(kind, block, bytes, hasMin, w, nrows, rowLen, y, xs, xs32, sc, sc + (<usize>(rowLen >> 4) << 2));
       return;
@@ -259,9 +259,7 @@ import { ggufRowsQ8 } from './gguf-q8';
   if (ASC_FEATURE_SIMD) {
     // scratch: [x sums per 16][per 32][x transposed per 16 (simd.ts)][a row's sub-block scales]
     const xs32 = argU32(args, A_SCRATCH) + (<usize>(rowLen >> 4) << 2);
-    if (hasMin) {
-      for (let j = 0; j < rowLen >> 5; j++) store<f32>(xs32 + (<usize>j << 2), load<f32>(xs + (<usize>j << 3)) + load<f32>(xs + (<usize>j << 3), 4));
-    }
+    if (hasMin) sums32(xs, rowLen, xs32);
     const xt = (xs32 + (<usize>(rowLen >> 5) << 2) + 15) & ~(<usize>15);
     transposeX16(x, rowLen, xt);
     ggufRowsSimd(kind, block, bytes, hasMin, w, nrows, rowLen, xt, y, xs, xs32, xt + (<usize>rowLen << 2));
