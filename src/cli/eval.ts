@@ -3,8 +3,8 @@
 // src/serve (matvec on the quantized bytes), as src/eval/quantized.ts opens them.
 import { readFile } from 'node:fs/promises';
 import { ErrorCodes, fail } from '../errors.js';
-import { emptyStats, evalDocuments, evalResult, evalWindows, evaluate, mergeWindow, type EvaluateResult, type WindowStats } from '../eval/evaluate.js';
-import { checkWorkerMemory, runOnWorkers } from './forward-workers.js';
+import { evalDocuments, evalResult, evalWindows, evaluate, windowTotals, type EvaluateResult, type WindowStats } from '../eval/evaluate.js';
+import { checkWorkerMemory, runOnWorkers, workerCount } from './forward-workers.js';
 import { numel } from '../io/checkpoint.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
 import { quantizedWeights } from '../eval/quantized.js';
@@ -89,8 +89,7 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
       last = Date.now();
       io.stdout.write(`\r\x1b[K${p.documents}/${p.totalDocuments} documents, ${p.tokens} tokens`);
     };
-    const workers = (o.workers as number | undefined) ?? 1;
-    if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
+    const workers = workerCount('eval', o.workers);
     const reference = { config, weights: checkpointWeights(ref.checkpoint, config) };
     const maxDocs = o['max-docs'] as number | undefined, contextLength = o.context as number | undefined;
     // The windows are the workers' units; one thread leaves the splitting to evaluate().
@@ -102,16 +101,13 @@ export async function evalCommand(o: Record<string, string | number | boolean | 
       const tensors = ref.checkpoint.tensors;
       checkWorkerMemory('eval', Math.min(workers, windows.length), tensors.reduce((a, t) => a + 4 * numel(t.shape) + t.byteLength, 0));
       const t0 = Date.now();
-      const total = emptyStats();
+      const totals = windowTotals(windows, docs.length, onProgress);
       await runOnWorkers({
         workers, signal: io.signal, workerUrl: io.forwardWorkerUrl, spans: windows.map((w) => w.win),
         init: { kind: 'eval', model: String(o.model), quantized: String(o.quantized), contextLength, cwd: io.cwd ?? process.cwd(), env: io.env ? { ...io.env } : undefined },
-        merge(i, r) {
-          mergeWindow(total, r as WindowStats);
-          if (windows[i + 1]?.doc !== windows[i].doc) onProgress({ documents: windows[i].doc + 1, totalDocuments: docs.length, tokens: total.count });
-        },
+        merge: (i, r) => totals.add(i, r as WindowStats),
       });
-      result = evalResult(total, docs.length, true, (Date.now() - t0) / 1000);
+      result = evalResult(totals.total, docs.length, true, (Date.now() - t0) / 1000);
     } else {
       result = await evaluate({ reference, candidate, tokens, maxDocs, contextLength, signal: io.signal, onProgress });
     }

@@ -1,13 +1,13 @@
 // `webquant imatrix --workers N` and `webquant eval --workers N`: token spans (imatrix chunks,
 // eval windows) spread over N worker_threads, each holding its own copy of the models (N times
 // their memory; forward-worker.ts). A span goes to whichever worker is free; the results are
-// handed to `merge` in span order as they become contiguous, so sums added there in that order
-// have the bits of the one-thread run, whatever finished first.
+// handed to `merge` in span order (eval/in-order.ts).
 import { Worker } from 'node:worker_threads';
 import { totalmem } from 'node:os';
 import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { Comlink } from '../pipeline/transfer.js';
 import { ErrorCodes, WebquantError, fail } from '../errors.js';
+import { inOrder } from '../eval/in-order.js';
 import type { ForwardInit, ForwardResult, ForwardWorkerApi } from './forward-worker.js';
 
 export interface ForwardWorkersOptions {
@@ -19,6 +19,13 @@ export interface ForwardWorkersOptions {
   signal?: AbortSignal;
   /** The worker entry (forward-worker.js beside this file by default). */
   workerUrl?: URL;
+}
+
+/** The --workers option of `command` (1 when not given), a positive integer. */
+export function workerCount(command: string, value: unknown): number {
+  const workers = (value as number | undefined) ?? 1;
+  if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] ${command}: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
+  return workers;
 }
 
 /**
@@ -55,17 +62,13 @@ export async function runOnWorkers(o: ForwardWorkersOptions): Promise<void> {
   if (o.signal?.aborted) onAbort();
   o.signal?.addEventListener('abort', onAbort, { once: true });
 
-  const done = new Map<number, ForwardResult>();
-  let next = 0, merged = 0;
+  const put = inOrder(o.merge);
+  let next = 0;
   const work = async (i: number) => {
     await call(i, apis[i].open(o.init));
     while (next < o.spans.length) {
       const s = next++;
-      done.set(s, await call(i, apis[i].run(o.spans[s].slice()) as Promise<ForwardResult>));
-      for (let r = done.get(merged); r; r = done.get(merged)) {
-        done.delete(merged);
-        o.merge(merged++, r);
-      }
+      put(s, await call(i, apis[i].run(o.spans[s].slice()) as Promise<ForwardResult>));
     }
     await call(i, apis[i].close());
   };

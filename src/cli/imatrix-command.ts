@@ -12,7 +12,7 @@ import type { OptionSpecs } from './args.js';
 import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
-import { checkWorkerMemory, runOnWorkers } from './forward-workers.js';
+import { checkWorkerMemory, runOnWorkers, workerCount } from './forward-workers.js';
 
 export const IMATRIX_OPTIONS: OptionSpecs = {
   model: { type: 'string', short: 'm', value: 'checkpoint', help: 'the model (Hugging Face safetensors with config.json beside it)' },
@@ -54,8 +54,7 @@ export async function imatrixCommand(o: Record<string, string | number | boolean
       last = Date.now();
       io.stdout.write(`\r\x1b[K${p.chunks}/${p.totalChunks} chunks`);
     };
-    const workers = (o.workers as number | undefined) ?? 1;
-    if (!(Number.isInteger(workers) && workers >= 1)) fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --workers must be a positive integer but got ${workers}`, { option: 'workers', value: workers, expected: '>= 1' });
+    const workers = workerCount('imatrix', o.workers);
     const contextLength = o.context as number | undefined, maxChunks = o.chunks as number | undefined, processOutput = !!o['process-output'];
     const { ctx, chunks } = imatrixChunks({ tokens, contextLength, maxChunks });
     let result: ImatrixResult;

@@ -160,6 +160,31 @@ export function mergeWindow(total: WindowStats, d: WindowStats): void {
 
 export const emptyStats = (): WindowStats => ({ nllRef: 0, nllCand: 0, kl: 0, agree: 0, count: 0, layers: [] });
 
+export interface WindowTotals {
+  readonly total: WindowStats;
+  /** Documents whose every window has been added. */
+  readonly documents: number;
+  /** Adds window i's sums (windows in order); true when that finished a document. */
+  add(i: number, stats: WindowStats): boolean;
+}
+
+/** The totals of evalWindows' windows, reporting progress after each document's last window. */
+export function windowTotals(windows: readonly { doc: number }[], totalDocuments: number, onProgress?: (p: EvaluateProgress) => void): WindowTotals {
+  const total = emptyStats();
+  let documents = 0;
+  return {
+    total,
+    get documents() { return documents; },
+    add(i, stats) {
+      mergeWindow(total, stats);
+      if (windows[i + 1]?.doc === windows[i].doc) return false;
+      documents = windows[i].doc + 1;
+      onProgress?.({ documents, totalDocuments, tokens: total.count });
+      return true;
+    },
+  };
+}
+
 function checkContext(ctx = DEFAULT_CONTEXT): number {
   if (!Number.isInteger(ctx) || ctx < 2) {
     fail(ErrorCodes.BAD_OPTION, `[evaluate] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: 'an integer >= 2' });
@@ -229,24 +254,21 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   const t0 = now();
   const docs = evalDocuments(opts);
   const collector = await evalCollector(opts);
-  const total = emptyStats();
   const windows = evalWindows(docs, opts.contextLength);
+  const totals = windowTotals(windows, docs.length, opts.onProgress);
   let lastYield = now();
   const aborted = (done: number) => fail(ErrorCodes.ABORTED, `[evaluate] aborted after ${done} of ${docs.length} documents`, { index: done, value: String(opts.signal?.reason ?? 'aborted') });
   if (opts.signal?.aborted) aborted(0);
   for (let i = 0; i < windows.length; i++) {
-    mergeWindow(total, collector.window(windows[i].win));
-    const doc = windows[i].doc;
-    if (windows[i + 1]?.doc === doc) continue;
-    opts.onProgress?.({ documents: doc + 1, totalDocuments: docs.length, tokens: total.count });
+    if (!totals.add(i, collector.window(windows[i].win))) continue;
     // Let the event loop breathe (UI, abort signals) without paying for it on every document.
     if (now() - lastYield > 50) {
       await yieldToLoop();
       lastYield = now();
     }
-    if (opts.signal?.aborted) aborted(doc + 1);
+    if (opts.signal?.aborted) aborted(totals.documents);
   }
-  return evalResult(total, docs.length, opts.candidate !== undefined, (now() - t0) / 1000);
+  return evalResult(totals.total, docs.length, opts.candidate !== undefined, (now() - t0) / 1000);
 }
 
 // Same running sums as the quantize metrics kernel: [sum (x-y)^2, max |x-y|, sum x^2, sum y^2, sum xy, n].

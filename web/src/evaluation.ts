@@ -1,10 +1,12 @@
 // The page's side of an evaluation: one Worker per run (eval-worker.ts), or several, each with its
 // own copy of the models, running the context windows the page hands to whichever is free; their
-// sums are added in window order (mergeWindow), so the figures are the one Worker's for any count.
+// sums are added in window order (inOrder, windowTotals), so the figures are the one Worker's for
+// any count.
 // Progress and stage messages passed on, the answer (or the error, as a WebquantError again)
 // returned, the Workers ended. No DOM here.
 import { isSerializedError, ErrorCodes, WebquantError, type EvaluateProgress, type EvaluateResult, type WasmBuild } from '../../src/index.js';
-import { emptyStats, evalResult, mergeWindow, type WindowStats } from '../../src/eval/evaluate.js';
+import { evalResult, windowTotals, type WindowStats, type WindowTotals } from '../../src/eval/evaluate.js';
+import { inOrder } from '../../src/eval/in-order.js';
 import type { EvalPlan, EvalRequest, FromWorker, ToWorker } from './eval-protocol.js';
 
 export interface EvaluationRun {
@@ -65,9 +67,7 @@ function startWindows(req: Omit<EvalRequest, 'type'>, on: EvaluationEvents, thre
     let build: WasmBuild = 'wasm';
     let opened = 0;
     let next = 0; // the next window to hand out
-    let merged = 0; // windows added to the total, in order
-    const held = new Map<number, WindowStats>();
-    const total = emptyStats();
+    let totals: WindowTotals;
     const give = (w: Worker) => {
       if (!plan || next >= plan.windows.length) return;
       const i = next++;
@@ -75,23 +75,15 @@ function startWindows(req: Omit<EvalRequest, 'type'>, on: EvaluationEvents, thre
     };
     const complete = () => {
       try {
-        resolve({ ...evalResult(total, plan!.documents, true, (performance.now() - t0) / 1000), build });
+        resolve({ ...evalResult(totals.total, plan!.documents, true, (performance.now() - t0) / 1000), build });
       } catch (e) {
         reject(e); // no token to predict: evaluate()'s error
       }
     };
-    const finished = (index: number, stats: WindowStats) => {
-      held.set(index, stats);
-      const p = plan!;
-      for (let s = held.get(merged); s; s = held.get(merged)) {
-        held.delete(merged);
-        mergeWindow(total, s);
-        const doc = p.windows[merged].doc;
-        merged++;
-        if (p.windows[merged]?.doc !== doc) on.progress?.({ documents: doc + 1, totalDocuments: p.documents, tokens: total.count });
-      }
-      if (merged === p.windows.length) complete();
-    };
+    const finished = inOrder<WindowStats>((i, stats) => {
+      totals.add(i, stats);
+      if (i === plan!.windows.length - 1) complete();
+    });
     for (let k = 0; k < threads; k++) {
       const w = spawn((m) => {
         if (m.type === 'stage') {
@@ -100,6 +92,7 @@ function startWindows(req: Omit<EvalRequest, 'type'>, on: EvaluationEvents, thre
           if (m.plan) plan = m.plan;
           build = m.build;
           if (++opened < threads) return;
+          totals = windowTotals(plan!.windows, plan!.documents, on.progress);
           on.stage?.(`Evaluating on ${threads} Workers…`);
           if (plan!.windows.length === 0) complete();
           for (const x of workers) give(x);
