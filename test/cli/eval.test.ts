@@ -10,11 +10,9 @@ import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { readTokens } from '../../src/eval/tokens.js';
 import { unpermuteRows } from '../../src/convert/hf-view.js';
 import { permuteRows } from '../../src/convert/llama-gguf.js';
-import { writeSafetensors } from '../../src/io/safetensors-writer.js';
-import { collect } from '../../src/io/stream.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
 import { openQuantized } from '../../src/serve/index.js';
-import { gpt2Config, gpt2Tensors } from '../helpers/gpt2-model.js';
+import { writeGpt2Dir } from '../helpers/gpt2-model.js';
 
 const DIR = join(SHARED, 'models/stories260K');
 const MODEL = join(DIR, 'model.safetensors');
@@ -150,10 +148,7 @@ describe('webquant eval: safetensors outputs of a family stored otherwise', () =
 
   it("GPT-2: its safetensors output (Conv1D names and [in, out] layout kept) is read through the original's view", async () => {
     const H = 64, V = 96, P = 32;
-    const tensors = gpt2Tensors(H, V, P, (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k * 0.37) * 0.5));
-    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
-    const config = gpt2Config(H, V, P);
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify(config));
+    const { config } = await writeGpt2Dir(tmp, H, V, P, (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k * 0.37) * 0.5));
     const toks = Uint16Array.from({ length: 300 }, (_, i) => (i === 0 ? 1 : 2 + ((i * 7) % (V - 2))));
     writeFileSync(join(tmp, 'tok.u16'), new Uint8Array(toks.buffer));
     const out = join(tmp, 'int8.safetensors');

@@ -13,7 +13,7 @@ import { readConfig } from '../../src/io/config.js';
 import { ErrorCodes } from '../../src/errors.js';
 import { llamaConfig } from '../../src/eval/llama.js';
 import { cli, ensureBuilt, tempDir } from '../cli/helpers.js';
-import { gpt2Config, gpt2Tensors } from '../helpers/gpt2-model.js';
+import { writeGpt2Dir } from '../helpers/gpt2-model.js';
 
 type T = { name: string; dtype: string; shape: number[]; data: Float32Array | Uint8Array };
 const open = async (tensors: T[]) => openCheckpoint(fromBuffer(await collect(writeSafetensors({ tensors })), 'gpt2.safetensors'));
@@ -70,9 +70,7 @@ describe('GPT-2 to GGUF', () => {
 
   it('gpt2 keys, Conv1D weights transposed into Q8_0 rows, positions and vectors kept', async () => {
     const H = 64, V = 96, P = 32;
-    const tensors: T[] = gpt2Tensors(H, V, P, (n, k) => seq(n, k).map((x) => x / 64));
-    writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify(gpt2Config(H, V, P)));
+    const { tensors } = await writeGpt2Dir(dir, H, V, P, (n, k) => seq(n, k).map((x) => x / 64));
     const out = join(dir, 'gpt2.gguf');
     const r = await cli(['quantize', dir, '-o', out, '--preset', 'q8_0'], { cwd: dir });
     expect(r.code, r.stderr).toBe(0);
