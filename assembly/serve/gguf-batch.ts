@@ -7,16 +7,17 @@ import { hsum } from './common';
 import { barrier, byteS, byteU, halfToF32, nibS, nibU } from './simd';
 import { IQ4_XS, KV, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, bytesF32, hi5, k4Words, q2Codes, q3Codes, q6Codes, sext } from './gguf-simd';
 
-@inline function put4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
+// Four i32 lane vectors (dot4x4's a..d) stored as f32 at dst (64 bytes).
+@inline export function put4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
   v128.store(dst, f32x4.convert_i32x4_s(a));
   v128.store(dst, f32x4.convert_i32x4_s(b), 16);
   v128.store(dst, f32x4.convert_i32x4_s(c), 32);
   v128.store(dst, f32x4.convert_i32x4_s(d), 48);
 }
-@inline function putS8(dst: usize, v: v128): void {
+@inline export function putS8(dst: usize, v: v128): void {
   put4(dst, byteS(v, 0), byteS(v, 1), byteS(v, 2), byteS(v, 3));
 }
-@inline function putU8(dst: usize, v: v128): void {
+@inline export function putU8(dst: usize, v: v128): void {
   put4(dst, byteU(v, 0), byteU(v, 1), byteU(v, 2), byteU(v, 3));
 }
 

@@ -6,8 +6,8 @@
 import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
 import { unpack8, unpackCodes, unpackTable } from '../int/pack';
 import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, sums16, xSums16 } from './common';
-import { byteS, byteU, dotS4, dotS8, dotU4, dotU8, evenOddX, nibS, nibU, transposeX16 } from './simd';
-import { dotF } from './gguf-batch';
+import { dotS4, dotS8, dotU4, dotU8, evenOddX, nibS, nibU, transposeX16 } from './simd';
+import { dotF, put4, putS8, putU8 } from './gguf-batch';
 
 const SLICE: i32 = 256;
 const I32BUF = memory.data(SLICE * 4, 16);
@@ -196,13 +196,6 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
 // Scratch: [per position: x sums per group (affine), x reordered (fast path)][the block's codes
 // as f32][its rows' scales as f32][affine: their biases as f32].
 
-@inline function putI4(dst: usize, a: v128, b: v128, c: v128, d: v128): void {
-  v128.store(dst, f32x4.convert_i32x4_s(a));
-  v128.store(dst, f32x4.convert_i32x4_s(b), 16);
-  v128.store(dst, f32x4.convert_i32x4_s(c), 32);
-  v128.store(dst, f32x4.convert_i32x4_s(d), 48);
-}
-
 // Fast path: converts `n` values of codes at q (whole runs) to f32 at dst in dotRunSimd's lanes
 // (at the offsets of the reordered x).
 @inline function decodeRun(q: usize, n: i32, bits: i32, signed: bool, dst: usize): void {
@@ -211,19 +204,19 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
       const v = v128.load(q + (<usize>i >> 1));
       const o = dst + (<usize>i << 2);
       if (signed) {
-        putI4(o, nibS(v, 0), nibS(v, 2), nibS(v, 4), nibS(v, 6));
-        putI4(o + 64, nibS(v, 1), nibS(v, 3), nibS(v, 5), nibS(v, 7));
+        put4(o, nibS(v, 0), nibS(v, 2), nibS(v, 4), nibS(v, 6));
+        put4(o + 64, nibS(v, 1), nibS(v, 3), nibS(v, 5), nibS(v, 7));
       } else {
-        putI4(o, nibU(v, 0), nibU(v, 2), nibU(v, 4), nibU(v, 6));
-        putI4(o + 64, nibU(v, 1), nibU(v, 3), nibU(v, 5), nibU(v, 7));
+        put4(o, nibU(v, 0), nibU(v, 2), nibU(v, 4), nibU(v, 6));
+        put4(o + 64, nibU(v, 1), nibU(v, 3), nibU(v, 5), nibU(v, 7));
       }
     }
   } else if (bits == 8) {
     for (let i = 0; i < n; i += 16) {
       const v = v128.load(q + <usize>i);
       const o = dst + (<usize>i << 2);
-      if (signed) putI4(o, byteS(v, 0), byteS(v, 1), byteS(v, 2), byteS(v, 3));
-      else putI4(o, byteU(v, 0), byteU(v, 1), byteU(v, 2), byteU(v, 3));
+      if (signed) putS8(o, v);
+      else putU8(o, v);
     }
   } else {
     const t = unpackTable(bits);
