@@ -42,6 +42,8 @@ export const CALIB_HQQ: i32 = 7; //        ITERS = iterations
 export const FLAG_DOUBLE_QUANT: i32 = 1;
 export const FLAG_PER_TENSOR: i32 = 2;
 export const FLAG_PER_CHANNEL: i32 = 4;
+export const FLAG_SCALE_BF16: i32 = 8; // scales / biases stored as bf16 (mlx), f16 otherwise
+export const FLAG_SCALE_F32: i32 = 16; // scales / biases stored as f32 (mlx)
 
 export const GROUP_MAX_EPS: f32 = 1e-15;
 

@@ -2,7 +2,7 @@
 // value and the valid choices.
 import { CALIBRATIONS, type CalibrationName } from './kernels/args.js';
 import { ErrorCodes, fail } from './errors.js';
-import type { FormatSpec, ResolvedOptions } from './formats/types.js';
+import type { FormatSpec, ResolvedOptions, ScaleDtype } from './formats/types.js';
 
 /** `calibration` may be a name, MaxText's `fixed,<scale>,<max>` string, or an object. */
 export type CalibrationOption =
@@ -17,6 +17,8 @@ export interface FormatOptions {
   calibration?: CalibrationOption;
   granularity?: ResolvedOptions['granularity'];
   doubleQuant?: boolean;
+  /** Storage dtype of the scales and biases (mlx: 'bf16' default, 'f16', 'f32'). */
+  scaleDtype?: ScaleDtype;
 }
 
 export function parseCalibration(c: CalibrationOption | undefined, spec: FormatSpec): ResolvedOptions['calibration'] {
@@ -103,5 +105,15 @@ export function resolveOptions(spec: FormatSpec, o: FormatOptions): ResolvedOpti
   if (o.doubleQuant && !spec.doubleQuant) {
     fail(ErrorCodes.BAD_OPTION, `[quantize] format ${spec.name} has no double quantization`, { option: 'doubleQuant', value: true });
   }
-  return { bits, groupSize, granularity, doubleQuant: !!o.doubleQuant, calibration: parseCalibration(o.calibration, spec) };
+  const r: ResolvedOptions = { bits, groupSize, granularity, doubleQuant: !!o.doubleQuant, calibration: parseCalibration(o.calibration, spec) };
+  if (spec.scaleDtypes) {
+    const d = o.scaleDtype ?? spec.scaleDtypes[0];
+    if (!spec.scaleDtypes.includes(d)) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] scaleDtype for ${spec.name} must be one of ${spec.scaleDtypes.join(', ')} but got ${String(d)}`, { option: 'scaleDtype', value: d, expected: spec.scaleDtypes });
+    }
+    r.scaleDtype = d;
+  } else if (o.scaleDtype !== undefined) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] format ${spec.name} has no option scaleDtype`, { option: 'scaleDtype', value: o.scaleDtype });
+  }
+  return r;
 }

@@ -131,12 +131,19 @@ export interface ChunkSource {
   copy(dst: Uint8Array, byteOffset: number): void;
 }
 
-export function baseArgs(o: ResolvedOptions): KernelArgs {
-  const c = o.calibration;
+/** The kernels' FLAG_* bits of resolved options (quantize and dequantize alike). */
+export function optionFlags(o: ResolvedOptions): number {
   let flags = 0;
   if (o.doubleQuant) flags |= FLAGS.doubleQuant;
   if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
   if (o.granularity === 'channel') flags |= FLAGS.perChannel;
+  if (o.scaleDtype === 'bf16') flags |= FLAGS.scaleBf16;
+  if (o.scaleDtype === 'f32') flags |= FLAGS.scaleF32;
+  return flags;
+}
+
+export function baseArgs(o: ResolvedOptions): KernelArgs {
+  const c = o.calibration;
   return {
     group: o.groupSize,
     bits: o.bits,
@@ -144,7 +151,7 @@ export function baseArgs(o: ResolvedOptions): KernelArgs {
     p0: c.method === 'fixed' ? c.scale : c.method === 'clip' ? c.ratio : c.method === 'percentile' ? c.percentile : 0,
     p1: c.method === 'fixed' ? c.max : 0,
     iters: c.iterations ?? 0,
-    flags,
+    flags: optionFlags(o),
   };
 }
 

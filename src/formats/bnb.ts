@@ -109,9 +109,9 @@ export const bnbFormats: FormatSpec[] = [
       return { tscale: nvfp4Scale2((await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true)) };
     },
     safetensorsEntries: [
-      { suffix: '', dtype: 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
-      { suffix: '_scale', dtype: 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
-      { suffix: '_scale_2', dtype: 'F32', shape: () => [] },
+      { name: (n) => n, dtype: () => 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
+      { name: (n) => `${n}_scale`, dtype: () => 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
+      { name: (n) => `${n}_scale_2`, dtype: () => 'F32', shape: () => [] },
     ],
   },
 ];

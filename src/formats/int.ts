@@ -148,4 +148,38 @@ export const intFormats: FormatSpec[] = [
       { name: 'biases', bytes: (rowLen / o.groupSize) * 2 },
     ],
   },
+  {
+    name: 'mlx',
+    family: 'int',
+    description: "MLX's affine quantizer (mx.quantize, mlx_lm convert -q): scale and bias per group of 32/64/128 in bf16 (or f16 / f32), written under MLX's names",
+    kernel: 'mlx',
+    blockSize: (o) => o.groupSize,
+    calibrations: ['minmax'],
+    importance: false,
+    bits: [2, 3, 4, 5, 6, 8],
+    groupSizes: [32, 64, 128],
+    granularities: ['group'],
+    scaleDtypes: ['bf16', 'f16', 'f32'],
+    defaults: { bits: 4, groupSize: 64, granularity: 'group' },
+    rowSections: (rowLen, o) => {
+      const scale = (rowLen / o.groupSize) * (o.scaleDtype === 'f32' ? 4 : 2);
+      return [{ name: 'codes', bytes: (rowLen * o.bits) / 8 }, { name: 'scales', bytes: scale }, { name: 'biases', bytes: scale }];
+    },
+    // MLX's checkpoint layout: `<module>.weight` the codes as U32 words, `<module>.scales` and
+    // `<module>.biases` in the scale dtype (mlx_lm quantizes a module whose `.scales` it finds).
+    safetensorsEntries: [
+      { name: (n) => n, dtype: () => 'U32', shape: (s, o) => [...s.slice(0, -1), (s[s.length - 1] * o.bits) / 32] },
+      { name: (n) => `${mlxModule(n)}.scales`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+      { name: (n) => `${mlxModule(n)}.biases`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+    ],
+  },
 ];
+
+/** The module of a weight name (`a.b.weight` -> `a.b`), which MLX's scales and biases hang off. */
+export function mlxModule(name: string): string {
+  return name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : name;
+}
+
+function mlxScaleDtype(o: ResolvedOptions): string {
+  return o.scaleDtype === 'f32' ? 'F32' : o.scaleDtype === 'f16' ? 'F16' : 'BF16';
+}

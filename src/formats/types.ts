@@ -13,7 +13,11 @@ export interface ResolvedOptions {
   /** Scale granularity for the integer and FP8 formats. */
   granularity: 'tensor' | 'channel' | 'group';
   doubleQuant: boolean;
+  /** Storage dtype of the scales and biases of formats that offer a choice (mlx). */
+  scaleDtype?: ScaleDtype;
 }
+
+export type ScaleDtype = 'f16' | 'bf16' | 'f32';
 
 /** A named part of the output. Row sections are stored rows back to back, sections one after another. */
 export interface Section {
@@ -57,14 +61,17 @@ export interface FormatSpec {
   readonly groupSizes?: readonly number[];
   readonly granularities?: readonly ResolvedOptions['granularity'][];
   readonly doubleQuant?: boolean;
+  /** Scale dtypes it can store; the first is the default. */
+  readonly scaleDtypes?: readonly ScaleDtype[];
   /** Defaults for the options above. */
   readonly defaults?: Partial<Pick<ResolvedOptions, 'bits' | 'groupSize' | 'granularity'>>;
   /**
    * How a safetensors output stores the sections (in layout order) when not as U8 entries
-   * `<name>` and `<name>.<section>`: a suffix of the tensor's name, a dtype of the same width and
-   * a shape from the tensor's shape (NVFP4 uses the names and dtypes its runtimes load).
+   * `<name>` and `<name>.<section>`: a name from the tensor's name, a dtype of the same width and
+   * a shape from the tensor's shape (NVFP4 and MLX use the names and dtypes their runtimes load).
+   * The first entry keeps the tensor's name.
    */
-  readonly safetensorsEntries?: readonly { suffix: string; dtype: string; shape(shape: number[]): number[] }[];
+  readonly safetensorsEntries?: readonly { name(tensor: string): string; dtype(o: ResolvedOptions): string; shape(shape: number[], o: ResolvedOptions): number[] }[];
   /** Sections written per row, in storage order. */
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
   /** Sections written once per tensor after the row sections (filled by prepare/finish). */

@@ -32,7 +32,7 @@ export const CALIBRATIONS = {
 } as const;
 export type CalibrationName = keyof typeof CALIBRATIONS;
 
-export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4 } as const;
+export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4, scaleBf16: 8, scaleF32: 16 } as const;
 
 export interface KernelArgs {
   imatrix?: number;

@@ -283,7 +283,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
       // Wrapped: an async function returning a promise would wait for it.
       const result = lanes.quantize(task, {
-        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant,
+        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant, scaleDtype: s.scaleDtype,
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
         tensorScale,
       }).then(async (q: QuantizedTensor) => {

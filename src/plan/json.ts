@@ -23,13 +23,13 @@ function regexToString(r: RegExp): string {
 }
 
 const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'importance', 'modelType', 'scheme', 'optional', 'note'];
-const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant'] as const;
+const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant', 'scaleDtype'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
   if (s === 'keep' || s === null) return 'keep';
   if (typeof s === 'string') return { format: s };
   if (typeof s !== 'object' || s === undefined || Array.isArray(s)) {
-    return planError(`${where}: a scheme must be "keep", a format name or {format, groupSize?, bits?, calibration?, granularity?, doubleQuant?}`, { option: where, value: s });
+    return planError(`${where}: a scheme must be "keep", a format name or {format, groupSize?, bits?, calibration?, granularity?, doubleQuant?, scaleDtype?}`, { option: where, value: s });
   }
   const o = s as Record<string, unknown>;
   for (const k of Object.keys(o)) {
@@ -46,6 +46,7 @@ function normScheme(s: unknown, where: string): SchemeOrKeep {
   if (o.calibration !== undefined) out.calibration = structuredCloneJson(o.calibration) as Scheme['calibration'];
   if (o.granularity !== undefined) out.granularity = o.granularity as Scheme['granularity'];
   if (o.doubleQuant !== undefined) out.doubleQuant = !!o.doubleQuant;
+  if (o.scaleDtype !== undefined) out.scaleDtype = o.scaleDtype as Scheme['scaleDtype'];
   return out;
 }
 

@@ -116,6 +116,7 @@ export function schemeLabel(s: SchemeOrKeep): string {
   if (s.granularity !== undefined) extra.push(s.granularity);
   if (s.calibration !== undefined) extra.push(typeof s.calibration === 'string' ? s.calibration : s.calibration.method);
   if (s.doubleQuant) extra.push('double quant');
+  if (s.scaleDtype !== undefined) extra.push(`${s.scaleDtype} scales`);
   return extra.length ? `${s.format} (${extra.join(', ')})` : s.format;
 }
 

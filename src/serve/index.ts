@@ -12,7 +12,7 @@
 // formats without a fused kernel dequantize a chunk of rows with their own `<kernel>_dequantize`
 // and dot it (`serve_dot_rows`), so every registry format works.
 import { ErrorCodes, fail } from '../errors.js';
-import { FLAGS, writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
+import { writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
 import type { Kernels, WasmBuild } from '../kernels/loader.js';
 import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -23,7 +23,7 @@ import { openCheckpoint } from '../io/open.js';
 import { ggmlType } from '../io/ggml-types.js';
 import { f16ToF32, f32ToF16, bf16ToF32 } from '../util/half.js';
 import { serveKernels } from './kernels.js';
-import type { QuantizedTensor } from '../quantize.js';
+import { optionFlags, type QuantizedTensor } from '../quantize.js';
 import { openPersistentCache, type PersistentCache, type PersistentCacheOptions, type PersistentCacheStats } from './persist.js';
 
 export {
@@ -308,11 +308,7 @@ const align = (n: number) => (n + 15) & ~15;
 
 function kernelArgs(o: ResolvedOptions | undefined): KernelArgs {
   if (!o) return {};
-  let flags = 0;
-  if (o.doubleQuant) flags |= FLAGS.doubleQuant;
-  if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
-  if (o.granularity === 'channel') flags |= FLAGS.perChannel;
-  return { group: o.groupSize, bits: o.bits, flags };
+  return { group: o.groupSize, bits: o.bits, flags: optionFlags(o) };
 }
 
 /** Bytes per row of each row section (a float tensor is one section of plain rows). */
