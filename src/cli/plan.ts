@@ -49,6 +49,8 @@ export interface PlanArgs {
   groupSize?: number;
   bits?: number;
   calibration?: string;
+  /** --scale-dtype (mlx). */
+  scaleDtype?: string;
   /** Text of a --rules file and its name. */
   rules?: { text: string; file: string };
 }
@@ -57,8 +59,8 @@ export function choosePlan(a: PlanArgs): PlanChoice {
   if (a.preset !== undefined && a.format !== undefined) {
     fail(ErrorCodes.BAD_OPTION, '[cli] quantize: give either --preset or --format, not both', { option: 'preset', value: [a.preset, a.format] });
   }
-  if (a.format === undefined && (a.groupSize !== undefined || a.bits !== undefined || a.calibration !== undefined)) {
-    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --group-size, --bits and --calibration go with --format', { option: 'format' });
+  if (a.format === undefined && (a.groupSize !== undefined || a.bits !== undefined || a.calibration !== undefined || a.scaleDtype !== undefined)) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --group-size, --bits, --calibration and --scale-dtype go with --format', { option: 'format' });
   }
   let base: PlanChoice | undefined;
   if (a.preset !== undefined) {
@@ -70,6 +72,7 @@ export function choosePlan(a: PlanArgs): PlanChoice {
     if (a.groupSize !== undefined) scheme.groupSize = a.groupSize;
     if (a.bits !== undefined) scheme.bits = a.bits;
     if (a.calibration !== undefined) scheme.calibration = parseCalibration(a.calibration);
+    if (a.scaleDtype !== undefined) scheme.scaleDtype = a.scaleDtype as FormatOptions['scaleDtype'];
     // Options wrong for the format are wrong for every tensor: one message, before any file is read.
     resolveOptions(spec, scheme);
     base = {

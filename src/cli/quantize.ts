@@ -1,7 +1,7 @@
 // `webquant quantize <in> -o <out>`: a checkpoint through the streaming pipeline into a GGUF or
 // safetensors file, written atomically (nothing is left at <out> after a failure).
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, extname } from 'node:path';
+import { basename, dirname, extname, join } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
 import type { Checkpoint } from '../io/checkpoint.js';
@@ -15,6 +15,7 @@ import { importanceFor, readImatrix } from '../io/imatrix.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
+import { MODEL_FILE, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
 
 export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   input: string;
@@ -199,10 +200,12 @@ function nvfp4Note(planned: readonly { name: string; role: string; scheme: unkno
 
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
-  const kind = outputKind(a.output);
-  const out = absPath(a.output, io);
+  // -o <folder>/: model.safetensors, config.json and the tokenizer files in a folder (hf-dir.ts).
+  const folder = await folderOutput(a.output, io);
+  const kind = folder ? 'safetensors' : outputKind(a.output);
+  const out = folder ? join(folder, MODEL_FILE) : absPath(a.output, io);
   const outDir = dirname(out);
-  if (!(await stat(outDir).then((s) => s.isDirectory(), () => false))) {
+  if (!folder && !(await stat(outDir).then((s) => s.isDirectory(), () => false))) {
     fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output directory ${outDir} does not exist`, { file: out, option: 'output', value: outDir });
   }
   let rulesText: { text: string; file: string } | undefined;
@@ -223,6 +226,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     if (!isUrl(a.input) && absPath(input.file, io) === out) {
       fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output ${a.output} is the input; write to another file`, { option: 'output', value: a.output });
     }
+    if (folder) await prepareFolder(folder, input);
     const warnings: string[] = [];
     const notes: string[] = [];
     const fileType = choice.fileType;
@@ -284,6 +288,11 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     });
     const { roles: byRole, total } = summarize(tensors);
     if (kind === 'safetensors' && tensors.some((t) => t.format === 'nvfp4')) notes.push(nvfp4Note(resolved.tensors));
+    if (folder) {
+      const before = warnings.length;
+      notes.push(...await writeFolderFiles(folder, input, resolved.tensors, warnings, io));
+      if (!json) for (const w of warnings.slice(before)) io.stderr.write(`webquant: warning: ${w}\n`);
+    }
     const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
     const report: QuantizeReport = {
       command: 'quantize', input: input.file, output: out, container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,

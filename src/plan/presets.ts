@@ -78,6 +78,19 @@ function st(name: string, description: string, scheme: Plan['default'], quality:
   };
 }
 
+/**
+ * What mlx_lm's `convert -q --q-bits <bits>` writes: every weight matrix (token embedding and
+ * output head included, as mlx_lm quantizes every Linear and Embedding) in MLX's affine format,
+ * groups of 64; norms, routers and biases stay as stored.
+ */
+function mlx(name: string, bits: number): Preset {
+  const description = `MLX ${bits}-bit (mlx_lm convert -q): affine, bf16 scale and bias per group of 64, embedding and head included`;
+  return {
+    name, description, container: 'safetensors', quality: bits === 8 ? 9 : 6, speed: bits === 8 ? 8 : 7,
+    plan: { name, description, default: { format: 'mlx', bits, groupSize: 64 }, rules: [], skip: [], protect: ['norm', 'router', 'bias', '1d', 'position'] },
+  };
+}
+
 const builtins: Preset[] = [
   gguf('f16', LLAMA_FTYPE.MOSTLY_F16, 'f16', 'GGUF F16: every >=2-D weight in IEEE half; norms and other vectors stay F32', 10, 4, [], false),
   gguf('bf16', LLAMA_FTYPE.MOSTLY_BF16, 'bf16', 'GGUF BF16: every >=2-D weight in bfloat16; norms and other vectors stay F32', 10, 4, [], false),
@@ -144,6 +157,8 @@ const builtins: Preset[] = [
   st('fp4', 'bitsandbytes FP4 (E2M1, absmax per block of 64)', { format: 'fp4' }, 4, 6),
   st('mxfp4', 'OCP MXFP4: E2M1 values with a shared E8M0 scale per 32', { format: 'mxfp4' }, 4, 7),
   st('nvfp4', "NVFP4 as NVIDIA ModelOpt exports it: E2M1 values, an E4M3 scale per 16 and an f32 scale per tensor, under ModelOpt's tensor names", { format: 'nvfp4' }, 5, 7),
+  mlx('mlx4', 4),
+  mlx('mlx8', 8),
   st('adaptive', 'adaptive precision: attention (and everything else) int8 per channel, FFN / expert weights int4 group 128',
     { format: 'int8', granularity: 'channel' }, 7, 8,
     [{ role: ['ffn', 'expert', 'shared_expert'], scheme: { format: 'int4', groupSize: 128 }, note: 'FFN 4-bit' },

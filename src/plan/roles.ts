@@ -49,7 +49,7 @@ const EXPERT_RE = /(?:^|[./])experts[./](\d+)(?=[./])/;
 
 // Side tensors of already quantized checkpoints (FP8 block scales, GPTQ, bitsandbytes, compressed-tensors),
 // matched on the last name segment.
-const QUANT_AUX_LEAF = /^(?:\w*_scale_inv|scales|qzeros|qweight_scale|g_idx|absmax|quant_map|nested_absmax|nested_quant_map|SCB|weight_format|input_scale|weight_scale|weight_scale_2|weight_global_scale|input_global_scale)$/;
+const QUANT_AUX_LEAF = /^(?:\w*_scale_inv|scales|biases|qzeros|qweight_scale|g_idx|absmax|quant_map|nested_absmax|nested_quant_map|SCB|weight_format|input_scale|weight_scale|weight_scale_2|weight_global_scale|input_global_scale)$/;
 
 function isQuantAux(name: string): boolean {
   if (name.includes('quant_state')) return true;

@@ -1,0 +1,114 @@
+// `webquant quantize <in> -o <folder>/`: the output as a Hugging Face style folder, which is how
+// MLX (mlx_lm.load), transformers and vLLM take a model: model.safetensors, the input's
+// config.json (for MLX outputs with the "quantization" entry mlx_lm reads) and the tokenizer
+// files beside the input. Each file is written whole or not at all (writeFileAtomic).
+import { readdir, mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join, resolve, sep } from 'node:path';
+import { ErrorCodes, fail } from '../errors.js';
+import { mlxModule } from '../formats/int.js';
+import { fromUrl } from '../io/source.js';
+import { writeFileAtomic } from '../io/node.js';
+import { TOKENIZER_FILE_NAMES } from '../convert/tokenizer-files.js';
+import type { PlannedTensor } from '../plan/types.js';
+import { absPath, isUrl, type OpenedInput } from './input.js';
+import type { CliIO } from './io.js';
+
+export const MODEL_FILE = 'model.safetensors';
+
+/** The folder `-o` names (a path ending in a separator, or an existing directory), or undefined. */
+export async function folderOutput(output: string, io: CliIO): Promise<string | undefined> {
+  const p = absPath(output, io);
+  if (output.endsWith('/') || output.endsWith(sep)) return resolve(p);
+  return (await stat(p).then((s) => s.isDirectory(), () => false)) ? p : undefined;
+}
+
+/**
+ * Makes the folder (its parent must exist) and refuses one that would mix this output with
+ * another model: the input's own folder, or a folder holding other .safetensors files (mlx_lm
+ * and transformers load every model*.safetensors they find).
+ */
+export async function prepareFolder(dir: string, input: OpenedInput): Promise<void> {
+  if (!(await stat(dirname(dir)).then((s) => s.isDirectory(), () => false))) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder's parent ${dirname(dir)} does not exist`, { file: dir, option: 'output', value: dir });
+  }
+  await mkdir(dir, { recursive: false }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EEXIST') fail(ErrorCodes.IO, `[cli] quantize: cannot make the output folder ${dir}: ${e.message}`, { file: dir, option: 'output' });
+  });
+  if (input.dir && resolve(input.dir) === resolve(dir)) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder ${dir} is the input's folder; write to another one`, { file: dir, option: 'output', value: dir });
+  }
+  const others = (await readdir(dir)).filter((f) => f.endsWith('.safetensors') && f !== MODEL_FILE || f === 'model.safetensors.index.json');
+  if (others.length) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder ${dir} already holds ${others.join(', ')}, which a runtime would load beside ${MODEL_FILE}; use an empty folder`, {
+      file: dir, option: 'output', value: others, expected: 'a folder without other .safetensors files',
+    });
+  }
+}
+
+/**
+ * MLX's "quantization" entry of config.json for the tensors written in the `mlx` format: the most
+ * common (group_size, bits) as the default, and an entry per module that differs (mlx_lm gives a
+ * module listed there its own settings, and quantizes every other module whose .scales it finds).
+ */
+export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record<string, unknown> | undefined {
+  const mlx = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'mlx' && t.options);
+  if (!mlx.length) return undefined;
+  const key = (t: PlannedTensor) => `${t.options!.groupSize}/${t.options!.bits}`;
+  const counts = new Map<string, number>();
+  for (const t of mlx) counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
+  const top = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+  const [groupSize, bits] = top.split('/').map(Number);
+  const q: Record<string, unknown> = { group_size: groupSize, bits };
+  for (const t of mlx) if (key(t) !== top) q[mlxModule(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
+  return q;
+}
+
+async function configText(input: OpenedInput, io: CliIO): Promise<string | undefined> {
+  if (!input.configFile) return undefined;
+  if (isUrl(input.configFile)) {
+    const src = fromUrl(input.configFile, io.fetch ? { fetch: io.fetch } : {});
+    return new TextDecoder().decode(await src.read(0, await src.size()));
+  }
+  return readFile(input.configFile, 'utf8');
+}
+
+/**
+ * Writes config.json and the tokenizer files beside the model in `dir`; returns notes on what it
+ * wrote (and warnings for what a runtime will miss).
+ */
+export async function writeFolderFiles(dir: string, input: OpenedInput, tensors: readonly PlannedTensor[], warnings: string[], io: CliIO): Promise<string[]> {
+  const notes: string[] = [];
+  const written: string[] = [MODEL_FILE];
+  const mlx = mlxQuantizationConfig(tensors);
+  const text = await configText(input, io);
+  if (text === undefined) {
+    warnings.push(`no config.json beside the input: ${dir} holds the weights${mlx ? ' (mlx_lm needs a config.json with the "quantization" entry to load them)' : ''} and the tokenizer files only`);
+  } else {
+    let config: Record<string, unknown>;
+    try {
+      config = JSON.parse(text);
+    } catch (e) {
+      return fail(ErrorCodes.CONFIG, `[cli] ${input.configFile}: not JSON: ${(e as Error).message}`, { file: input.configFile });
+    }
+    if (mlx) {
+      config.quantization = mlx;
+      config.quantization_config = mlx;
+    }
+    await writeFileAtomic(join(dir, 'config.json'), [new TextEncoder().encode(JSON.stringify(config, null, 2) + '\n')]);
+    written.push('config.json');
+  }
+  const files = await input.tokenizerFiles();
+  for (const name of TOKENIZER_FILE_NAMES) {
+    const src = files[name];
+    if (!src) continue;
+    await writeFileAtomic(join(dir, name), [await src.read(0, await src.size())]);
+    written.push(name);
+  }
+  notes.push(`${dir}: ${written.join(', ')}`);
+  if (mlx) notes.push(`config.json "quantization": ${JSON.stringify(mlx)} (mlx_lm.load reads it)`);
+  const other = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format !== 'mlx');
+  if (mlx && other.length) {
+    warnings.push(`${other.length} tensors are quantized in other formats than mlx (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): MLX cannot load those`);
+  }
+  return notes;
+}

@@ -1,0 +1,137 @@
+// `webquant quantize <in> -o <folder>/` and MLX output: the folder holds model.safetensors, the
+// input's config.json (with mlx_lm's "quantization" entry for mlx tensors) and its tokenizer
+// files; the mlx tensors are MLX's entries (U32 codes, bf16 .scales / .biases per module), decoded
+// here as MLX decodes them (test/reference/mlx-ref.ts) and against quantize() of the same tensor.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SHARED, hasShared } from '../helpers/shared.js';
+import { cli, ensureBuilt, tempDir } from './helpers.js';
+import { fromBuffer } from '../../src/io/source.js';
+import { openSafetensors } from '../../src/io/safetensors.js';
+import { quantize, dequantize } from '../../src/quantize.js';
+import { openQuantized } from '../../src/serve/index.js';
+import { mlxModule } from '../../src/formats/int.js';
+import { mlxQuantizationConfig } from '../../src/cli/hf-dir.js';
+import { mlxDequantizeRef } from '../reference/mlx-ref.js';
+import { ErrorCodes } from '../../src/errors.js';
+import type { PlannedTensor } from '../../src/plan/types.js';
+
+const DIR = join(SHARED, 'models/stories260K');
+
+const concat = (parts: Uint8Array[]) => {
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.byteLength; }
+  return out;
+};
+
+describe.skipIf(!hasShared)('quantize into a folder', () => {
+  let tmp: string;
+  let input: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('folder');
+    // A Hugging Face folder: the BF16 checkpoint, its config.json and two tokenizer files.
+    input = join(tmp, 'in');
+    mkdirSync(input);
+    copyFileSync(join(DIR, 'model.bf16.safetensors'), join(input, 'model.safetensors'));
+    copyFileSync(join(DIR, 'config.json'), join(input, 'config.json'));
+    writeFileSync(join(input, 'tokenizer.json'), '{"model": {"type": "BPE"}}');
+    writeFileSync(join(input, 'tokenizer_config.json'), '{"bos_token": "<s>"}');
+  });
+
+  it('mlx4: MLX entries, config.json with "quantization", tokenizer files', async () => {
+    const out = join(tmp, 'mlx4');
+    const r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'mlx4', '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readdirSync(out).sort()).toEqual(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(readFileSync(join(out, 'tokenizer.json'), 'utf8')).toBe(readFileSync(join(input, 'tokenizer.json'), 'utf8'));
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    const original = JSON.parse(readFileSync(join(input, 'config.json'), 'utf8'));
+    expect(config.quantization).toEqual({ group_size: 64, bits: 4 });
+    expect(config.quantization_config).toEqual(config.quantization);
+    expect({ ...config, quantization: undefined, quantization_config: undefined }).toEqual({ ...original, quantization: undefined, quantization_config: undefined });
+
+    const src = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(input, 'model.safetensors'))), 'in'));
+    const ck = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(out, 'model.safetensors'))), 'out'));
+    const served = await openQuantized(fromBuffer(new Uint8Array(readFileSync(join(out, 'model.safetensors'))), 'out'));
+    let quantized = 0, kept = 0;
+    for (const t of src.tensors) {
+      const cols = t.shape[t.shape.length - 1];
+      const mod = mlxModule(t.name);
+      if (!ck.tensors.some((e) => e.name === `${mod}.scales`)) {
+        // Kept as stored: norms, and the FFN down projections (172 columns: no group of 64 or 32 fits).
+        expect(ck.tensor(t.name).dtype, t.name).toBe('BF16');
+        kept++;
+        continue;
+      }
+      quantized++;
+      const w = ck.tensor(t.name), s = ck.tensor(`${mod}.scales`), b = ck.tensor(`${mod}.biases`);
+      expect([w.dtype, w.shape], t.name).toEqual(['U32', [t.shape[0], cols / 8]]);
+      expect([s.dtype, s.shape], t.name).toEqual(['BF16', [t.shape[0], cols / 64]]);
+      expect([b.dtype, b.shape], t.name).toEqual(['BF16', [t.shape[0], cols / 64]]);
+      const bytes = concat([await ck.readRaw(t.name), await ck.readRaw(s.name), await ck.readRaw(b.name)]);
+      const values = await src.readValues(t.name);
+      const q = await quantize(values.values, { format: 'mlx', rowLength: cols, dtype: values.dtype, bits: 4, groupSize: 64 });
+      expect(Buffer.from(bytes).equals(Buffer.from(q.data)), t.name).toBe(true);
+      const asMlx = mlxDequantizeRef(bytes, t.shape[0] * cols, { bits: 4, groupSize: 64, scaleDtype: 'bf16' });
+      expect([...await served.tensor(t.name).dequantize()], t.name).toEqual([...asMlx]);
+      expect([...await dequantize(q)], t.name).toEqual([...asMlx]);
+    }
+    // the token embedding, 5 x (q, k, v, o, gate, up); 11 norms and 5 down projections kept
+    expect([quantized, kept]).toEqual([31, 16]);
+  });
+
+  it('gives modules with other settings their own entry in "quantization"', async () => {
+    const out = join(tmp, 'mixed');
+    const rules = join(tmp, 'rules.json');
+    writeFileSync(rules, JSON.stringify({ rules: [{ role: 'attention', scheme: { format: 'mlx', bits: 8, groupSize: 32 } }] }));
+    const r = await cli(['quantize', input, '-o', `${out}/`, '--format', 'mlx', '--scale-dtype', 'f16', '--rules', rules], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const q = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization;
+    // 10 gate/up projections at 4 bits, 20 attention projections at 8: the most common is the default
+    expect(q.group_size).toBe(32);
+    expect(q.bits).toBe(8);
+    expect(q['model.layers.0.mlp.gate_proj']).toEqual({ group_size: 64, bits: 4 });
+    expect(q['model.layers.0.self_attn.q_proj']).toBeUndefined();
+    expect(Object.keys(q)).toHaveLength(2 + 10);
+    const ck = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(out, 'model.safetensors'))), 'out'));
+    // --scale-dtype goes with --format: the rule's scheme keeps the default (bf16)
+    expect(ck.tensor('model.layers.0.mlp.gate_proj.scales').dtype).toBe('F16');
+    expect(ck.tensor('model.layers.0.self_attn.q_proj.scales').dtype).toBe('BF16');
+    expect(ck.tensor('model.layers.0.self_attn.q_proj.weight').shape).toEqual([64, 16]);
+  });
+
+  it('mlxQuantizationConfig takes the most common settings as the default', () => {
+    const t = (name: string, bits: number, groupSize: number): PlannedTensor => ({
+      name, shape: [64, 64], dtype: 'BF16', rows: 64, rowLength: 64, params: 4096, role: 'ffn', reason: 'default',
+      scheme: { format: 'mlx', bits, groupSize }, options: { bits, groupSize, granularity: 'group', doubleQuant: false, calibration: { method: 'minmax' }, scaleDtype: 'bf16' },
+    });
+    expect(mlxQuantizationConfig([t('a.weight', 4, 64), t('b.weight', 6, 64), t('c.weight', 4, 64)])).toEqual({ group_size: 64, bits: 4, b: { group_size: 64, bits: 6 } });
+    expect(mlxQuantizationConfig([{ ...t('a.weight', 4, 64), scheme: 'keep', options: undefined }])).toBeUndefined();
+  });
+
+  it('refuses the input folder, a folder with other weights and a missing parent', async () => {
+    let r = await cli(['quantize', input, '-o', `${input}/`, '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('is the input');
+    // the input checkpoint under another name in that folder: refused as the input's folder
+    r = await cli(['quantize', join(input, 'model.safetensors'), '-o', input, '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.stderr).toContain('is the input');
+    copyFileSync(join(input, 'model.safetensors'), join(tmp, 'other.safetensors'));
+    r = await cli(['quantize', join(tmp, 'other.safetensors'), '-o', tmp, '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.stderr).toContain("is the input's folder");
+    const busy = join(tmp, 'busy');
+    mkdirSync(busy);
+    writeFileSync(join(busy, 'model-00001-of-00002.safetensors'), 'x');
+    r = await cli(['quantize', input, '-o', `${busy}/`, '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('already holds model-00001-of-00002.safetensors');
+    expect(r.stderr).toContain(`(${ErrorCodes.BAD_OPTION})`);
+    expect(existsSync(join(busy, 'model.safetensors'))).toBe(false);
+    r = await cli(['quantize', input, '-o', join(tmp, 'no/such/'), '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('does not exist');
+  });
+});
