@@ -4,6 +4,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import type { ByteSource } from './source.js';
 import type { SafetensorsOptions } from './safetensors.js';
+import { mlxQuantizationOf } from './mlx.js';
 
 export interface ModelConfig {
   /** architectures[0], e.g. 'LlamaForCausalLM'. */
@@ -164,5 +165,8 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
 
 /** The safetensors reader's options a config.json implies: the tile of its FP8 weights' scales. */
 export function safetensorsOptions(c: ModelConfig | undefined): SafetensorsOptions {
-  return c?.fp8Block ? { fp8BlockSize: c.fp8Block } : {};
+  const o: SafetensorsOptions = c?.fp8Block ? { fp8BlockSize: c.fp8Block } : {};
+  const mlx = c && mlxQuantizationOf(c.raw);
+  if (mlx) o.mlx = mlx;
+  return o;
 }

@@ -17,9 +17,10 @@ export const FLOAT_DTYPES: ReadonlySet<string> = new Set(['F64', 'F32', 'F16', '
 
 /**
  * Float dtypes that only readF32 / readRows give values of (f32, scales applied): F64, FP8, and
- * the NVFP4 weights a safetensors reader presents as F4_E2M1 (see safetensors.ts).
+ * the NVFP4 weights a safetensors reader presents as F4_E2M1 (see safetensors.ts) and MLX's as
+ * MLX_AFFINE (mlx.ts).
  */
-export const READ_AS_F32_DTYPES: ReadonlySet<string> = new Set(['F64', 'F8_E4M3', 'F8_E5M2', 'F4_E2M1']);
+export const READ_AS_F32_DTYPES: ReadonlySet<string> = new Set(['F64', 'F8_E4M3', 'F8_E5M2', 'F4_E2M1', 'MLX_AFFINE']);
 
 function fp8Table(expBits: number, manBits: number, fn: boolean): Float32Array {
   const t = new Float32Array(256);

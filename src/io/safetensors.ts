@@ -22,12 +22,15 @@ import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorIn
 import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
 import { findDuplicateKey } from './json.js';
 import type { ByteSource } from './source.js';
+import { MLX_DTYPE, decodeMlx, presentMlx, type MlxQuantization, type MlxWeight } from './mlx.js';
 
 export const ST_MAX_HEADER = 100_000_000;
 
 export interface SafetensorsOptions {
   /** Block of the `<weight>_scale_inv` FP8 scales, [rows, cols]; DeepSeek-V3 uses [128, 128]. */
   fp8BlockSize?: [number, number];
+  /** Group size and bits of an MLX checkpoint's weights (config.json "quantization", see mlx.ts). */
+  mlx?: MlxQuantization;
 }
 
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype', '__metadata__']);
@@ -181,15 +184,8 @@ interface Nvfp4Scale {
  * webquant output (named in its `webquant.quantization` metadata), which keeps the scales of the
  * NVFP4 weights it quantized beside them.
  */
-function presentNvfp4(source: string, entries: TensorEntry[], metadata: Record<string, unknown>): { entries: TensorEntry[]; scales: Map<string, Nvfp4Scale> } {
+function presentNvfp4(source: string, entries: TensorEntry[], ours: ReadonlySet<string>): { entries: TensorEntry[]; scales: Map<string, Nvfp4Scale> } {
   const byName = new Map(entries.map((e) => [e.info.name, e]));
-  const ours = new Set<string>();
-  try {
-    const q: unknown = JSON.parse(String(metadata['webquant.quantization'] ?? '{}'));
-    if (isObject(q)) for (const k of Object.keys(q)) ours.add(k);
-  } catch {
-    // not a webquant output (the serving API reports a malformed entry)
-  }
   const scales = new Map<string, Nvfp4Scale>();
   const out = entries.map((e) => {
     const t = e.info;
@@ -215,6 +211,18 @@ function presentNvfp4(source: string, entries: TensorEntry[], metadata: Record<s
   return { entries: out, scales };
 }
 
+/** The tensors a webquant output's metadata describes (its own quantized sections). */
+function webquantTensors(metadata: Record<string, unknown>): Set<string> {
+  const ours = new Set<string>();
+  try {
+    const q: unknown = JSON.parse(String(metadata['webquant.quantization'] ?? '{}'));
+    if (isObject(q)) for (const k of Object.keys(q)) ours.add(k);
+  } catch {
+    // not a webquant output (the serving API reports a malformed entry)
+  }
+  return ours;
+}
+
 /** The FP8 block-scale companion of a weight, DeepSeek-V3 style. */
 export const SCALE_SUFFIX = '_scale_inv';
 /** The FP8 scale companion of a weight in compressed-tensors checkpoints (the "-FP8" releases of llm-compressor). */
@@ -234,11 +242,15 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   private readonly block: [number, number];
   private readonly scales = new Map<string, Fp8Scale>();
   private readonly nvfp4: Map<string, Nvfp4Scale>;
+  private readonly mlx: Map<string, MlxWeight>;
 
   constructor(source: string, stored: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
-    const { entries, scales } = presentNvfp4(source, stored, metadata);
-    super(source, entries, metadata);
-    this.nvfp4 = scales;
+    const ours = webquantTensors(metadata);
+    const fp4 = presentNvfp4(source, stored, ours);
+    const mlx = presentMlx(source, fp4.entries, ours, opts.mlx);
+    super(source, mlx.entries, metadata);
+    this.nvfp4 = fp4.scales;
+    this.mlx = mlx.weights;
     this.block = opts.fp8BlockSize ?? [128, 128];
     const [br, bc] = this.block;
     if (!(Number.isInteger(br) && br > 0 && Number.isInteger(bc) && bc > 0)) {
@@ -277,6 +289,7 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   async readF32(name: string): Promise<Float32Array> {
     const info = this.tensor(name);
     if (info.dtype === NVFP4_DTYPE) return this.fp4(info, await this.readRaw(name), 0);
+    if (info.dtype === MLX_DTYPE) return decodeMlx(this.mlx.get(name)!, info.shape[info.shape.length - 1], await this.readRaw(name), 0);
     if (!FLOAT_DTYPES.has(info.dtype)) {
       fail(ErrorCodes.UNSUPPORTED_DTYPE, `[safetensors] ${this.source}: tensor "${name}" is ${info.dtype}, not a float type (use readRaw)`, {
         file: info.file ?? this.source, tensor: name, value: info.dtype, expected: [...FLOAT_DTYPES],
@@ -295,6 +308,12 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     if (info.dtype === NVFP4_DTYPE) {
       const cols = this.rowLength(name, firstRow, rows);
       return { values: await this.fp4(info, await src.read(info.offset + firstRow * cols / 2, rows * cols / 2), firstRow), dtype: 'f32' };
+    }
+    if (info.dtype === MLX_DTYPE) {
+      const cols = this.rowLength(name, firstRow, rows);
+      const w = this.mlx.get(name)!;
+      const bytes = (cols * w.bits) / 8;
+      return { values: await decodeMlx(w, cols, await src.read(info.offset + firstRow * bytes, rows * bytes), firstRow), dtype: 'f32' };
     }
     if (!info.dtype.startsWith('F8_')) return super.readRows(name, firstRow, rows);
     const cols = this.rowLength(name, firstRow, rows);

@@ -9,6 +9,9 @@ import { SHARED, hasShared } from '../helpers/shared.js';
 import { cli, ensureBuilt, tempDir } from './helpers.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
+import { writeSafetensors } from '../../src/io/safetensors-writer.js';
+import { collect } from '../../src/io/stream.js';
+import { openCheckpoint } from '../../src/io/open.js';
 import { quantize, dequantize } from '../../src/quantize.js';
 import { openQuantized } from '../../src/serve/index.js';
 import { mlxModule } from '../../src/formats/int.js';
@@ -81,6 +84,28 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     }
     // the token embedding, 5 x (q, k, v, o, gate, up); 11 norms and 5 down projections kept
     expect([quantized, kept]).toEqual([31, 16]);
+  });
+
+  it('an mlx_lm folder (no webquant metadata) becomes GGUF from its values', async () => {
+    // mlx4's output less webquant's metadata: what mlx_lm convert -q writes
+    const ours = join(tmp, 'mlx4');
+    if (!existsSync(join(ours, 'model.safetensors'))) await cli(['quantize', input, '-o', `${ours}/`, '--preset', 'mlx4'], { cwd: tmp });
+    const foreign = join(tmp, 'mlx-community');
+    mkdirSync(foreign);
+    const ck = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(ours, 'model.safetensors'))), 'ours'));
+    const tensors = await Promise.all(ck.tensors.map(async (t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: await ck.readRaw(t.name) })));
+    writeFileSync(join(foreign, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    copyFileSync(join(ours, 'config.json'), join(foreign, 'config.json'));
+    const r = await cli(['quantize', foreign, '-o', 'from-mlx.gguf', '--preset', 'q8_0', '--tokenizer', 'none'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const mlx = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(foreign, 'model.safetensors'))), 'mlx'), { mlx: { groupSize: 64, bits: 4 } });
+    expect(mlx.tensor('model.layers.0.mlp.gate_proj.weight').dtype).toBe('MLX_AFFINE');
+    const gguf = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'from-mlx.gguf'))), 'gguf'));
+    for (const [st, gg] of [['model.layers.0.mlp.gate_proj.weight', 'blk.0.ffn_gate.weight'], ['model.embed_tokens.weight', 'token_embd.weight']]) {
+      const values = await mlx.readF32(st);
+      const q = await quantize(values, { format: 'q8_0', rowLength: mlx.tensor(st).shape[1] });
+      expect(Buffer.from(await gguf.readRaw(gg)).equals(Buffer.from(q.data)), gg).toBe(true);
+    }
   });
 
   it('gives modules with other settings their own entry in "quantization"', async () => {
