@@ -19,6 +19,7 @@ import {
 } from '../common';
 import { minMax } from './calib';
 import { packCodes, unpackCodes } from './pack';
+import { mlxQuantRun } from './quant';
 
 const codes = memory.data(256 * 4, 16);
 const mm = memory.data(8, 8);
@@ -99,8 +100,13 @@ export function mlx_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, 
         s = edge / q0;
         b = edge;
       }
-      groupCodes(xg, g, s, b, n);
-      packCodes(codes, g, bits, dst + <usize>r * rowBytes + <usize>j * groupBytes);
+      const y = dst + <usize>r * rowBytes + <usize>j * groupBytes;
+      // The vector loops of quant.ts code and pack 8, 4 and 2 bits; the rest goes through `codes`.
+      const done = mlxQuantRun(xg, g, s, b, (1 << bits) - 1, bits, y);
+      if (done < g) {
+        groupCodes(xg + (<usize>done << 2), g - done, s, b, n);
+        packCodes(codes, g - done, bits, y + ((<usize>done * <usize>bits) >> 3));
+      }
       const k = <usize>r * <usize>ng + <usize>j;
       storeScale(scales, k, s, flags);
       storeScale(biases, k, b, flags);

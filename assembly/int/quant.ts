@@ -19,6 +19,14 @@ const MAGIC_BITS: i32 = 0x4b400000;
   return i32x4.sub(f32x4.add(t, f32x4.splat(MAGIC)), i32x4.splat(MAGIC_BITS));
 }
 
+// clamp((v - b) / s, lo, hi) rounded half away from zero (MLX, see mlx.ts), for lo >= 0:
+// trunc plus one where the exact fraction is at least 0.5.
+@inline function code4Away(v: v128, vs: v128, lo: v128, hi: v128): v128 {
+  const c = f32x4.pmin(f32x4.pmax(f32x4.div(v, vs), lo), hi);
+  const t = f32x4.trunc(c);
+  return i32x4.trunc_sat_f32x4_s(f32x4.add(t, v128.and(f32x4.ge(f32x4.sub(c, t), f32x4.splat(0.5)), f32x4.splat(1))));
+}
+
 // Four code vectors (16 codes) as 16 bytes (low 8 bits of each code).
 @inline function bytes16(a: v128, b: v128, c: v128, d: v128): v128 {
   const m = i32x4.splat(0xff);
@@ -30,7 +38,7 @@ const MAGIC_BITS: i32 = 0x4b400000;
 
 // Codes of the 16 floats at p (less b when affine) as 16 bytes; mask != 0 keeps only those bits of
 // each code (the 4- and 2-bit widths), mask = 0 the low byte (8-bit).
-@inline function codes16(p: usize, vb: v128, affine: bool, vs: v128, lo: v128, hi: v128, mask: i32): v128 {
+@inline function codes16(p: usize, vb: v128, affine: bool, vs: v128, lo: v128, hi: v128, mask: i32, away: bool = false): v128 {
   let u0 = v128.load(p), u1 = v128.load(p, 16), u2 = v128.load(p, 32), u3 = v128.load(p, 48);
   if (affine) {
     u0 = f32x4.sub(u0, vb);
@@ -38,7 +46,12 @@ const MAGIC_BITS: i32 = 0x4b400000;
     u2 = f32x4.sub(u2, vb);
     u3 = f32x4.sub(u3, vb);
   }
-  let c0 = code4(u0, vs, lo, hi), c1 = code4(u1, vs, lo, hi), c2 = code4(u2, vs, lo, hi), c3 = code4(u3, vs, lo, hi);
+  let c0: v128, c1: v128, c2: v128, c3: v128;
+  if (away) {
+    c0 = code4Away(u0, vs, lo, hi); c1 = code4Away(u1, vs, lo, hi); c2 = code4Away(u2, vs, lo, hi); c3 = code4Away(u3, vs, lo, hi);
+  } else {
+    c0 = code4(u0, vs, lo, hi); c1 = code4(u1, vs, lo, hi); c2 = code4(u2, vs, lo, hi); c3 = code4(u3, vs, lo, hi);
+  }
   if (mask != 0) {
     const m = i32x4.splat(mask);
     c0 = v128.and(c0, m);
@@ -68,7 +81,7 @@ let nextAbsMax: f32 = 0;
 // s must be nonzero. The vector loop covers whole runs of 16 (8-bit) / 32 (4-bit) values. With
 // next != 0 the 8- and 4-bit loops also fold max |next[j]| over the same indices j into
 // nextAbsMax.
-@inline function simdRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, bits: i32, dst: usize, affine: bool, next: usize = 0): i32 {
+@inline function simdRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, bits: i32, dst: usize, affine: bool, next: usize = 0, away: bool = false): i32 {
   let i = 0;
   const vs = f32x4.splat(s);
   const vb = f32x4.splat(b);
@@ -77,14 +90,14 @@ let nextAbsMax: f32 = 0;
   let m = f32x4.splat(0);
   if (bits == 8) {
     for (; i + 16 <= n; i += 16) {
-      v128.store(dst + <usize>i, codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 0));
+      v128.store(dst + <usize>i, codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 0, away));
       if (next != 0) m = absMax16(next + (<usize>i << 2), m);
     }
   } else if (bits == 4) {
     for (; i + 32 <= n; i += 32) {
       const p = x + (<usize>i << 2);
-      const w0 = codes16(p, vb, affine, vs, vlo, vhi, 0x0f);
-      const w1 = codes16(p + 64, vb, affine, vs, vlo, vhi, 0x0f);
+      const w0 = codes16(p, vb, affine, vs, vlo, vhi, 0x0f, away);
+      const w1 = codes16(p + 64, vb, affine, vs, vlo, vhi, 0x0f, away);
       v128.store(dst + <usize>(i >> 1), i8x16.narrow_i16x8_u(nibblePairs(w0), nibblePairs(w1)));
       if (next != 0) m = absMax16(next + (<usize>i << 2) + 64, absMax16(next + (<usize>i << 2), m));
     }
@@ -96,7 +109,7 @@ let nextAbsMax: f32 = 0;
   }
   if (bits == 2) {
     for (; i + 16 <= n; i += 16) {
-      const w = codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 3);
+      const w = codes16(x + (<usize>i << 2), vb, affine, vs, vlo, vhi, 3, away);
       // u32 lane c0 | c1 << 8 | c2 << 16 | c3 << 24 -> byte c0 | c1 << 2 | c2 << 4 | c3 << 6.
       const f = v128.or(
         v128.or(v128.and(w, i32x4.splat(0x03)), v128.and(i32x4.shr_u(w, 6), i32x4.splat(0x0c))),
@@ -154,4 +167,11 @@ export function affineQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits
     affineCodes(x + (<usize>i << 2), m, s, b, qmax, codes);
     packCodes(codes, m, bits, dst + ((<usize>i * <usize>bits) >> 3));
   }
+}
+
+// MLX's run (mlx.ts): codes clamp(round_half_away((x - b) / s), 0, qmax) packed at dst for the
+// values the vector loops cover (8, 4 and 2 bits); returns how many, the caller codes the rest.
+export function mlxQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits: i32, dst: usize): i32 {
+  if (!ASC_FEATURE_SIMD) return 0;
+  return simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true, 0, true);
 }
