@@ -5,11 +5,13 @@
 import { readdir, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { mlxModule } from '../formats/int.js';
+import { mlxQuantizationConfig } from '../io/mlx.js';
 import { fromUrl } from '../io/source.js';
 import { writeFileAtomic } from '../io/node.js';
 import { TOKENIZER_FILE_NAMES } from '../convert/tokenizer-files.js';
 import type { PlannedTensor } from '../plan/types.js';
+
+export { mlxQuantizationConfig };
 import { absPath, isUrl, type OpenedInput } from './input.js';
 import type { CliIO } from './io.js';
 
@@ -43,24 +45,6 @@ export async function prepareFolder(dir: string, input: OpenedInput): Promise<vo
       file: dir, option: 'output', value: others, expected: 'a folder without other .safetensors files',
     });
   }
-}
-
-/**
- * MLX's "quantization" entry of config.json for the tensors written in the `mlx` format: the most
- * common (group_size, bits) as the default, and an entry per module that differs (mlx_lm gives a
- * module listed there its own settings, and quantizes every other module whose .scales it finds).
- */
-export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record<string, unknown> | undefined {
-  const mlx = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'mlx' && t.options);
-  if (!mlx.length) return undefined;
-  const key = (t: PlannedTensor) => `${t.options!.groupSize}/${t.options!.bits}`;
-  const counts = new Map<string, number>();
-  for (const t of mlx) counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
-  const top = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
-  const [groupSize, bits] = top.split('/').map(Number);
-  const q: Record<string, unknown> = { group_size: groupSize, bits };
-  for (const t of mlx) if (key(t) !== top) q[mlxModule(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
-  return q;
 }
 
 async function configText(input: OpenedInput, io: CliIO): Promise<string | undefined> {

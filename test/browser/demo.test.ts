@@ -119,6 +119,7 @@ describe.each([
   it.each([
     ['q8_0', 'gguf'],
     ['nf4', 'safetensors'],
+    ['mlx4', 'safetensors'],
   ] as const)('preset %s: Web Workers write the same %s bytes as the Node pipeline', async (preset, ext) => {
     const ref = reference(preset, ext);
     requests.length = 0;
@@ -153,6 +154,17 @@ describe.each([
     const layers = await page.$$eval('#layers li', (lis) => lis.map((li) => li.textContent ?? ''));
     for (let l = 0; l < 5; l++) expect(layers.some((t) => t.startsWith(`layer ${l} `))).toBe(true);
     expect(await page.getAttribute('#download', 'download')).toBe(`stories260K-${preset}.${ext}`);
+    // An MLX output comes with the config.json mlx_lm needs beside it: the input's, plus "quantization".
+    const config = await page.evaluate(() => (globalThis as unknown as { webquantDemo: DemoState }).webquantDemo.result?.config);
+    if (preset === 'mlx4') {
+      const c = JSON.parse(config!);
+      expect(c.quantization).toEqual({ group_size: 64, bits: 4 });
+      expect(c.hidden_size).toBe(JSON.parse(readFileSync(STORIES_CONFIG, 'utf8')).hidden_size);
+      expect(await page.getAttribute('#download-config', 'download')).toBe('config.json');
+    } else {
+      expect(config).toBeUndefined();
+      expect(await page.$('#download-config')).toBeNull();
+    }
   });
 
   it('a 16 KiB memory budget cuts tensors into row chunks read by Range: still the same GGUF bytes', async () => {

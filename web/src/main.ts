@@ -1,6 +1,7 @@
 // The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
 // this thread reads the input, writes the output and draws progress.
 import { blobSink, formats, fromBlob, listPresets, opfsSink, readImatrix, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
+import { mlxQuantizationConfig } from '../../src/io/mlx.js';
 import { openInput, prepare, runJob, type ContainerKind, type InputSpec, type KernelBuild } from './job.js';
 import { setupEvalPanel, type EvaluationState } from './eval-panel.js';
 
@@ -19,7 +20,7 @@ export interface DemoState {
   build?: KernelBuild;
   error?: { name: string; message: string; isWebquantError: boolean; code?: string; tensor?: string };
   /** `chunked`: tensors cut into row chunks to stay within the memory budget. */
-  result?: { fileName: string; kind: ContainerKind; bytes: number; tensors: number; chunked: number; resumedUnits: number; elapsedMs: number; blob?: Blob };
+  result?: { fileName: string; kind: ContainerKind; bytes: number; tensors: number; chunked: number; resumedUnits: number; elapsedMs: number; blob?: Blob; config?: string };
   /** The last evaluation (panel 5). */
   evaluation?: EvaluationState;
 }
@@ -122,6 +123,7 @@ function onProgress(e: ProgressEvent): void {
 
 // --- run -----------------------------------------------------------------------------------
 let lastUrl: string | undefined;
+let configUrl: string | undefined;
 
 type SaveFilePicker = (o: { suggestedName: string }) => Promise<FileSystemFileHandle>;
 
@@ -146,6 +148,7 @@ async function run(): Promise<void> {
   els.rate.textContent = '';
   els.result.textContent = 'Working…';
   if (lastUrl) { URL.revokeObjectURL(lastUrl); lastUrl = undefined; }
+  if (configUrl) { URL.revokeObjectURL(configUrl); configUrl = undefined; }
   demo.error = undefined;
   demo.result = undefined;
   demo.build = undefined;
@@ -177,6 +180,15 @@ async function run(): Promise<void> {
       els.result.append(a, ` (${fmtBytes(output.size)})`);
     } else {
       els.result.append(`Written: ${job.fileName} (${fmtBytes(r.bytesWritten)})`);
+    }
+    // An MLX output loads as a folder: model.safetensors beside a config.json with "quantization".
+    const mlx = job.kind === 'safetensors' ? mlxQuantizationConfig(job.plan.tensors) : undefined;
+    if (mlx && opened.config) {
+      const text = JSON.stringify({ ...opened.config.raw, quantization: mlx, quantization_config: mlx }, null, 2) + '\n';
+      demo.result.config = text;
+      configUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+      const a = Object.assign(document.createElement('a'), { href: configUrl, download: 'config.json', id: 'download-config', textContent: 'config.json' });
+      els.result.append(document.createElement('br'), 'MLX (mlx_lm.load) takes a folder holding the result as model.safetensors, this ', a, ' and the tokenizer files.');
     }
     if (job.warnings.length) {
       // Fallbacks of the plan (e.g. rows too short for K-quants), folded: there is one per tensor.
