@@ -13,8 +13,8 @@ import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
-import { NVFP4_DTYPE, NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
-import { MLX_DTYPE } from '../io/mlx.js';
+import { NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
+import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { GGUF_ARCHITECTURES, LAYER, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
@@ -60,9 +60,9 @@ function concatValues(parts: TensorValues[]): TensorValues {
 }
 
 const ELEM: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
-const READABLE = ['F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E5M2', NVFP4_DTYPE, MLX_DTYPE];
-/** FP8, NVFP4 and MLX weights: values come from readF32 / readRows with their scales applied. */
-const isF8 = (t: TensorInfo): boolean => t.dtype === 'F8_E4M3' || t.dtype === 'F8_E5M2' || t.dtype === NVFP4_DTYPE || t.dtype === MLX_DTYPE;
+/** FP8, NVFP4, MLX and bitsandbytes weights: values come from readF32 / readRows with their scales applied. */
+const isF8 = (t: TensorInfo): boolean => t.dtype !== 'F64' && READ_AS_F32_DTYPES.has(t.dtype);
+const READABLE = ['F32', 'F16', 'BF16', ...[...READ_AS_F32_DTYPES].filter((d) => d !== 'F64')];
 const readable = (t: TensorInfo): boolean => t.dtype in ELEM || isF8(t);
 /** The dtype the view presents a source tensor in: FP8 becomes F32 (GGUF has no FP8 type). */
 const viewDtype = (t: TensorInfo): string => (isF8(t) ? 'F32' : t.dtype);

@@ -18,9 +18,9 @@ export const FLOAT_DTYPES: ReadonlySet<string> = new Set(['F64', 'F32', 'F16', '
 /**
  * Float dtypes that only readF32 / readRows give values of (f32, scales applied): F64, FP8, and
  * the NVFP4 weights a safetensors reader presents as F4_E2M1 (see safetensors.ts) and MLX's as
- * MLX_AFFINE (mlx.ts).
+ * MLX_AFFINE (mlx.ts), and bitsandbytes' as BNB_4BIT / BNB_INT8 (bnb.ts).
  */
-export const READ_AS_F32_DTYPES: ReadonlySet<string> = new Set(['F64', 'F8_E4M3', 'F8_E5M2', 'F4_E2M1', 'MLX_AFFINE']);
+export const READ_AS_F32_DTYPES: ReadonlySet<string> = new Set(['F64', 'F8_E4M3', 'F8_E5M2', 'F4_E2M1', 'MLX_AFFINE', 'BNB_4BIT', 'BNB_INT8']);
 
 function fp8Table(expBits: number, manBits: number, fn: boolean): Float32Array {
   const t = new Float32Array(256);

@@ -23,6 +23,7 @@ import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32,
 import { findDuplicateKey } from './json.js';
 import type { ByteSource } from './source.js';
 import { MLX_DTYPE, decodeMlx, presentMlx, type MlxQuantization, type MlxWeight } from './mlx.js';
+import { BNB4_DTYPE, BNB8_DTYPE, decodeBnb, presentBnb, type BnbWeight } from './bnb.js';
 
 export const ST_MAX_HEADER = 100_000_000;
 
@@ -157,7 +158,18 @@ export async function readSafetensorsHeader(src: ByteSource): Promise<Safetensor
 
 export async function openSafetensors(src: ByteSource, opts: SafetensorsOptions = {}): Promise<Checkpoint> {
   const h = await readSafetensorsHeader(src);
-  return new SafetensorsCheckpoint(src.name, h.tensors.map((info) => ({ info, src })), h.metadata, opts);
+  return newCheckpoint(src.name, h.tensors.map((info) => ({ info, src })), h.metadata, opts);
+}
+
+/** The checkpoint, with the small JSON states of bitsandbytes weights read first (bnb.ts). */
+async function newCheckpoint(source: string, entries: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions): Promise<Checkpoint> {
+  const states = new Map<string, Uint8Array>();
+  for (const e of entries) {
+    if (e.info.dtype === 'U8' && /\.quant_state\.bitsandbytes__(?:nf4|fp4)$/.test(e.info.name) && e.info.byteLength <= 1 << 20) {
+      states.set(e.info.name, await e.src.read(e.info.offset, e.info.byteLength));
+    }
+  }
+  return new SafetensorsCheckpoint(source, entries, metadata, opts, (e) => states.get(e.info.name));
 }
 
 /** The presented dtype of an NVFP4 weight: E2M1 codes, two per byte, with scales beside them. */
@@ -244,13 +256,17 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   private readonly nvfp4: Map<string, Nvfp4Scale>;
   private readonly mlx: Map<string, MlxWeight>;
 
-  constructor(source: string, stored: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions) {
+  private readonly bnb: Map<string, BnbWeight>;
+
+  constructor(source: string, stored: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions, states: (e: TensorEntry) => Uint8Array | undefined) {
     const ours = webquantTensors(metadata);
     const fp4 = presentNvfp4(source, stored, ours);
     const mlx = presentMlx(source, fp4.entries, ours, opts.mlx);
-    super(source, mlx.entries, metadata);
+    const bnb = presentBnb(source, mlx.entries, ours, states);
+    super(source, bnb.entries, metadata);
     this.nvfp4 = fp4.scales;
     this.mlx = mlx.weights;
+    this.bnb = bnb.weights;
     this.block = opts.fp8BlockSize ?? [128, 128];
     const [br, bc] = this.block;
     if (!(Number.isInteger(br) && br > 0 && Number.isInteger(bc) && bc > 0)) {
@@ -290,6 +306,7 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     const info = this.tensor(name);
     if (info.dtype === NVFP4_DTYPE) return this.fp4(info, await this.readRaw(name), 0);
     if (info.dtype === MLX_DTYPE) return decodeMlx(this.mlx.get(name)!, info.shape[info.shape.length - 1], await this.readRaw(name), 0);
+    if (info.dtype === BNB4_DTYPE || info.dtype === BNB8_DTYPE) return decodeBnb(this.bnb.get(name)!, await this.readRaw(name), 0, numel(info.shape), info.shape[info.shape.length - 1]);
     if (!FLOAT_DTYPES.has(info.dtype)) {
       fail(ErrorCodes.UNSUPPORTED_DTYPE, `[safetensors] ${this.source}: tensor "${name}" is ${info.dtype}, not a float type (use readRaw)`, {
         file: info.file ?? this.source, tensor: name, value: info.dtype, expected: [...FLOAT_DTYPES],
@@ -308,6 +325,13 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
     if (info.dtype === NVFP4_DTYPE) {
       const cols = this.rowLength(name, firstRow, rows);
       return { values: await this.fp4(info, await src.read(info.offset + firstRow * cols / 2, rows * cols / 2), firstRow), dtype: 'f32' };
+    }
+    if (info.dtype === BNB4_DTYPE || info.dtype === BNB8_DTYPE) {
+      const cols = this.rowLength(name, firstRow, rows);
+      const first = firstRow * cols, count = rows * cols;
+      // 4-bit: the bytes holding those codes (a row of odd length starts or ends mid-byte)
+      const bytes = info.dtype === BNB8_DTYPE ? await src.read(info.offset + first, count) : await src.read(info.offset + (first >> 1), ((first + count + 1) >> 1) - (first >> 1));
+      return { values: await decodeBnb(this.bnb.get(name)!, bytes, first, count, cols), dtype: 'f32' };
     }
     if (info.dtype === MLX_DTYPE) {
       const cols = this.rowLength(name, firstRow, rows);
@@ -448,5 +472,5 @@ export async function openSafetensorsIndex(index: ByteSource, resolve: ShardReso
     meta.push(...Object.entries(header.metadata));
   }
   if (isObject(json.metadata)) meta.push(...Object.entries(json.metadata));
-  return new SafetensorsCheckpoint(file, entries, Object.fromEntries(meta), opts);
+  return newCheckpoint(file, entries, Object.fromEntries(meta), opts);
 }
