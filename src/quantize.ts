@@ -261,7 +261,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   };
 
   const ctx: TensorContext = {
-    kernels: k, nrows, rowLen, opts: o, tensorScale: opts.tensorScale,
+    kernels: k, nrows, rowLen, opts: o, tensorScale: opts.tensorScale, dtype,
     async reduce(kernel, outBytes, init) {
       // The reduction buffer lives after the arena, sized by the caller.
       const at = k.reserve(arena.end + outBytes) + arena.end;

@@ -1,11 +1,12 @@
 // `webquant quantize <in> -o <folder>/`: the output as a Hugging Face style folder, which is how
 // MLX (mlx_lm.load), transformers and vLLM take a model: model.safetensors, the input's
-// config.json (for MLX outputs with the "quantization" entry mlx_lm reads) and the tokenizer
-// files beside the input. Each file is written whole or not at all (writeFileAtomic).
+// config.json (for MLX outputs with the "quantization" entry mlx_lm reads, for bitsandbytes
+// outputs with transformers' quantization_config) and the tokenizer files beside the input. Each file is written whole or not at all (writeFileAtomic).
 import { readdir, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { mlxQuantizationConfig } from '../io/mlx.js';
+import { bnbQuantizationConfig } from '../io/bnb.js';
 import { fromUrl } from '../io/source.js';
 import { writeFileAtomic } from '../io/node.js';
 import { TOKENIZER_FILE_NAMES } from '../convert/tokenizer-files.js';
@@ -64,6 +65,8 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
   const notes: string[] = [];
   const written: string[] = [MODEL_FILE];
   const mlx = mlxQuantizationConfig(tensors);
+  const bnb = bnbQuantizationConfig(tensors);
+  if (bnb.warning) warnings.push(bnb.warning);
   const text = await configText(input, io);
   if (text === undefined) {
     warnings.push(`no config.json beside the input: ${dir} holds the weights${mlx ? ' (mlx_lm needs a config.json with the "quantization" entry to load them)' : ''} and the tokenizer files only`);
@@ -77,6 +80,8 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
     if (mlx) {
       config.quantization = mlx;
       config.quantization_config = mlx;
+    } else if (bnb.config) {
+      config.quantization_config = bnb.config;
     }
     await writeFileAtomic(join(dir, 'config.json'), [new TextEncoder().encode(JSON.stringify(config, null, 2) + '\n')]);
     written.push('config.json');
@@ -90,6 +95,7 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
   }
   notes.push(`${dir}: ${written.join(', ')}`);
   if (mlx) notes.push(`config.json "quantization": ${JSON.stringify(mlx)} (mlx_lm.load reads it)`);
+  if (bnb.config && !mlx) notes.push(`config.json "quantization_config": bitsandbytes ${bnb.config.bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
   const other = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format !== 'mlx');
   if (mlx && other.length) {
     warnings.push(`${other.length} tensors are quantized in other formats than mlx (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): MLX cannot load those`);

@@ -5,6 +5,56 @@ import type { KernelArgs } from '../kernels/args.js';
 
 const GROUP_SIZES = [32, 64, 128, 256] as const;
 
+/** transformers' names of the input dtypes, as a bitsandbytes quant state records them. */
+const TORCH_DTYPE = { f32: 'float32', f16: 'float16', bf16: 'bfloat16' } as const;
+
+/**
+ * bitsandbytes' JSON quant state of a 4-bit weight (transformers' `<w>.quant_state.bitsandbytes__<type>`),
+ * padded with spaces to the length the widest dtype name gives, so that the layout is known before
+ * the input's dtype is (JSON readers skip the trailing whitespace).
+ */
+export function bnbQuantState(type: 'nf4' | 'fp4', blocksize: number, shape: number[], dtype: keyof typeof TORCH_DTYPE = 'bf16'): Uint8Array {
+  const json = (d: string) => JSON.stringify({ quant_type: type, blocksize, dtype: d, shape });
+  const len = json('bfloat16').length;
+  return new TextEncoder().encode(json(TORCH_DTYPE[dtype]).padEnd(len, ' '));
+}
+
+/**
+ * 4-bit NF4 / FP4 as transformers saves bitsandbytes' Linear4bit (the "-bnb-4bit" checkpoints, no
+ * double quantization): the nf4 / fp4 kernels' codes and f32 absmax per block, then bitsandbytes'
+ * code book (quant_map) and JSON quant state as tensor sections, written under its names.
+ */
+function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
+  const base = bnb4(type, '');
+  return {
+    ...base,
+    name: `bnb_${type}`,
+    description: `${type.toUpperCase()} as transformers saves bitsandbytes 4-bit (<w>, <w>.absmax, <w>.quant_map, <w>.quant_state.bitsandbytes__${type}), f32 absmax per block of 64 (or 128, 256)`,
+    groupSizes: [64, 128, 256],
+    doubleQuant: false,
+    prepare: undefined,
+    tensorSections: (nrows, rowLen, o) => [
+      { name: 'quant_map', bytes: 64 },
+      { name: 'quant_state', bytes: bnbQuantState(type, o.groupSize, [nrows, rowLen]).length },
+    ],
+    finish(ctx, data, layout) {
+      const k = ctx.kernels;
+      const map = layout.sections.find((s) => s.name === 'quant_map')!;
+      data.set(k.u8(k.constant(type === 'nf4' ? 'NF4_TABLE' : 'FP4_TABLE'), 64), map.offset);
+      const st = layout.sections.find((s) => s.name === 'quant_state')!;
+      data.set(bnbQuantState(type, ctx.opts.groupSize, [ctx.nrows, ctx.rowLen], ctx.dtype ?? 'bf16'), st.offset);
+    },
+    // The codes over the flattened tensor as [values / 2, 1] and one absmax per block, as
+    // Params4bit keeps them; shapes of any rank are flattened the same way.
+    safetensorsEntries: [
+      { name: (n) => n, dtype: () => 'U8', shape: (s) => [s.reduce((a, b) => a * b, 1) / 2, 1] },
+      { name: (n) => `${n}.absmax`, dtype: () => 'F32', shape: (s, o) => [s.reduce((a, b) => a * b, 1) / o.groupSize] },
+      { name: (n) => `${n}.quant_map`, dtype: () => 'F32', shape: () => [16] },
+      { name: (n) => `${n}.quant_state.bitsandbytes__${type}`, dtype: () => 'U8', shape: (s, o) => [bnbQuantState(type, o.groupSize, [s.reduce((a, b) => a * b, 1) / s[s.length - 1], s[s.length - 1]]).length] },
+    ],
+  };
+}
+
 /** Absmax blocks per row, and 8-bit absmax groups (of up to 256 blocks, never crossing a row). */
 function blocks(rowLen: number, o: ResolvedOptions) {
   const nb = rowLen / o.groupSize;
@@ -78,6 +128,8 @@ const nvfp4Scale2 = (amax: number) => Math.fround(amax / 2688);
 export const bnbFormats: FormatSpec[] = [
   bnb4('nf4', 'bitsandbytes NF4: 4-bit normal-float code book, f32 absmax per group (4.5 bpw at group 64)'),
   bnb4('fp4', 'bitsandbytes FP4: 4-bit E2M1-style code book, f32 absmax per group (4.5 bpw at group 64)'),
+  bnbSaved('nf4'),
+  bnbSaved('fp4'),
   fp8('fp8_e4m3', 448, 'FP8 E4M3FN (OCP, finite, max 448), saturating RNE, f32 scale per row or tensor'),
   fp8('fp8_e5m2', 57344, 'FP8 E5M2 (max 57344), saturating RNE, f32 scale per row or tensor'),
   {

@@ -38,6 +38,8 @@ export interface TensorContext {
   reduce(name: string, outBytes: number, init?: (out: DataView) => void): Promise<DataView>;
   /** The per-tensor scale the caller gives (formats with sharedScale), instead of this tensor's own. */
   tensorScale?: number;
+  /** The input's element type. */
+  dtype?: 'f32' | 'f16' | 'bf16';
 }
 
 export interface FormatSpec {

@@ -114,6 +114,14 @@ function firstDiff(a: Uint8Array, b: Uint8Array): string {
 // Shapes: row lengths multiple of 256 (every group size); odd lengths for fp8 tails.
 const SHAPES: [number, number][] = [[256, 1], [512, 5], [1024, 3]];
 
+const refuse = async (o: Partial<QuantizeOptions>, code: string, text: RegExp) => {
+  const x = new Float32Array(512);
+  const err = await quantize(x, { format: 'nf4', rowLength: 256, ...o } as QuantizeOptions).catch((e) => e);
+  expect(err).toBeInstanceOf(WebquantError);
+  expect(err.code).toBe(code);
+  expect(err.message).toMatch(text);
+};
+
 describe('reference implementation facts', () => {
   it('NF4 and FP4 tables are the published bitsandbytes tables', () => {
     expect(NF4_VALUES[0]).toBe(-1);
@@ -406,13 +414,6 @@ describe('registry and refusals', () => {
     expect(await sizes({ format: 'fp8_e5m2', granularity: 'tensor' })).toEqual([['codes', 8192], ['scale', 4]]);
     expect(await sizes({ format: 'mxfp4' })).toEqual([['blocks', 2 * 128 * 17]]);
   });
-  const refuse = async (o: Partial<QuantizeOptions>, code: string, text: RegExp) => {
-    const x = new Float32Array(512);
-    const err = await quantize(x, { format: 'nf4', rowLength: 256, ...o } as QuantizeOptions).catch((e) => e);
-    expect(err).toBeInstanceOf(WebquantError);
-    expect(err.code).toBe(code);
-    expect(err.message).toMatch(text);
-  };
   it('refuses invalid combinations with clear errors', async () => {
     await refuse({ format: 'nf4', calibration: 'clip' }, 'E_BAD_CALIBRATION', /nf4 does not accept calibration "clip"; it accepts: absmax/);
     await refuse({ format: 'mxfp4', calibration: 'fixed,1,2' }, 'E_BAD_CALIBRATION', /mxfp4 does not accept/);
@@ -426,5 +427,33 @@ describe('registry and refusals', () => {
     await refuse({ format: 'fp8_e4m3', calibration: { method: 'clip', ratio: 1.5 } }, 'E_BAD_CALIBRATION', /ratio must be in \(0, 1\]/);
     await refuse({ format: 'mxfp4', rowLength: 16 } as Partial<QuantizeOptions>, 'E_ROW_LENGTH', /block size 32/);
     await refuse({ format: 'nf4', groupSize: 128, rowLength: 64 } as Partial<QuantizeOptions>, 'E_ROW_LENGTH', /not a multiple of the nf4 block size 128/);
+  });
+});
+
+describe('bnb_nf4 / bnb_fp4: transformers\' bitsandbytes 4-bit layout', () => {
+  for (const type of ['nf4', 'fp4'] as const) {
+    it(`${type}: the ${type} codes and absmax, then bitsandbytes' code book and JSON quant state`, async () => {
+      const x = gaussian(3 * 256, 17, 0.02);
+      for (const [dtype, values, torch] of [['f32', x, 'float32'], ['bf16', Uint16Array.from(x, f32ToBf16), 'bfloat16'], ['f16', Uint16Array.from(x, f32ToF16), 'float16']] as const) {
+        for (const backend of BACKENDS) {
+          const plain = await quantize(values, { format: type, rowLength: 256, dtype, backend });
+          const q = await quantize(values, { format: `bnb_${type}`, rowLength: 256, dtype, backend });
+          expect(q.layout.sections.map((s) => s.name)).toEqual(['codes', 'scales', 'quant_map', 'quant_state']);
+          expect(sameBytes(q.data.subarray(0, plain.data.length), plain.data), `${dtype} ${backend}`).toBe(true);
+          // the code book: what the format decodes codes 0..15 to at absmax 1
+          const map = new Float32Array(q.data.slice(plain.data.length, plain.data.length + 64).buffer);
+          const book = await dequantize({ ...plain, shape: [1, 64], data: Uint8Array.from([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, ...new Uint8Array(24), ...new Uint8Array(new Float32Array([1]).buffer)]) });
+          expect([...map]).toEqual([...book.subarray(0, 16)]);
+          const state = new TextDecoder().decode(q.data.subarray(plain.data.length + 64));
+          expect(JSON.parse(state)).toEqual({ quant_type: type, blocksize: 64, dtype: torch, shape: [3, 256] });
+          expect(state.length).toBe(q.layout.sections[3].bytes);
+          expect([...await dequantize(q, { backend })]).toEqual([...await dequantize(plain, { backend })]);
+        }
+      }
+    });
+  }
+  it('refuses what transformers does not save', async () => {
+    await refuse({ format: 'bnb_nf4', groupSize: 32 }, 'E_BAD_OPTION', /groupSize for bnb_nf4 must be one of 64, 128, 256/);
+    await refuse({ format: 'bnb_fp4', doubleQuant: true }, 'E_BAD_OPTION', /bnb_fp4 has no double quantization/);
   });
 });

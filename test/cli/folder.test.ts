@@ -21,6 +21,9 @@ import { ErrorCodes } from '../../src/errors.js';
 import type { PlannedTensor } from '../../src/plan/types.js';
 
 const DIR = join(SHARED, 'models/stories260K');
+// bitsandbytes' NF4 code book (its published table)
+const NF4 = [-1, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0,
+  0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1];
 
 const concat = (parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.byteLength, 0));
@@ -106,6 +109,36 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
       const q = await quantize(values, { format: 'q8_0', rowLength: mlx.tensor(st).shape[1] });
       expect(Buffer.from(await gguf.readRaw(gg)).equals(Buffer.from(q.data)), gg).toBe(true);
     }
+  });
+
+  it('bnb-nf4: transformers\' bitsandbytes 4-bit entries and quantization_config, read back as BNB_4BIT', async () => {
+    const out = join(tmp, 'bnb');
+    const r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'bnb-nf4'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    const qc = config.quantization_config;
+    expect(qc).toMatchObject({ quant_method: 'bitsandbytes', load_in_4bit: true, bnb_4bit_quant_type: 'nf4', bnb_4bit_use_double_quant: false, bnb_4bit_compute_dtype: 'bfloat16', bnb_4bit_quant_storage: 'uint8' });
+    // the FFN down projections (172 columns) stay BF16: transformers must not expect them quantized
+    expect(qc.llm_int8_skip_modules).toEqual([0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`));
+    const bytes = new Uint8Array(readFileSync(join(out, 'model.safetensors')));
+    const ck = await openSafetensors(fromBuffer(bytes, 'out'));
+    const src = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(input, 'model.safetensors'))), 'in'));
+    const name = 'model.layers.0.self_attn.q_proj.weight';
+    const [rows, cols] = src.tensor(name).shape;
+    expect(ck.tensor(name)).toMatchObject({ dtype: 'U8', shape: [(rows * cols) / 2, 1] });
+    expect(ck.tensor(`${name}.absmax`)).toMatchObject({ dtype: 'F32', shape: [(rows * cols) / 64] });
+    expect(ck.tensor(`${name}.quant_map`)).toMatchObject({ dtype: 'F32', shape: [16] });
+    const state = JSON.parse(new TextDecoder().decode(await ck.readRaw(`${name}.quant_state.bitsandbytes__nf4`)));
+    expect(state).toEqual({ quant_type: 'nf4', blocksize: 64, dtype: 'bfloat16', shape: [rows, cols] });
+    // the codes and absmax are nf4's; the code book is bitsandbytes' NF4 table
+    const values = await src.readValues(name);
+    const nf4 = await quantize(values.values, { format: 'nf4', rowLength: cols, dtype: values.dtype });
+    expect(Buffer.from(concat([await ck.readRaw(name), await ck.readRaw(`${name}.absmax`)])).equals(Buffer.from(nf4.data)), 'codes and absmax').toBe(true);
+    expect([...new Float32Array((await ck.readRaw(`${name}.quant_map`)).slice().buffer)]).toEqual(NF4.map(Math.fround));
+    // the same file without webquant's metadata, as transformers would save it: BNB_4BIT values
+    const plain = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: await Promise.all(ck.tensors.map(async (t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: await ck.readRaw(t.name) }))) })), 'plain'));
+    expect(plain.tensor(name)).toMatchObject({ dtype: 'BNB_4BIT', shape: [rows, cols] });
+    expect([...await plain.readF32(name)]).toEqual([...await dequantize(nf4)]);
   });
 
   it('gives modules with other settings their own entry in "quantization"', async () => {
