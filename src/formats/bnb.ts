@@ -33,6 +33,7 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
     groupSizes: [64, 128, 256],
     doubleQuant: false,
     prepare: undefined,
+    dtypeSections: ['quant_state'],
     tensorSections: (nrows, rowLen, o) => [
       { name: 'quant_map', bytes: 64 },
       { name: 'quant_state', bytes: bnbQuantState(type, o.groupSize, [nrows, rowLen]).length },

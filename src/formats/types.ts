@@ -86,6 +86,8 @@ export interface FormatSpec {
   readonly sharedScale?: { of(amax: number): number };
   /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
   prepare?(ctx: TensorContext): Promise<Partial<KernelArgs>>;
+  /** Sections that record the input's dtype (bitsandbytes' quant state): the only bytes two dtypes of the same values change. */
+  readonly dtypeSections?: readonly string[];
   /** Post-processing over the whole output (e.g. double quantization of block scales). */
   finish?(ctx: TensorContext, data: Uint8Array, layout: Layout, tensorArgs: Partial<KernelArgs>): void;
 }
