@@ -5,14 +5,11 @@
 import { readdir, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
-import { mlxQuantizationConfig } from '../io/mlx.js';
-import { bnbQuantizationConfig } from '../io/bnb.js';
+import { runtimeConfig } from '../io/runtime-config.js';
 import { fromUrl } from '../io/source.js';
 import { writeFileAtomic } from '../io/node.js';
 import { TOKENIZER_FILE_NAMES } from '../convert/tokenizer-files.js';
 import type { PlannedTensor } from '../plan/types.js';
-
-export { mlxQuantizationConfig };
 import { absPath, isUrl, type OpenedInput } from './input.js';
 import type { CliIO } from './io.js';
 
@@ -64,12 +61,10 @@ async function configText(input: OpenedInput, io: CliIO): Promise<string | undef
 export async function writeFolderFiles(dir: string, input: OpenedInput, tensors: readonly PlannedTensor[], warnings: string[], io: CliIO): Promise<string[]> {
   const notes: string[] = [];
   const written: string[] = [MODEL_FILE];
-  const mlx = mlxQuantizationConfig(tensors);
-  const bnb = bnbQuantizationConfig(tensors);
-  if (bnb.warning) warnings.push(bnb.warning);
   const text = await configText(input, io);
+  let rc = runtimeConfig({}, tensors);
   if (text === undefined) {
-    warnings.push(`no config.json beside the input: ${dir} holds the weights${mlx ? ' (mlx_lm needs a config.json with the "quantization" entry to load them)' : ''} and the tokenizer files only`);
+    warnings.push(`no config.json beside the input: ${dir} holds the weights${rc.runtime ? ` (${rc.runtime === 'mlx' ? 'mlx_lm' : 'transformers'} needs a config.json with its quantization entry to load them)` : ''} and the tokenizer files only`);
   } else {
     let config: Record<string, unknown>;
     try {
@@ -77,15 +72,11 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
     } catch (e) {
       return fail(ErrorCodes.CONFIG, `[cli] ${input.configFile}: not JSON: ${(e as Error).message}`, { file: input.configFile });
     }
-    if (mlx) {
-      config.quantization = mlx;
-      config.quantization_config = mlx;
-    } else if (bnb.config) {
-      config.quantization_config = bnb.config;
-    }
-    await writeFileAtomic(join(dir, 'config.json'), [new TextEncoder().encode(JSON.stringify(config, null, 2) + '\n')]);
+    rc = runtimeConfig(config, tensors);
+    await writeFileAtomic(join(dir, 'config.json'), [new TextEncoder().encode(JSON.stringify(rc.config ?? config, null, 2) + '\n')]);
     written.push('config.json');
   }
+  warnings.push(...rc.warnings);
   const files = await input.tokenizerFiles();
   for (const name of TOKENIZER_FILE_NAMES) {
     const src = files[name];
@@ -94,11 +85,7 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
     written.push(name);
   }
   notes.push(`${dir}: ${written.join(', ')}`);
-  if (mlx) notes.push(`config.json "quantization": ${JSON.stringify(mlx)} (mlx_lm.load reads it)`);
-  if (bnb.config && !mlx) notes.push(`config.json "quantization_config": bitsandbytes ${bnb.config.bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
-  const other = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format !== 'mlx');
-  if (mlx && other.length) {
-    warnings.push(`${other.length} tensors are quantized in other formats than mlx (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): MLX cannot load those`);
-  }
+  if (rc.runtime === 'mlx') notes.push(`config.json "quantization": ${JSON.stringify(rc.config!.quantization)} (mlx_lm.load reads it)`);
+  if (rc.runtime === 'bitsandbytes') notes.push(`config.json "quantization_config": bitsandbytes ${(rc.config!.quantization_config as { bnb_4bit_quant_type: string }).bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
   return notes;
 }

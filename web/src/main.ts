@@ -1,7 +1,7 @@
 // The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
 // this thread reads the input, writes the output and draws progress.
 import { blobSink, formats, fromBlob, listPresets, opfsSink, readImatrix, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
-import { mlxQuantizationConfig } from '../../src/io/mlx.js';
+import { runtimeConfig } from '../../src/io/runtime-config.js';
 import { openInput, prepare, runJob, type ContainerKind, type InputSpec, type KernelBuild } from './job.js';
 import { setupEvalPanel, type EvaluationState } from './eval-panel.js';
 
@@ -181,14 +181,15 @@ async function run(): Promise<void> {
     } else {
       els.result.append(`Written: ${job.fileName} (${fmtBytes(r.bytesWritten)})`);
     }
-    // An MLX output loads as a folder: model.safetensors beside a config.json with "quantization".
-    const mlx = job.kind === 'safetensors' ? mlxQuantizationConfig(job.plan.tensors) : undefined;
-    if (mlx && opened.config) {
-      const text = JSON.stringify({ ...opened.config.raw, quantization: mlx, quantization_config: mlx }, null, 2) + '\n';
+    // MLX and bitsandbytes outputs load as a folder: model.safetensors beside a config.json with their entry.
+    const rc = job.kind === 'safetensors' && opened.config ? runtimeConfig(opened.config.raw, job.plan.tensors) : undefined;
+    if (rc?.config) {
+      const text = JSON.stringify(rc.config, null, 2) + '\n';
       demo.result.config = text;
       configUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
       const a = Object.assign(document.createElement('a'), { href: configUrl, download: 'config.json', id: 'download-config', textContent: 'config.json' });
-      els.result.append(document.createElement('br'), 'MLX (mlx_lm.load) takes a folder holding the result as model.safetensors, this ', a, ' and the tokenizer files.');
+      const who = rc.runtime === 'mlx' ? 'MLX (mlx_lm.load)' : "transformers (from_pretrained, with bitsandbytes)";
+      els.result.append(document.createElement('br'), `${who} takes a folder holding the result as model.safetensors, this `, a, ' and the tokenizer files.');
     }
     if (job.warnings.length) {
       // Fallbacks of the plan (e.g. rows too short for K-quants), folded: there is one per tensor.
