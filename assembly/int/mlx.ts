@@ -15,10 +15,11 @@
 // MLX's packing for every width), scales, biases.
 import {
   A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_SCALE_BF16, FLAG_SCALE_F32,
-  argI32, argU32, bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, rowF32,
+  argI32, argU32, f32ToBf16, f32ToF16, rowF32,
 } from '../common';
 import { minMax } from './calib';
-import { packCodes, unpackCodes } from './pack';
+import { packCodes } from './pack';
+import { affine_dequantize } from './affine';
 import { mlxQuantRun } from './quant';
 
 const codes = memory.data(256 * 4, 16);
@@ -60,12 +61,6 @@ function groupCodes(x: usize, g: i32, s: f32, b: f32, n: f32): void {
   if (flags & FLAG_SCALE_F32) store<f32>(p + (k << 2), v);
   else if (flags & FLAG_SCALE_BF16) store<u16>(p + (k << 1), f32ToBf16(v));
   else store<u16>(p + (k << 1), f32ToF16(v));
-}
-
-@inline function loadScale(p: usize, k: usize, flags: i32): f32 {
-  if (flags & FLAG_SCALE_F32) return load<f32>(p + (k << 2));
-  if (flags & FLAG_SCALE_BF16) return bf16ToF32(<u32>load<u16>(p + (k << 1)));
-  return f16ToF32(<u32>load<u16>(p + (k << 1)));
 }
 
 export function mlx_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -114,30 +109,8 @@ export function mlx_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, 
   }
 }
 
-// x' = s*q + b in f32 from the stored scale and bias (MLX's own dequantize works in the scale dtype).
+// x' = s*q + b in f32 from the stored scale and bias (MLX's own dequantize works in the scale
+// dtype): affine's dequantizer, which reads the scale dtype from the flags.
 export function mlx_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
-  const bits = argI32(args, A_BITS);
-  const g = argI32(args, A_GROUP);
-  const flags = argI32(args, A_FLAGS);
-  const scales = argU32(args, A_SCALES);
-  const biases = argU32(args, A_BIASES);
-  const ng = rowLen / g;
-  const groupBytes = (<usize>g * <usize>bits) >> 3;
-  const total = <usize>nrows * <usize>ng;
-  for (let k: usize = 0; k < total; k++) {
-    const s = loadScale(scales, k, flags);
-    const b = loadScale(biases, k, flags);
-    unpackCodes(src + k * groupBytes, g, bits, false, codes);
-    const y = dst + ((k * <usize>g) << 2);
-    let i = 0;
-    if (ASC_FEATURE_SIMD) {
-      const vs = f32x4.splat(s);
-      const vb = f32x4.splat(b);
-      for (; i + 4 <= g; i += 4) {
-        const q = f32x4.convert_i32x4_s(v128.load(codes + (<usize>i << 2)));
-        v128.store(y + (<usize>i << 2), f32x4.add(f32x4.mul(vs, q), vb));
-      }
-    }
-    for (; i < g; i++) store<f32>(y + (<usize>i << 2), s * <f32>load<i32>(codes + (<usize>i << 2)) + b);
-  }
+  affine_dequantize(src, nrows, rowLen, dst, args);
 }
