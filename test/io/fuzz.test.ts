@@ -69,14 +69,37 @@ beforeAll(async () => {
   }));
   const index = new TextEncoder().encode(JSON.stringify({ metadata: {}, weight_map: { 'w.weight': 'x.safetensors', h: 'x.safetensors' } }));
   const config = new TextEncoder().encode(JSON.stringify({ architectures: ['LlamaForCausalLM'], hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 8, vocab_size: 16 }));
-  seeds = [gguf, st, index, config];
+  // An MLX module (3 bits in groups of 32: the only pair its shapes fit) and bitsandbytes weights
+  // (4-bit with double quantization, and LLM.int8).
+  const mlxQ = await quantize(randomF32(2 * 96, 5), { format: 'mlx', rowLength: 96, bits: 3, groupSize: 32 });
+  const mlx = await collect(writeSafetensors({
+    tensors: [
+      { name: 'm.weight', dtype: 'U32', shape: [2, 9], data: mlxQ.data.subarray(0, 72) },
+      { name: 'm.scales', dtype: 'BF16', shape: [2, 3], data: mlxQ.data.subarray(72, 84) },
+      { name: 'm.biases', dtype: 'BF16', shape: [2, 3], data: mlxQ.data.subarray(84, 96) },
+    ],
+  }));
+  const state = new TextEncoder().encode(JSON.stringify({ quant_type: 'nf4', blocksize: 64, dtype: 'bfloat16', shape: [2, 64], nested_blocksize: 256, nested_offset: 0.5 }));
+  const bnb = await collect(writeSafetensors({
+    tensors: [
+      { name: 'b.weight', dtype: 'U8', shape: [64, 1], data: Uint8Array.from({ length: 64 }, (_v, i) => i * 5) },
+      { name: 'b.weight.absmax', dtype: 'U8', shape: [2], data: new Uint8Array([3, 200]) },
+      { name: 'b.weight.quant_map', dtype: 'F32', shape: [16], data: new Float32Array(16).map((_v, i) => i / 8 - 1) },
+      { name: 'b.weight.nested_absmax', dtype: 'F32', shape: [1], data: new Float32Array([0.25]) },
+      { name: 'b.weight.nested_quant_map', dtype: 'F32', shape: [256], data: new Float32Array(256).map((_v, i) => i / 128 - 1) },
+      { name: 'b.weight.quant_state.bitsandbytes__nf4', dtype: 'U8', shape: [state.length], data: state },
+      { name: 'c.weight', dtype: 'I8', shape: [2, 4], data: new Int8Array([1, -2, 3, -127, 127, 0, 5, 6]) },
+      { name: 'c.SCB', dtype: 'F32', shape: [2], data: new Float32Array([1.5, 2]) },
+    ],
+  }));
+  seeds = [gguf, st, index, config, mlx, bnb];
 });
 
 const u64le = (v: bigint) => { const b = new Uint8Array(8); new DataView(b.buffer).setBigUint64(0, v & 0xffffffffffffffffn, true); return b; };
 
 /** A mutation of a seed file: byte flips, a planted extreme integer, a cut, an insertion. */
 const mutation = fc.record({
-  seed: fc.nat(3),
+  seed: fc.nat(5),
   flips: fc.array(fc.record({ at: fc.nat(), value: fc.integer({ min: 0, max: 255 }) }), { maxLength: 6 }),
   plant: fc.option(fc.record({ at: fc.nat(), value: fc.constantFrom(0n, 1n, 0x7fffffffn, 0xffffffffn, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n, 1n << 32n) })),
   cut: fc.option(fc.nat()),
@@ -111,10 +134,10 @@ describe('fuzz: readers throw only WebquantError', () => {
   test('random JSON headers and indexes', async () => {
     const dim = fc.oneof(fc.nat(8), fc.constantFrom(-1, 1.5, 2 ** 53, 1e300, '3', null));
     const entry = fc.oneof(
-      fc.record({ dtype: fc.constantFrom('F32', 'F16', 'BF16', 'F8_E4M3', 'I8', 'BOOL', 'F4', '', '__proto__'), shape: fc.array(dim, { maxLength: 3 }), data_offsets: fc.tuple(fc.nat(64), fc.nat(64)) }),
+      fc.record({ dtype: fc.constantFrom('F32', 'F16', 'BF16', 'F8_E4M3', 'I8', 'U8', 'U32', 'BOOL', 'F4', '', '__proto__'), shape: fc.array(dim, { maxLength: 3 }), data_offsets: fc.tuple(fc.nat(64), fc.nat(64)) }),
       fc.jsonValue({ maxDepth: 2 }),
     );
-    const header = fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'constructor', '__metadata__', 'w.weight', 'w.weight_scale_inv')), entry, { maxKeys: 4 });
+    const header = fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'constructor', '__metadata__', 'w.weight', 'w.weight_scale_inv', 'w.scales', 'w.biases', 'w.SCB', 'w.weight.absmax', 'w.weight.quant_map', 'w.weight.quant_state.bitsandbytes__nf4')), entry, { maxKeys: 4 });
     await fc.assert(fc.asyncProperty(header, fc.nat(80), async (h, dataLen) => {
       const text = new TextEncoder().encode(JSON.stringify(h));
       const file = new Uint8Array([...u64le(BigInt(text.length)), ...text, ...new Uint8Array(dataLen).fill(0x3c)]);
@@ -124,7 +147,7 @@ describe('fuzz: readers throw only WebquantError', () => {
     }), { numRuns: Number(process.env.WEBQUANT_FUZZ_RUNS ?? 400), seed: process.env.WEBQUANT_FUZZ_RUNS ? undefined : 99 });
   });
   test('the seeds themselves are read completely', async () => {
-    expect(seeds.length).toBe(4);
+    expect(seeds.length).toBe(6);
     for (const s of seeds) await feed(s);
     // the mutation seeds are valid files, so mutations start from the deep paths of the readers
     const g = await openGguf(fromBuffer(seeds[0]));
@@ -132,5 +155,9 @@ describe('fuzz: readers throw only WebquantError', () => {
     const st = await openSafetensors(fromBuffer(seeds[1]));
     expect(Array.from(await st.readF32('w.weight'))).toEqual(new Array(12).fill(2));
     expect((await readConfig(fromBuffer(seeds[3]))).numLayers).toBe(2);
+    const mlx = await openSafetensors(fromBuffer(seeds[4]));
+    expect(mlx.tensors.map((t) => [t.name, t.dtype])).toEqual([['m.weight', 'MLX_AFFINE']]);
+    const bnb = await openSafetensors(fromBuffer(seeds[5]));
+    expect(bnb.tensors.map((t) => [t.name, t.dtype])).toEqual([['b.weight', 'BNB_4BIT'], ['c.weight', 'BNB_INT8']]);
   });
 });
