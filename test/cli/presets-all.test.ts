@@ -58,7 +58,9 @@ describe.skipIf(!hasShared)('stories260K x every preset', () => {
           // Fused tensors share nvfp4's scale_2 (test/pipeline/shared-scales.test.ts): the stored one, its last section.
           const last = got.sections[got.sections.length - 1];
           const shared = info.quantized && formats.get(info.format)?.sharedScale ? { tensorScale: new DataView(last.buffer, last.byteOffset, 4).getFloat32(0, true) } : {};
-          const ref = await quantize(values, { ...opts, ...shared, rowLength: info.rowLength, name });
+          // A format that records the input dtype (bitsandbytes' quant state) is given the stored values.
+          const stored = info.quantized && formats.get(info.format)?.dtypeSections ? await src.readValues(name) : undefined;
+          const ref = await quantize(stored?.values ?? values, { ...opts, ...shared, rowLength: info.rowLength, name, dtype: stored?.dtype });
           const bytes = new Uint8Array(got.bytes);
           let at = 0;
           for (const sec of got.sections) { bytes.set(sec, at); at += sec.byteLength; }
