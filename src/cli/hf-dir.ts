@@ -1,8 +1,10 @@
 // `webquant quantize <in> -o <folder>/`: the output as a Hugging Face style folder, which is how
 // MLX (mlx_lm.load), transformers and vLLM take a model: model.safetensors, the input's
 // config.json (for MLX outputs with the "quantization" entry mlx_lm reads, for bitsandbytes
-// outputs with transformers' quantization_config) and the tokenizer files beside the input. Each file is written whole or not at all (writeFileAtomic).
-import { readdir, mkdir, readFile, stat } from 'node:fs/promises';
+// outputs with transformers' quantization_config) and the tokenizer files beside the input.
+// Each file is written whole or not at all (writeFileAtomic); a folder made for a run that then
+// fails is removed again.
+import { readdir, mkdir, readFile, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { runtimeConfig } from '../io/runtime-config.js';
@@ -25,19 +27,30 @@ export async function folderOutput(output: string, io: CliIO): Promise<string | 
 /**
  * Makes the folder (its parent must exist) and refuses one that would mix this output with
  * another model: the input's own folder, or a folder holding other .safetensors files (mlx_lm
- * and transformers load every model*.safetensors they find).
+ * and transformers load every model*.safetensors they find). Returns whether it made the folder.
  */
-export async function prepareFolder(dir: string, input: OpenedInput): Promise<void> {
+export async function prepareFolder(dir: string, input: OpenedInput): Promise<boolean> {
   if (!(await stat(dirname(dir)).then((s) => s.isDirectory(), () => false))) {
     fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder's parent ${dirname(dir)} does not exist`, { file: dir, option: 'output', value: dir });
   }
-  await mkdir(dir, { recursive: false }).catch((e: NodeJS.ErrnoException) => {
+  const made = await mkdir(dir, { recursive: false }).then(() => true, (e: NodeJS.ErrnoException) => {
     if (e.code !== 'EEXIST') fail(ErrorCodes.IO, `[cli] quantize: cannot make the output folder ${dir}: ${e.message}`, { file: dir, option: 'output' });
+    return false;
   });
+  try {
+    checkFolder(dir, input, await readdir(dir));
+  } catch (e) {
+    if (made) await rmdir(dir).catch(() => undefined);
+    throw e;
+  }
+  return made;
+}
+
+function checkFolder(dir: string, input: OpenedInput, files: string[]): void {
   if (input.dir && resolve(input.dir) === resolve(dir)) {
     fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder ${dir} is the input's folder; write to another one`, { file: dir, option: 'output', value: dir });
   }
-  const others = (await readdir(dir)).filter((f) => f.endsWith('.safetensors') && f !== MODEL_FILE || f === 'model.safetensors.index.json');
+  const others = files.filter((f) => f.endsWith('.safetensors') && f !== MODEL_FILE || f === 'model.safetensors.index.json');
   if (others.length) {
     fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder ${dir} already holds ${others.join(', ')}, which a runtime would load beside ${MODEL_FILE}; use an empty folder`, {
       file: dir, option: 'output', value: others, expected: 'a folder without other .safetensors files',

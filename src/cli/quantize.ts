@@ -1,6 +1,6 @@
 // `webquant quantize <in> -o <out>`: a checkpoint through the streaming pipeline into a GGUF or
 // safetensors file, written atomically (nothing is left at <out> after a failure).
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
@@ -222,11 +222,12 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
   }
 
   const input: OpenedInput = await openInput(a.input, io);
+  let madeFolder = false;
   try {
     if (!isUrl(a.input) && absPath(input.file, io) === out) {
       fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output ${a.output} is the input; write to another file`, { option: 'output', value: a.output });
     }
-    if (folder) await prepareFolder(folder, input);
+    if (folder) madeFolder = await prepareFolder(folder, input);
     const warnings: string[] = [];
     const notes: string[] = [];
     const fileType = choice.fileType;
@@ -306,6 +307,10 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       for (const n of notes) io.stdout.write(`note: ${n}\n`);
     }
     return report;
+  } catch (e) {
+    // A folder this run made and left empty (the model file is written atomically) goes again.
+    if (madeFolder) await rmdir(folder!).catch(() => undefined);
+    throw e;
   } finally {
     await input.close();
   }

@@ -188,6 +188,10 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     expect(r.stderr).toContain('already holds model-00001-of-00002.safetensors');
     expect(r.stderr).toContain(`(${ErrorCodes.BAD_OPTION})`);
     expect(existsSync(join(busy, 'model.safetensors'))).toBe(false);
+    // a folder made for a run that fails is removed again (here: a plan error)
+    r = await cli(['quantize', input, '-o', join(tmp, 'fresh/'), '--format', 'q4_k', '--strict'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(existsSync(join(tmp, 'fresh'))).toBe(false);
     r = await cli(['quantize', input, '-o', join(tmp, 'no/such/'), '--preset', 'mlx4'], { cwd: tmp });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('does not exist');
