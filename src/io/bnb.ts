@@ -1,5 +1,6 @@
 // bitsandbytes checkpoints (transformers' 4-bit and 8-bit serialization: the "-bnb-4bit" releases)
-// read as their values. A 4-bit weight `<w>` is its packed codes (U8, two per byte, the first in
+// read as their values. A 4-bit weight `<w>` is its packed codes (U8, or the bytes of another
+// storage dtype, two codes per byte, the first in
 // the high nibble, over the flattened tensor) with `<w>.absmax` (one per block), `<w>.quant_map`
 // (the 16 values of NF4 or FP4) and `<w>.quant_state.bitsandbytes__nf4|fp4` (JSON: shape,
 // blocksize, and with double quantization nested_blocksize and nested_offset, the absmax then
@@ -45,7 +46,8 @@ export function presentBnb(source: string, entries: TensorEntry[], ours: Readonl
     const t = e.info;
     if (ours.has(t.name)) return e;
     const stateName = [`${t.name}${STATE}nf4`, `${t.name}${STATE}fp4`].find((n) => byName.has(n));
-    if (t.dtype === 'U8' && stateName) {
+    // The codes are bytes whatever dtype stores them (bnb_4bit_quant_storage: uint8, or bf16 / f32 for FSDP).
+    if (stateName) {
       const state = byName.get(stateName)!;
       const bytes = readAll(state);
       if (!bytes) return e;
@@ -61,7 +63,8 @@ export function presentBnb(source: string, entries: TensorEntry[], ours: Readonl
       const shape = q.shape as number[], blocksize = q.blocksize as number;
       const n = numel(shape), blocks = Math.ceil(n / blocksize);
       const absmax = byName.get(`${t.name}.absmax`), quantMap = byName.get(`${t.name}.quant_map`);
-      if (numel(t.shape) !== Math.ceil(n / 2)) bad(t.name, `U8[${t.shape}] holds ${numel(t.shape) * 2} codes but its shape [${shape}] has ${n} values`, t.shape);
+      const elem = numel(t.shape) ? t.byteLength / numel(t.shape) : 1;
+      if (t.byteLength < Math.ceil(n / 2) || t.byteLength >= Math.ceil(n / 2) + elem) bad(t.name, `${t.dtype}[${t.shape}] holds ${t.byteLength * 2} codes but its shape [${shape}] has ${n} values`, t.shape);
       if (!quantMap || quantMap.info.dtype !== 'F32' || numel(quantMap.info.shape) !== 16) bad(t.name, 'needs a quant_map of 16 F32 values', quantMap?.info.shape);
       const nested = q.nested_blocksize !== undefined;
       if (!absmax || numel(absmax.info.shape) !== blocks || absmax.info.dtype !== (nested ? 'U8' : 'F32')) {

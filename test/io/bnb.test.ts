@@ -19,7 +19,7 @@ interface Made { bytes: Uint8Array; want: Float32Array }
  * A 4-bit weight of shape [rows, cols] with blocks of 64 over the flattened tensor (a row of 90
  * values ends inside a block and, being even, on a byte boundary; 45 would end mid-byte).
  */
-async function bnb4(rows: number, cols: number, nested: boolean, extra: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[] = []): Promise<Made> {
+async function bnb4(rows: number, cols: number, nested: boolean, extra: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[] = [], storage: 'U8' | 'BF16' = 'U8'): Promise<Made> {
   const n = rows * cols, blocks = Math.ceil(n / 64);
   const codes = Uint8Array.from({ length: n }, (_v, i) => (i * 7 + (i >> 3)) % 16);
   const packed = new Uint8Array(Math.ceil(n / 2));
@@ -27,7 +27,7 @@ async function bnb4(rows: number, cols: number, nested: boolean, extra: { name: 
   const want = new Float32Array(n);
   const state: Record<string, unknown> = { quant_type: 'nf4', blocksize: 64, dtype: 'bfloat16', shape: [rows, cols] };
   const tensors: { name: string; dtype: string; shape: number[]; data: ArrayBufferView }[] = [
-    { name: 'm.weight', dtype: 'U8', shape: [packed.length, 1], data: packed },
+    { name: 'm.weight', dtype: storage, shape: [storage === 'U8' ? packed.length : packed.length / 2, 1], data: packed },
     { name: 'm.weight.quant_map', dtype: 'F32', shape: [16], data: new Float32Array(NF4) },
   ];
   let absmax: Float32Array;
@@ -115,5 +115,15 @@ describe('bitsandbytes checkpoints', () => {
       expect(e.code, why).toBe(ErrorCodes.ST_SCALE);
       expect(e.details.tensor, why).toBe('m.weight');
     }
+  });
+});
+
+describe('bitsandbytes 4-bit codes stored as another dtype (bnb_4bit_quant_storage)', () => {
+  it('reads the bytes of a BF16 codes tensor as codes', async () => {
+    const { want } = await bnb4(4, 64, false);
+    const { bytes } = await bnb4(4, 64, false, [], 'BF16');
+    const ck = await openSafetensors(fromBuffer(bytes, 'bf16-storage'));
+    expect(ck.tensor('m.weight')).toMatchObject({ dtype: 'BNB_4BIT', shape: [4, 64] });
+    expect([...await ck.readF32('m.weight')]).toEqual([...want]);
   });
 });
