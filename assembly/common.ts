@@ -111,6 +111,13 @@ export function f32ToBf16(f: f32): u16 {
   return reinterpret<f32>(h << 16);
 }
 
+// Scale or bias k of a group section: f16 by default (affine), bf16 or f32 by flag (mlx).
+@inline export function storedScale(p: usize, k: usize, flags: i32): f32 {
+  if (flags & FLAG_SCALE_F32) return load<f32>(p + (k << 2));
+  if (flags & FLAG_SCALE_BF16) return bf16ToF32(<u32>load<u16>(p + (k << 1)));
+  return f16ToF32(<u32>load<u16>(p + (k << 1)));
+}
+
 // ---- rounding helpers used by the GGUF reference algorithms ------------------------------
 
 // ggml's nearest_int: the 1.5*2^23 trick, defined for every input (inf -> -4194304, NaN -> 0).

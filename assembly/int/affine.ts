@@ -14,8 +14,8 @@
 //                     values beyond the f16 range saturate at +-65504.
 //   hqq               HQQ's zero-point optimisation from the minmax start (hqq.ts), ITERS iterations.
 import {
-  A_BIASES, A_BITS, A_CALIB, A_FLAGS, A_GROUP, A_IMATRIX, A_ITERS, A_SCALES, A_SCRATCH, CALIB_HQQ, FLAG_SCALE_BF16, FLAG_SCALE_F32,
-  argI32, argU32, bf16ToF32, f16ToF32, f32ToF16, rowF32,
+  A_BIASES, A_BITS, A_CALIB, A_FLAGS, A_GROUP, A_IMATRIX, A_ITERS, A_SCALES, A_SCRATCH, CALIB_HQQ,
+  argI32, argU32, f16ToF32, f32ToF16, rowF32, storedScale,
 } from '../common';
 import { minMax } from './calib';
 import { hqqGroup } from './hqq';
@@ -88,13 +88,6 @@ export function affine_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i3
   }
 }
 
-// A stored scale or bias: f16 (affine), or bf16 / f32 when the flags say so (mlx.ts).
-@inline function loadScale(p: usize, k: usize, flags: i32): f32 {
-  if (flags & FLAG_SCALE_F32) return load<f32>(p + (k << 2));
-  if (flags & FLAG_SCALE_BF16) return bf16ToF32(<u32>load<u16>(p + (k << 1)));
-  return f16ToF32(<u32>load<u16>(p + (k << 1)));
-}
-
 export function affine_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const bits = argI32(args, A_BITS);
   const g = argI32(args, A_GROUP);
@@ -105,8 +98,8 @@ export function affine_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usiz
   const total = <usize>nrows * <usize>ng;
   const flags = argI32(args, A_FLAGS);
   for (let k: usize = 0; k < total; k++) {
-    const s = loadScale(scales, k, flags);
-    const b = loadScale(biases, k, flags);
+    const s = storedScale(scales, k, flags);
+    const b = storedScale(biases, k, flags);
     unpackCodes(src + k * groupBytes, g, bits, false, codes);
     const y = dst + ((k * <usize>g) << 2);
     let i = 0;

@@ -1,9 +1,9 @@
 // Serving matvec for the integer formats: symmetric intsym/int8/int4 (scale per group, row or
-// tensor) and affine (f16 scale and bias per group). Layouts and bit order: assembly/int/sym.ts,
-// affine.ts, pack.ts. Codes are unpacked 256 at a time (pack.ts, vectorised for 4 and 8 bits) into
+// tensor) and affine (f16 scale and bias per group; mlx's bf16, f16 or f32). Layouts and bit
+// order: assembly/int/sym.ts, affine.ts, pack.ts. Codes are unpacked 256 at a time (pack.ts, vectorised for 4 and 8 bits) into
 // i32s and dotted with x in f32; the scale multiplies each run's sum once, and affine adds
 // bias * (sum of x over the group).
-import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, f16ToF32 } from '../common';
+import { A_AUX, A_BIASES, A_BITS, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_PER_CHANNEL, FLAG_PER_TENSOR, argI32, argU32, storedScale } from '../common';
 import { unpack8, unpackCodes, unpackTable } from '../int/pack';
 import { hsum, mac16, rowAddScalar, rowBegin, rowEnd, sums16, xSums16 } from './common';
 import { dotS4, dotS8, dotU4, dotU8, evenOddX, nibS, nibU, transposeX16 } from './simd';
@@ -156,6 +156,7 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   const biases = argU32(args, A_BIASES);
   const ng = rowLen / g;
   const groupBytes = (<usize>g * <usize>bits) >> 3;
+  const flags = argI32(args, A_FLAGS);
   const xs = xSums16(x, rowLen, args);
   if (ASC_FEATURE_SIMD && fastRun(bits, g)) {
     const xr = fastX(bits, x, rowLen, args);
@@ -164,8 +165,8 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
       let bx: f32 = 0;
       for (let j = 0; j < ng; j++) {
         const k = <usize>r * <usize>ng + <usize>j;
-        const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
-        const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
+        const s = storedScale(scales, k, flags);
+        const b = storedScale(biases, k, flags);
         const xg = groupSum(xs, j, g);
         a = f32x4.add(a, f32x4.mul(dotRunSimd(w + k * groupBytes, g, bits, false, xr + ((<usize>j * <usize>g) << 2)), f32x4.splat(s)));
         bx += b * xg;
@@ -178,8 +179,8 @@ export function affine_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
     rowBegin();
     for (let j = 0; j < ng; j++) {
       const k = <usize>r * <usize>ng + <usize>j;
-      const s = f16ToF32(<u32>load<u16>(scales + (k << 1)));
-      const b = f16ToF32(<u32>load<u16>(biases + (k << 1)));
+      const s = storedScale(scales, k, flags);
+      const b = storedScale(biases, k, flags);
       const xg = groupSum(xs, j, g);
       const xj = x + ((<usize>j * <usize>g) << 2);
       rowAddScalar(s * dotRun(w + k * groupBytes, g, bits, false, xj) + b * xg);
@@ -333,8 +334,8 @@ function matmulInt(affine: bool, w: usize, nrows: i32, rowLen: i32, x: usize, y:
         const k = <usize>(r0 + r) * <usize>nrun + <usize>j;
         const at = <usize>r * runBytes + (<usize>j << 2);
         if (affine) {
-          store<f32>(sc + at, f16ToF32(<u32>load<u16>(scales + (k << 1))));
-          store<f32>(bs + at, f16ToF32(<u32>load<u16>(biases + (k << 1))));
+          store<f32>(sc + at, storedScale(scales, k, flags));
+          store<f32>(bs + at, storedScale(biases, k, flags));
         } else {
           store<f32>(sc + at, flags & FLAG_PER_TENSOR ? tscale : load<f32>(scales + (k << 2)));
         }
@@ -383,4 +384,14 @@ export function intsym_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
 }
 export function affine_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
   matmulInt(true, w, nrows, rowLen, x, y, args, batch, yStride);
+}
+
+// mlx (assembly/int/mlx.ts) is affine's layout with bf16, f16 or f32 scales and biases: affine's
+// kernels, which read the scale dtype from the flags.
+export function mlx_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
+  affine_matvec(w, nrows, rowLen, x, y, args);
+}
+
+export function mlx_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
+  affine_matmul(w, nrows, rowLen, x, y, args, batch, yStride);
 }

@@ -30,7 +30,8 @@ for (const f of formats.values()) {
   for (const g of f.granularities ?? []) {
     if (g !== f.defaults?.granularity) variants.push({ name: `${f.name}/${g}`, opts: { format: f.name, granularity: g } });
   }
-  if (f.name === 'intsym' || f.name === 'affine') {
+  for (const d of f.scaleDtypes?.slice(1) ?? []) variants.push({ name: `${f.name}/${d}`, opts: { format: f.name, scaleDtype: d } });
+  if (f.name === 'intsym' || f.name === 'affine' || f.name === 'mlx') {
     for (const bits of f.bits ?? []) if (bits !== f.defaults?.bits) variants.push({ name: `${f.name}/b${bits}`, opts: { format: f.name, bits, granularity: 'group', groupSize: 64 } });
   }
 }
@@ -228,7 +229,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
   }
 
   it('has fused kernels for the formats the serving path promises', async () => {
-    const fused = ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs', 'nf4', 'fp4', 'int4', 'int8', 'intsym', 'affine', 'fp8_e4m3', 'fp8_e5m2', 'f16', 'bf16'];
+    const fused = ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs', 'nf4', 'fp4', 'int4', 'int8', 'intsym', 'affine', 'mlx', 'bnb_nf4', 'bnb_fp4', 'fp8_e4m3', 'fp8_e5m2', 'f16', 'bf16'];
     for (const f of fused) {
       if (!formats.has(f)) continue;
       for (const b of ['wasm-simd', 'wasm'] as const) expect(await hasFusedMatvec(f, b), `${f} ${b}`).toBe(true);
