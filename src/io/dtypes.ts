@@ -22,6 +22,13 @@ export const FLOAT_DTYPES: ReadonlySet<string> = new Set(['F64', 'F32', 'F16', '
  */
 export const READ_AS_F32_DTYPES: ReadonlySet<string> = new Set(['F64', 'F8_E4M3', 'F8_E5M2', 'F4_E2M1', 'MLX_AFFINE', 'BNB_4BIT', 'BNB_INT8']);
 
+/**
+ * Of those, the ones whose companions (scales, biases, code books) the reader folded into the
+ * weight: their stored bytes alone are not the tensor, so a tensor kept as it is is written as
+ * its F32 values (FP8 and NVFP4 keep their scales beside them and are copied as stored).
+ */
+export const FOLDED_DTYPES: ReadonlySet<string> = new Set(['MLX_AFFINE', 'BNB_4BIT', 'BNB_INT8']);
+
 function fp8Table(expBits: number, manBits: number, fn: boolean): Float32Array {
   const t = new Float32Array(256);
   const bias = (1 << (expBits - 1)) - 1;

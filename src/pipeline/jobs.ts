@@ -2,7 +2,7 @@
 // sizes from the registry layout, and the cut of tensors larger than the memory budget into row
 // chunks (see pipeline.ts for why only some formats may be cut).
 import { isGgmlBlockType } from '../io/ggml-types.js';
-import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
+import { FOLDED_DTYPES, READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -144,7 +144,12 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
       const nrows = rowLen > 0 ? info.shape.reduce((a, b) => a * b, 1) / rowLen : 0;
       const perRow = rowLen * (stored ?? 0);
       const job: Job = { ...base, rowLen, nrows, elemBytes: stored ?? 0, readAs: 'values', out: { name: info.name, kind: 'keep', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: info.byteLength } };
-      if (stored === undefined || info.byteLength <= budget || nrows <= 1 || perRow * nrows !== info.byteLength) {
+      if (FOLDED_DTYPES.has(info.dtype)) {
+        // Its stored bytes lack the folded scales: kept as its F32 values (see dtypes.ts).
+        const bytes = rowLen * nrows * 4;
+        Object.assign(job, { readAs: 'f32', out: { ...job.out, inputDtype: 'F32', byteLength: bytes } });
+        job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: bytes, id: `${index}` });
+      } else if (stored === undefined || info.byteLength <= budget || nrows <= 1 || perRow * nrows !== info.byteLength) {
         job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: info.byteLength, id: `${index}` });
       } else {
         const rows = Math.max(1, Math.floor(budget / perRow));

@@ -264,6 +264,10 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
         if (route.copy) return { result: io.copyKept(u) };
+        if (job.readAs === 'f32') {
+          const v = await input.readF32(job.info.name);
+          return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
+        }
         if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
         return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
@@ -343,7 +347,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       for (const job of jobs) {
         const entries = layoutPlan.entries[job.index];
         // What the container calls entries are the layout's sections (one for a kept tensor).
-        const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.info.byteLength, perRow: job.rowLen * job.elemBytes }];
+        const secs = job.out.layout?.sections ?? [{ name: 'data', offset: 0, bytes: job.out.byteLength, perRow: job.rowLen * job.elemBytes }];
         const held: (Uint8Array | number)[][] = secs.map(() => []);
         const parts: (ErrorMetrics | undefined)[] = [];
         let cachedAll = true;

@@ -3,6 +3,7 @@
 import { getFormat as registryGetFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec } from '../formats/types.js';
 import { ggmlType } from '../io/ggml-types.js';
+import { FOLDED_DTYPES } from '../io/dtypes.js';
 import type { Role } from './roles.js';
 import type { ResolvedPlan } from './types.js';
 
@@ -84,7 +85,8 @@ export function estimatePlan(r: ResolvedPlan, opts: { getFormat?: (name: string)
     let bytes: number | undefined;
     let format: string;
     if (t.scheme === 'keep') {
-      bytes = input;
+      // A folded MLX / bitsandbytes weight is kept as its F32 values (pipeline/jobs.ts).
+      bytes = FOLDED_DTYPES.has(t.dtype) ? t.params * 4 : input;
       format = `keep:${t.dtype}`;
     } else {
       format = t.scheme.format;

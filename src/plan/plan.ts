@@ -6,6 +6,7 @@ import { getFormat as registryGetFormat } from '../formats/registry.js';
 import type { FormatSpec, ResolvedOptions } from '../formats/types.js';
 import { resolveOptions } from '../options.js';
 import { isGgmlBlockType } from '../io/ggml-types.js';
+import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { asList, normalizePlan, parseRegex } from './json.js';
 import { detectRole, useMoreBits, type Role } from './roles.js';
 import {
@@ -13,7 +14,8 @@ import {
   type ResolvedPlan, type ResolveOptions, type Scheme, type SchemeOrKeep, type Severity, type TensorDesc,
 } from './types.js';
 
-const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2', 'f4_e2m1']);
+// Float dtypes, and the quantized ones readers present as values (READ_AS_F32_DTYPES: NVFP4, MLX, bitsandbytes).
+const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32', 'float16', 'bfloat16', 'f8_e4m3', 'f8_e5m2', 'f8_e4m3fn', 'float8_e4m3fn', 'float8_e5m2', ...[...READ_AS_F32_DTYPES].map((d) => d.toLowerCase())]);
 const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
 
 type DtypeClass = 'float' | 'int' | 'unknown';

@@ -109,6 +109,17 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
       const q = await quantize(values, { format: 'q8_0', rowLength: mlx.tensor(st).shape[1] });
       expect(Buffer.from(await gguf.readRaw(gg)).equals(Buffer.from(q.data)), gg).toBe(true);
     }
+    // and safetensors: int8 of its values, the (protected) token embedding kept as its F32 values
+    const r8 = await cli(['quantize', foreign, '-o', 'from-mlx.safetensors', '--preset', 'int8'], { cwd: tmp });
+    expect(r8.code, r8.stderr).toBe(0);
+    const st = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'from-mlx.safetensors'))), 'st'));
+    const emb = st.tensor('model.embed_tokens.weight');
+    expect([emb.dtype, emb.shape]).toEqual(['F32', [512, 64]]);
+    expect([...await st.readF32(emb.name)]).toEqual([...await mlx.readF32(emb.name)]);
+    const served = await openQuantized(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'from-mlx.safetensors'))), 'st'));
+    const gate = 'model.layers.0.mlp.gate_proj.weight';
+    const q8 = await quantize(await mlx.readF32(gate), { format: 'int8', rowLength: 64 });
+    expect([...await served.tensor(gate).dequantize()]).toEqual([...await dequantize(q8)]);
   });
 
   it('bnb-nf4: transformers\' bitsandbytes 4-bit entries and quantization_config, read back as BNB_4BIT', async () => {
