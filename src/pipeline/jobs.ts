@@ -3,6 +3,9 @@
 // chunks (see pipeline.ts for why only some formats may be cut).
 import { isGgmlBlockType } from '../io/ggml-types.js';
 import { FOLDED_DTYPES, READ_AS_F32_DTYPES } from '../io/dtypes.js';
+
+/** Dtypes whose rows a safetensors reader gives as f32 (SafetensorsCheckpoint.readRows). */
+const ROWS_F32_DTYPES: ReadonlySet<string> = new Set([...READ_AS_F32_DTYPES].filter((d) => d !== 'F64'));
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -185,8 +188,10 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     };
     const perRow = rowLen * elemBytes + layout.sections.reduce((a, s) => a + s.perRow, 0);
     const whole = nrows * perRow + layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
-    // readF32 (FP8, F64, GGUF quantized input) has no ranged form: such tensors are not cut.
-    const chunkable = !spec.tensorSections && !spec.prepare && !spec.finish && stored !== undefined;
+    // Values that only readF32 gives (FP8, NVFP4, MLX, bitsandbytes) are cut where the input reads
+    // their rows as f32 (readRows); F64 and GGUF quantized inputs have no ranged form.
+    const rowsF32 = stored === undefined && ROWS_F32_DTYPES.has(info.dtype) && typeof (input as { readRows?: unknown }).readRows === 'function';
+    const chunkable = !spec.tensorSections && !spec.prepare && !spec.finish && (stored !== undefined || rowsF32);
     // Cut a tensor into row chunks when it exceeds one worker's share of the budget (so that it
     // fits, and so that all workers share a large tensor instead of one taking it alone) or
     // UNIT_BYTES (see there).

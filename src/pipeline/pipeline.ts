@@ -234,8 +234,11 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
 
     const read = async (u: Unit): Promise<TensorValues> => {
       const { job } = u;
-      // readF32 inputs (FP8, F64, GGUF block types) are never cut (see jobs.ts).
-      if (job.readAs === 'f32') return { values: await input.readF32(job.info.name), dtype: 'f32' };
+      // readF32 inputs: whole, or cut where the input reads their rows as f32 (see jobs.ts).
+      if (job.readAs === 'f32') {
+        if (job.units.length === 1) return { values: await input.readF32(job.info.name), dtype: 'f32' };
+        return readRows!(job.info, u.r0, u.rows);
+      }
       if (job.units.length === 1) return input.readValues(job.info.name);
       if (readRows) return readRows(job.info, u.r0, u.rows);
       job.whole ??= input.readValues(job.info.name);

@@ -128,6 +128,30 @@ describe('quantizeCheckpoint', () => {
     expect(sameBytes(fallback.bytes, whole.bytes)).toBe(true);
   });
 
+  it('cuts MLX weights (values only readF32 / readRows give) into row chunks too, with identical output', async () => {
+    // An mlx_lm-style file: one 256 x 128 weight at 4 bits in groups of 64 (with config's settings).
+    const x = randomValues(256 * 128, 9);
+    const q = await quantize(x, { format: 'mlx', rowLength: 128 });
+    const codes = 256 * 128 / 2, per = 256 * 2 * 2;
+    const bytes = buildSafetensors([
+      { name: 'm.weight', dtype: 'U32', shape: [256, 16], data: q.data.subarray(0, codes) },
+      { name: 'm.scales', dtype: 'BF16', shape: [256, 2], data: q.data.subarray(codes, codes + per) },
+      { name: 'm.biases', dtype: 'BF16', shape: [256, 2], data: q.data.subarray(codes + per) },
+    ]);
+    const ck = await openSafetensors(fromBuffer(bytes, 'mlx.safetensors'), { mlx: { groupSize: 64, bits: 4 } });
+    const plan = [{ name: 'm.weight', scheme: { format: 'q8_0' } }];
+    const sinkA = memorySink(), sinkB = memorySink();
+    const whole = await quantizeCheckpoint({ input: ck, plan, sink: sinkA, workers: 2, poolOptions: { workerUrl: workerUrl() } });
+    const chunked = await quantizeCheckpoint({ input: ck, plan, sink: sinkB, workers: 2, maxInFlightBytes: 32 << 10, poolOptions: { workerUrl: workerUrl() } });
+    expect(whole.tensors[0].chunks).toBe(1);
+    expect(chunked.tensors[0].chunks).toBeGreaterThan(4);
+    expect(chunked.peakInFlightBytes).toBeLessThanOrEqual(32 << 10);
+    expect(sameBytes(sinkB.bytes(), sinkA.bytes())).toBe(true);
+    const out = await openSafetensors(fromBuffer(sinkA.bytes(), 'out'));
+    const ref = await quantize(await ck.readF32('m.weight'), { format: 'q8_0', rowLength: 128 });
+    expect(sameBytes(await out.readRaw('m.weight'), ref.data)).toBe(true);
+  });
+
   it('uses a caller pool without terminating it, and streams to a ReadableStream and a Blob', async () => {
     const ck = await open();
     const ref = await runTo(ck, { workers: 1 });
