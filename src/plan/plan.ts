@@ -3,7 +3,7 @@
 // divide (shared/spec §17).
 import { ErrorCodes, WebquantError, fail, type ErrorCode } from '../errors.js';
 import { getFormat as registryGetFormat } from '../formats/registry.js';
-import type { FormatSpec, ResolvedOptions } from '../formats/types.js';
+import type { FormatSpec, ResolvedOptions, ScaleDtype } from '../formats/types.js';
 import { resolveOptions } from '../options.js';
 import { isGgmlBlockType } from '../io/ggml-types.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
@@ -19,6 +19,16 @@ const FLOAT_DTYPES = new Set(['f64', 'f32', 'f16', 'bf16', 'float64', 'float32',
 const INT_DTYPES = /^(?:i|u|int|uint)(?:8|16|32|64)$|^bool$/;
 
 type DtypeClass = 'float' | 'int' | 'unknown';
+
+const SCALE_DTYPE_OF: Readonly<Record<string, ScaleDtype>> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
+
+function formatHasScaleDtype(lookup: (name: string) => FormatSpec, format: string, d: ScaleDtype): boolean {
+  try {
+    return !!lookup(format).scaleDtypes?.includes(d);
+  } catch {
+    return false; // an unknown format: validation reports it
+  }
+}
 function dtypeClass(dtype: string): DtypeClass {
   const d = dtype.toLowerCase();
   if (FLOAT_DTYPES.has(d) || isGgmlBlockType(d)) return 'float';
@@ -237,7 +247,10 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       e.scheme = 'keep';
       continue;
     }
-    // 5. options and row length
+    // 5. options and row length. MLX keeps scales in the weights' dtype: a scheme of a format with
+    // a scale dtype that leaves it open takes the tensor's (F32, F16, BF16; others the default).
+    const sd = SCALE_DTYPE_OF[e.dtype];
+    if (sd && chosen.scaleDtype === undefined && formatHasScaleDtype(lookup, chosen.format, sd)) e.scheme = chosen = { ...chosen, scaleDtype: sd };
     resolveScheme(e, chosen, validate, !!opts.strict, problem);
   }
 

@@ -336,3 +336,18 @@ describe('fallbacks when the row length is not a multiple of the block', () => {
     else expect(r.problems[0]).toMatchObject({ severity: 'error', code: ErrorCodes.UNKNOWN_FORMAT });
   });
 });
+
+describe('scale dtype of formats that store one (mlx)', () => {
+  it("takes the tensor's dtype where the scheme leaves it open, as MLX stores scales in the weights' dtype", () => {
+    const t: TensorDesc[] = [
+      { name: 'a.weight', shape: [8, 64], dtype: 'F32' }, { name: 'b.weight', shape: [8, 64], dtype: 'F16' },
+      { name: 'c.weight', shape: [8, 64], dtype: 'BF16' }, { name: 'd.weight', shape: [8, 64], dtype: 'F8_E4M3' },
+    ];
+    const r = resolvePlan({ default: { format: 'mlx' }, rules: [{ match: '^c\\.', scheme: { format: 'mlx', scaleDtype: 'f32' } }], skip: [] }, t);
+    expect(r.tensors.map((x) => x.options?.scaleDtype)).toEqual(['f32', 'f16', 'f32', 'bf16']);
+    expect(r.tensors.map((x) => (x.scheme as { scaleDtype?: string }).scaleDtype)).toEqual(['f32', 'f16', 'f32', undefined]);
+    // formats without a scale dtype are left as they are
+    const q = resolvePlan({ default: { format: 'q8_0' }, rules: [], skip: [] }, t);
+    expect(q.tensors.every((x) => x.scheme !== 'keep' && !('scaleDtype' in x.scheme))).toBe(true);
+  });
+});
