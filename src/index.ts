@@ -22,5 +22,6 @@ export { quantizedWeights, type QuantizedWeightsOptions } from './eval/quantized
 export { computeImatrix, imatrixGguf, type ImatrixOptions, type ImatrixResult, type ImatrixEntry } from './eval/imatrix.js';
 export { readImatrix } from './io/imatrix.js';
 export * from './serve/index.js';
+export { asValues } from './serve/as-values.js';
 export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';
 export type { TensorBackend, TensorDequantizeOptions } from './quantize.js';

@@ -9,6 +9,7 @@ import { fromPath } from '../io/node.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
+import { asValues } from '../serve/as-values.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
 import { importanceFor, readImatrix } from '../io/imatrix.js';
@@ -235,7 +236,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
     const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
     const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
-    const { input: ck, container, tokenizer } = chooseContainer(input.checkpoint, kind, choice, {
+    // A webquant output is read as its values, so that it can be quantized again.
+    const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
     });
     if (tokenizer?.kind === 'none') {

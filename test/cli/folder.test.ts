@@ -152,6 +152,30 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     expect([...await plain.readF32(name)]).toEqual([...await dequantize(nf4)]);
   });
 
+  it('a webquant output is quantized again from its values (mlx4 folder -> GGUF, nf4 -> int8)', async () => {
+    const ours = join(tmp, 'mlx4');
+    if (!existsSync(join(ours, 'model.safetensors'))) await cli(['quantize', input, '-o', `${ours}/`, '--preset', 'mlx4'], { cwd: tmp });
+    let r = await cli(['quantize', ours, '-o', 'again.gguf', '--preset', 'q8_0', '--tokenizer', 'none'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const served = await openQuantized(fromBuffer(new Uint8Array(readFileSync(join(ours, 'model.safetensors'))), 'mlx4'));
+    const gguf = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'again.gguf'))), 'gguf'));
+    const gate = 'model.layers.0.mlp.gate_proj.weight';
+    const ref = await quantize(await served.tensor(gate).dequantize(), { format: 'q8_0', rowLength: 64 });
+    expect(Buffer.from(await gguf.readRaw('blk.0.ffn_gate.weight')).equals(Buffer.from(ref.data))).toBe(true);
+    // nf4 (webquant's own layout) -> int8 safetensors
+    r = await cli(['quantize', join(input, 'model.safetensors'), '-o', 'nf4.safetensors', '--preset', 'nf4'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    r = await cli(['quantize', 'nf4.safetensors', '-o', 'int8-of-nf4.safetensors', '--preset', 'int8'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const nf4 = await openQuantized(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'nf4.safetensors'))), 'nf4'));
+    const int8 = await openQuantized(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'int8-of-nf4.safetensors'))), 'int8'));
+    const q8 = await quantize(await nf4.tensor(gate).dequantize(), { format: 'int8', rowLength: 64 });
+    expect(int8.tensor(gate).info.format).toBe('int8');
+    expect([...await int8.tensor(gate).dequantize()]).toEqual([...await dequantize(q8)]);
+    // the section tensors of the input are not carried over as tensors of their own
+    expect(int8.tensors.map((t) => t.name).filter((n) => n.includes('.scales'))).toEqual([]);
+  });
+
   it('gives modules with other settings their own entry in "quantization"', async () => {
     const out = join(tmp, 'mixed');
     const rules = join(tmp, 'rules.json');

@@ -5,6 +5,7 @@ import { collect, fromBuffer, openCheckpoint, writeGguf, type ByteSource } from 
 import { safetensorsContainer, type OutputTensor } from '../../src/pipeline/container.js';
 import { dequantize, quantize, type QuantizedTensor } from '../../src/quantize.js';
 import { MATVEC_REL_TOL, openQuantized, weightSource } from '../../src/serve/index.js';
+import { asValues } from '../../src/serve/as-values.js';
 import { LlamaModel, llamaConfig, llamaTensorNames } from '../../src/eval/llama.js';
 import { mapSource, randomWeights } from '../eval/naive.js';
 import { f32ToF16 } from '../../src/util/half.js';
@@ -249,5 +250,32 @@ describe('openQuantized', () => {
     }
     expect(maxAbs).toBeGreaterThan(0.1);
     expect(maxErr).toBeLessThan(1e-4 * maxAbs);
+  });
+});
+
+describe('asValues: a webquant output as a checkpoint of its values', () => {
+  it('presents each quantized tensor as F32 (whole and by rows, double quantization included) and leaves the rest as stored', async () => {
+    const built = await build(specs);
+    const bytes = await webquantSafetensors(specs, built);
+    const ck = await openCheckpoint(fromBuffer(bytes, 'wq.safetensors'));
+    const v = await asValues(ck);
+    expect(v.tensors.map((t) => [t.name, t.dtype])).toEqual([
+      // the Q8_0 tensor kept as U8 bytes is a GGUF block type to the serving API: its values too
+      ['a.q4_k', 'F32'], ['b.nf4dq', 'F32'], ['c.int4', 'F32'], ['d.affine', 'F32'], ['e.fp8t', 'F32'], ['f.mxfp4', 'F32'], ['g.plain', 'F32'], ['h.kept_q8_0', 'F32'],
+    ]);
+    for (const s of specs) {
+      const q = built.quant.get(s.name);
+      if (!q) continue;
+      const want = await dequantize(q);
+      expect([...await v.readF32(s.name)], s.name).toEqual([...want]);
+      const rows = await v.readRows!(s.name, 1, 2);
+      expect([...rows.values], `${s.name} rows`).toEqual([...want.subarray(s.shape[1], 3 * s.shape[1])]);
+      expect(v.locate!(s.name, 0, 1), s.name).toBeUndefined();
+    }
+    expect([...await v.readF32('g.plain')]).toEqual([...built.values.get('g.plain')!]);
+    expect(v.locate!('g.plain', 0, 1)).toBeDefined();
+    // anything else is returned as it is
+    const gguf = await openCheckpoint(fromBuffer(await collect(writeGguf({ metadata: [], tensors: [{ name: 't', ggmlType: 'F32', shape: [2], data: new Float32Array(2) }] })), 'g.gguf'));
+    expect(await asValues(gguf)).toBe(gguf);
   });
 });
