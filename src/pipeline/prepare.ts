@@ -19,6 +19,7 @@ import { ggufArchitecture } from '../convert/llama-gguf.js';
 import { readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { ggufContainer, safetensorsContainer, type Container } from './container.js';
+import { asValues } from '../serve/as-values.js';
 
 export type ContainerKind = 'gguf' | 'safetensors';
 
@@ -152,7 +153,8 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
   const vocab = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
-  const { input, container, tokenizer } = chooseContainer(src.checkpoint, kind, choice, {
+  // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
+  const { input, container, tokenizer } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
     config: src.config, vocab, name: src.name, file: src.checkpoint.source,
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
