@@ -255,7 +255,6 @@ class SafetensorsCheckpoint extends BaseCheckpoint {
   private readonly scales = new Map<string, Fp8Scale>();
   private readonly nvfp4: Map<string, Nvfp4Scale>;
   private readonly mlx: Map<string, MlxWeight>;
-
   private readonly bnb: Map<string, BnbWeight>;
 
   constructor(source: string, stored: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions, states: (e: TensorEntry) => Uint8Array | undefined) {

@@ -3,9 +3,6 @@
 // chunks (see pipeline.ts for why only some formats may be cut).
 import { isGgmlBlockType } from '../io/ggml-types.js';
 import { FOLDED_DTYPES, READ_AS_F32_DTYPES } from '../io/dtypes.js';
-
-/** Dtypes whose rows a safetensors reader gives as f32 (SafetensorsCheckpoint.readRows). */
-const ROWS_F32_DTYPES: ReadonlySet<string> = new Set([...READ_AS_F32_DTYPES].filter((d) => d !== 'F64'));
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -14,6 +11,9 @@ import type { ErrorMetrics } from '../metrics.js';
 import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
 import { detectRole } from '../plan/roles.js';
 import type { OutputTensor } from './container.js';
+
+/** Dtypes whose rows a safetensors reader gives as f32 (SafetensorsCheckpoint.readRows). */
+const ROWS_F32_DTYPES: ReadonlySet<string> = new Set([...READ_AS_F32_DTYPES].filter((d) => d !== 'F64'));
 
 /** One tensor of a resolved plan (what src/plan's resolvePlan gives per tensor). */
 export interface PlannedTensor {

@@ -237,7 +237,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       // readF32 inputs: whole, or cut where the input reads their rows as f32 (see jobs.ts).
       if (job.readAs === 'f32') {
         if (job.units.length === 1) return { values: await input.readF32(job.info.name), dtype: 'f32' };
-        return readRows!(job.info, u.r0, u.rows);
+        // The checkpoint's own rows (they decode), not a caller's raw row reader.
+        return input.readRows!(job.info.name, u.r0, u.rows);
       }
       if (job.units.length === 1) return input.readValues(job.info.name);
       if (readRows) return readRows(job.info, u.r0, u.rows);
