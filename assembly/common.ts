@@ -38,6 +38,7 @@ export const CALIB_CLIP: i32 = 4; //       P0 = ratio in (0, 1]
 export const CALIB_PERCENTILE: i32 = 5; // P0 = percentile in (0, 100]
 export const CALIB_MSE: i32 = 6; //        ITERS = grid steps
 export const CALIB_HQQ: i32 = 7; //        ITERS = iterations
+export const CALIB_MLX: i32 = 8; //        MLX's affine scale and bias (int/mlx.ts)
 
 export const FLAG_DOUBLE_QUANT: i32 = 1;
 export const FLAG_PER_TENSOR: i32 = 2;
@@ -109,6 +110,13 @@ export function f32ToBf16(f: f32): u16 {
 
 @inline export function bf16ToF32(h: u32): f32 {
   return reinterpret<f32>(h << 16);
+}
+
+// Stores scale or bias k of a group section, rounded to nearest even: f16 by default, bf16 or f32 by flag.
+@inline export function putStoredScale(p: usize, k: usize, v: f32, flags: i32): void {
+  if (flags & FLAG_SCALE_F32) store<f32>(p + (k << 2), v);
+  else if (flags & FLAG_SCALE_BF16) store<u16>(p + (k << 1), f32ToBf16(v));
+  else store<u16>(p + (k << 1), f32ToF16(v));
 }
 
 // Scale or bias k of a group section: f16 by default (affine), bf16 or f32 by flag (mlx).

@@ -13,14 +13,18 @@
 //                     so [min, max] lies inside the grid and |x - x'| <= scale/2 (up to f32 rounding);
 //                     values beyond the f16 range saturate at +-65504.
 //   hqq               HQQ's zero-point optimisation from the minmax start (hqq.ts), ITERS iterations.
+//   mlx               MLX's own scale and bias (mlx.ts; the `mlx` format): codes against the
+//                     unrounded s and b, rounded half away from zero; s and b stored in the scale
+//                     dtype the flags name (bf16, f16 or f32).
 import {
-  A_BIASES, A_BITS, A_CALIB, A_FLAGS, A_GROUP, A_IMATRIX, A_ITERS, A_SCALES, A_SCRATCH, CALIB_HQQ,
-  argI32, argU32, f16ToF32, f32ToF16, rowF32, storedScale,
+  A_BIASES, A_BITS, A_CALIB, A_FLAGS, A_GROUP, A_IMATRIX, A_ITERS, A_SCALES, A_SCRATCH, CALIB_HQQ, CALIB_MLX,
+  argI32, argU32, f16ToF32, f32ToF16, putStoredScale, rowF32, storedScale,
 } from '../common';
 import { minMax } from './calib';
 import { hqqGroup } from './hqq';
 import { unpackCodes } from './pack';
 import { affineQuantRun } from './quant';
+import { mlxBias, mlxGroup, mlxScale } from './mlx';
 
 const codes = memory.data(256 * 4, 16);
 const mm = memory.data(8, 8);
@@ -59,7 +63,10 @@ export function affine_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i3
   const imatrix = argU32(args, A_IMATRIX);
   const bits = argI32(args, A_BITS);
   const g = argI32(args, A_GROUP);
-  const hqq = argI32(args, A_CALIB) == CALIB_HQQ;
+  const calib = argI32(args, A_CALIB);
+  const hqq = calib == CALIB_HQQ;
+  const mlx = calib == CALIB_MLX;
+  const flags = argI32(args, A_FLAGS);
   const iters = argI32(args, A_ITERS);
   const qmax = (1 << bits) - 1;
   const lim = <f32>qmax;
@@ -75,15 +82,23 @@ export function affine_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i3
       minMax(xg, g, mm);
       const lo = load<f32>(mm);
       const hi = load<f32>(mm, 4);
+      const k = <usize>r * <usize>ng + <usize>j;
+      const y = dst + <usize>r * rowBytes + <usize>j * groupBytes;
+      if (mlx) {
+        mlxGroup(lo, hi, lim);
+        putStoredScale(scales, k, mlxScale, flags);
+        putStoredScale(biases, k, mlxBias, flags);
+        affineQuantRun(xg, g, mlxScale, mlxBias, qmax, bits, y, true);
+        continue;
+      }
       const bh = f16Down(lo);
       const sh = f16Up((hi - f16ToF32(bh)) / lim);
       store<u16>(io, <u16>sh);
       store<u16>(io, <u16>bh, 2);
       if (hqq) hqqGroup(xg, g, imatrix ? imatrix + ((<usize>j * <usize>g) << 2) : 0, qmax, iters, lo, hi, io);
-      const k = <usize>r * <usize>ng + <usize>j;
       store<u16>(scales + (k << 1), load<u16>(io));
       store<u16>(biases + (k << 1), load<u16>(io, 2));
-      affineQuantRun(xg, g, f16ToF32(<u32>load<u16>(io)), f16ToF32(<u32>load<u16>(io, 2)), qmax, bits, dst + <usize>r * rowBytes + <usize>j * groupBytes);
+      affineQuantRun(xg, g, f16ToF32(<u32>load<u16>(io)), f16ToF32(<u32>load<u16>(io, 2)), qmax, bits, y);
     }
   }
 }

@@ -140,13 +140,30 @@ export function symCodes(x: usize, n: i32, s: f32, qmax: i32, out: usize): void 
   codesRun(x, n, s, 0, -<f32>qmax, <f32>qmax, false, out);
 }
 
-// Affine codes clamp(round_half_even((x - b) / s), 0, qmax) against the stored (f16) s and b.
-export function affineCodes(x: usize, n: i32, s: f32, b: f32, qmax: i32, out: usize): void {
-  codesRun(x, n, s, b, 0, <f32>qmax, true, out);
+// Affine codes clamp(round((x - b) / s), 0, qmax): half to even against the stored (f16) s and b,
+// or half away from zero (`away`, MLX's rule, see affine.ts).
+export function affineCodes(x: usize, n: i32, s: f32, b: f32, qmax: i32, out: usize, away: bool = false): void {
+  // Two inlined copies with the mode constant: no branch inside the loops.
+  if (away) codesRun(x, n, s, b, 0, <f32>qmax, true, out, true);
+  else codesRun(x, n, s, b, 0, <f32>qmax, true, out, false);
 }
 
-// clamp(round_half_even((x - b) / s), lo, hi) as i32 (no subtraction unless affine); s == 0: zeros.
-@inline function codesRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, affine: bool, out: usize): void {
+// Half away from zero of v >= 0: trunc(v) + (fraction >= 0.5); the fraction v - trunc(v) is exact,
+// unlike v + 0.5 (0.49999997 + 0.5 rounds to 1).
+@inline export function roundHalfUp(v: f32): f32 {
+  const t = Mathf.trunc(v);
+  return v - t >= 0.5 ? t + 1 : t;
+}
+
+// The same for four lanes of v >= 0.
+@inline export function roundHalfUp4(v: v128): v128 {
+  const t = f32x4.trunc(v);
+  return f32x4.add(t, v128.and(f32x4.ge(f32x4.sub(v, t), f32x4.splat(0.5)), f32x4.splat(1)));
+}
+
+// clamp(round((x - b) / s), lo, hi) as i32 (no subtraction unless affine), half to even or, with
+// `away` (lo >= 0), half away from zero; s == 0: zeros.
+@inline function codesRun(x: usize, n: i32, s: f32, b: f32, lo: f32, hi: f32, affine: bool, out: usize, away: bool = false): void {
   if (s == 0) {
     memory.fill(out, 0, <usize>n << 2);
     return;
@@ -166,13 +183,25 @@ export function affineCodes(x: usize, n: i32, s: f32, b: f32, qmax: i32, out: us
         u = f32x4.sub(u, vb);
         v = f32x4.sub(v, vb);
       }
-      v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(u, vs)), vlo), vhi)));
-      v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(v, vs)), vlo), vhi)), 16);
+      if (away) {
+        // Clamping first equals clamping after: the bounds are integers.
+        v128.store(o, i32x4.trunc_sat_f32x4_s(roundHalfUp4(f32x4.pmin(f32x4.pmax(f32x4.div(u, vs), vlo), vhi))));
+        v128.store(o, i32x4.trunc_sat_f32x4_s(roundHalfUp4(f32x4.pmin(f32x4.pmax(f32x4.div(v, vs), vlo), vhi))), 16);
+      } else {
+        v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(u, vs)), vlo), vhi)));
+        v128.store(o, i32x4.trunc_sat_f32x4_s(f32x4.pmin(f32x4.pmax(f32x4.nearest(f32x4.div(v, vs)), vlo), vhi)), 16);
+      }
     }
   }
   for (; i < n; i++) {
     const xi = load<f32>(x + (<usize>i << 2));
-    store<i32>(out + (<usize>i << 2), roundClamp((affine ? xi - b : xi) / s, lo, hi));
+    const v = (affine ? xi - b : xi) / s;
+    if (away) {
+      // Comparisons, not min/max: the same result without NaN (never passed) and as pmin/pmax above.
+      store<i32>(out + (<usize>i << 2), <i32>roundHalfUp(v < lo ? lo : v > hi ? hi : v));
+    } else {
+      store<i32>(out + (<usize>i << 2), roundClamp(v, lo, hi));
+    }
   }
 }
 

@@ -2,4 +2,3 @@
 // calibration searches (calib.ts, hqq.ts) and the shared bit packing (pack.ts).
 export * from './sym';
 export * from './affine';
-export * from './mlx';

@@ -1,7 +1,7 @@
 // Fused quantize-and-pack runs: codes of n values straight into their packed bytes, vectorised for
 // the 8- and 4-bit widths, through a code buffer and packCodes for the others. Purely elementwise,
 // so both builds write the same bytes. Code rules: calib.ts symCodes / affineCodes.
-import { absMax, affineCodes, symCodes } from './calib';
+import { absMax, affineCodes, roundHalfUp4, symCodes } from './calib';
 import { packCodes } from './pack';
 
 const SLICE: i32 = 256;
@@ -19,12 +19,9 @@ const MAGIC_BITS: i32 = 0x4b400000;
   return i32x4.sub(f32x4.add(t, f32x4.splat(MAGIC)), i32x4.splat(MAGIC_BITS));
 }
 
-// clamp((v - b) / s, lo, hi) rounded half away from zero (MLX, see mlx.ts), for lo >= 0:
-// trunc plus one where the exact fraction is at least 0.5.
+// clamp(v / s, lo, hi) rounded half away from zero (MLX's rule, see affine.ts), for lo >= 0.
 @inline function code4Away(v: v128, vs: v128, lo: v128, hi: v128): v128 {
-  const c = f32x4.pmin(f32x4.pmax(f32x4.div(v, vs), lo), hi);
-  const t = f32x4.trunc(c);
-  return i32x4.trunc_sat_f32x4_s(f32x4.add(t, v128.and(f32x4.ge(f32x4.sub(c, t), f32x4.splat(0.5)), f32x4.splat(1))));
+  return i32x4.trunc_sat_f32x4_s(roundHalfUp4(f32x4.pmin(f32x4.pmax(f32x4.div(v, vs), lo), hi)));
 }
 
 // Four code vectors (16 codes) as 16 bytes (low 8 bits of each code).
@@ -154,24 +151,18 @@ export function symQuantRunNext(x: usize, n: i32, s: f32, qmax: i32, bits: i32, 
   return m;
 }
 
-// Affine run: codes clamp(round((x - b) / s), 0, qmax) packed at dst.
-export function affineQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits: i32, dst: usize): void {
+// Affine run: codes clamp(round((x - b) / s), 0, qmax) packed at dst, rounded half to even or,
+// with `away`, half away from zero (MLX).
+export function affineQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits: i32, dst: usize, away: bool = false): void {
   if (s == 0) {
     memory.fill(dst, 0, (<usize>n * <usize>bits) >> 3);
     return;
   }
   let i = 0;
-  if (ASC_FEATURE_SIMD) i = simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true);
+  if (ASC_FEATURE_SIMD) i = away ? simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true, 0, true) : simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true);
   for (; i < n; i += SLICE) {
     const m = min(SLICE, n - i);
-    affineCodes(x + (<usize>i << 2), m, s, b, qmax, codes);
+    affineCodes(x + (<usize>i << 2), m, s, b, qmax, codes, away);
     packCodes(codes, m, bits, dst + ((<usize>i * <usize>bits) >> 3));
   }
-}
-
-// MLX's run (mlx.ts): codes clamp(round_half_away((x - b) / s), 0, qmax) packed at dst for the
-// values the vector loops cover (8, 4 and 2 bits); returns how many, the caller codes the rest.
-export function mlxQuantRun(x: usize, n: i32, s: f32, b: f32, qmax: i32, bits: i32, dst: usize): i32 {
-  if (!ASC_FEATURE_SIMD) return 0;
-  return simdRun(x, n, s, b, 0, <f32>qmax, bits, dst, true, 0, true);
 }

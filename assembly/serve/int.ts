@@ -386,12 +386,3 @@ export function affine_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: us
   matmulInt(true, w, nrows, rowLen, x, y, args, batch, yStride);
 }
 
-// mlx (assembly/int/mlx.ts) is affine's layout with bf16, f16 or f32 scales and biases: affine's
-// kernels, which read the scale dtype from the flags.
-export function mlx_matvec(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize): void {
-  affine_matvec(w, nrows, rowLen, x, y, args);
-}
-
-export function mlx_matmul(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: usize, batch: i32, yStride: i32): void {
-  affine_matmul(w, nrows, rowLen, x, y, args, batch, yStride);
-}

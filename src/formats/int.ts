@@ -152,9 +152,10 @@ export const intFormats: FormatSpec[] = [
     name: 'mlx',
     family: 'int',
     description: "MLX's affine quantizer (mx.quantize, mlx_lm convert -q): scale and bias per group of 32/64/128 in bf16 (or f16 / f32), written under MLX's names",
-    kernel: 'mlx',
+    // affine's kernels with its `mlx` calibration (assembly/int/mlx.ts)
+    kernel: 'affine',
     blockSize: (o) => o.groupSize,
-    calibrations: ['minmax'],
+    calibrations: ['mlx'],
     importance: false,
     bits: [2, 3, 4, 5, 6, 8],
     groupSizes: [32, 64, 128],

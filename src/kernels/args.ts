@@ -29,6 +29,7 @@ export const CALIBRATIONS = {
   percentile: 5,
   mse: 6,
   hqq: 7,
+  mlx: 8,
 } as const;
 export type CalibrationName = keyof typeof CALIBRATIONS;
 
