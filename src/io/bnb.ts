@@ -11,7 +11,6 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
-import type { PlannedTensor } from '../plan/types.js';
 
 export const BNB4_DTYPE = 'BNB_4BIT';
 export const BNB8_DTYPE = 'BNB_INT8';
@@ -141,33 +140,4 @@ export async function decodeBnb(w: BnbWeight, bytes: Uint8Array, first: number, 
     out[i] = f(t.map[e & 1 ? byte & 15 : byte >> 4] * absmax[Math.floor(e / w.blocksize) - b0]);
   }
   return out;
-}
-
-const LINEAR_ROLES = new Set(['attention', 'ffn', 'expert', 'shared_expert', 'output', 'router']);
-
-/**
- * config.json's quantization_config for a model whose linear weights are bnb_nf4 / bnb_fp4 (what
- * transformers' BitsAndBytesConfig writes for load_in_4bit). Linear weights the plan kept are
- * listed in llm_int8_skip_modules, or transformers would expect them quantized.
- */
-export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { config?: Record<string, unknown>; warning?: string } {
-  const q = tensors.filter((t) => t.scheme !== 'keep' && /^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
-  if (!q.length) return {};
-  const types = [...new Set(q.map((t) => (t.scheme as { format: string }).format.slice(4)))];
-  const other = tensors.filter((t) => t.scheme !== 'keep' && !/^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
-  const skip = tensors
-    .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
-    .map((t) => t.name.slice(0, -'.weight'.length));
-  const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
-  const warnings: string[] = [];
-  if (types.length > 1) warnings.push(`both NF4 and FP4 weights: transformers takes one bnb_4bit_quant_type (${types[0]})`);
-  if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''})`);
-  return {
-    config: {
-      quant_method: 'bitsandbytes', load_in_4bit: true, load_in_8bit: false,
-      bnb_4bit_quant_type: types[0], bnb_4bit_use_double_quant: false, bnb_4bit_compute_dtype: dtype, bnb_4bit_quant_storage: 'uint8',
-      llm_int8_skip_modules: skip, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false, llm_int8_enable_fp32_cpu_offload: false,
-    },
-    warning: warnings.length ? warnings.join('; ') : undefined,
-  };
 }

@@ -1,5 +1,4 @@
-// MLX checkpoints (mlx_lm convert -q, the mlx-community releases) read as their values, and the
-// config.json entry that makes an mlx output one (mlxQuantizationConfig). Reading: a module's
+// MLX checkpoints (mlx_lm convert -q, the mlx-community releases) read as their values: a module's
 // `<m>.weight` (U32 words of codes), `<m>.scales` and `<m>.biases` (one per group) become one
 // float weight `<m>.weight` with dtype MLX_AFFINE, whose reads (readF32, readRows) give
 // scale * q + bias per value in f32, as MLX's kernels compute it. Group size and bits come from
@@ -8,8 +7,6 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
-import { mlxModule } from '../formats/int.js';
-import type { PlannedTensor } from '../plan/types.js';
 
 /** The presented dtype of an MLX affine weight. */
 export const MLX_DTYPE = 'MLX_AFFINE';
@@ -123,22 +120,4 @@ export async function decodeMlx(w: MlxWeight, cols: number, codes: Uint8Array, f
     }
   }
   return out;
-}
-
-/**
- * MLX's "quantization" entry of config.json for the tensors written in the `mlx` format: the most
- * common (group_size, bits) as the default, and an entry per module that differs (mlx_lm gives a
- * module listed there its own settings, and quantizes every other module whose .scales it finds).
- */
-export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record<string, unknown> | undefined {
-  const mlx = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'mlx' && t.options);
-  if (!mlx.length) return undefined;
-  const key = (t: PlannedTensor) => `${t.options!.groupSize}/${t.options!.bits}`;
-  const counts = new Map<string, number>();
-  for (const t of mlx) counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
-  const top = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
-  const [groupSize, bits] = top.split('/').map(Number);
-  const q: Record<string, unknown> = { group_size: groupSize, bits };
-  for (const t of mlx) if (key(t) !== top) q[mlxModule(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
-  return q;
 }

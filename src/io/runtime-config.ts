@@ -2,8 +2,7 @@
 // "quantization" entry for mlx tensors (mlx_lm.load) or transformers' bitsandbytes
 // quantization_config for bnb_nf4 / bnb_fp4 tensors (from_pretrained). Shared by the CLI's folder
 // output and the demo page, which offers the file for download.
-import { bnbQuantizationConfig } from './bnb.js';
-import { mlxQuantizationConfig } from './mlx.js';
+import { mlxModule } from '../formats/int.js';
 import type { PlannedTensor } from '../plan/types.js';
 
 export interface RuntimeConfig {
@@ -27,4 +26,51 @@ export function runtimeConfig(input: Record<string, unknown>, tensors: readonly 
   const bnb = bnbQuantizationConfig(tensors);
   if (bnb.config) return { config: { ...input, quantization_config: bnb.config }, runtime: 'bitsandbytes', warnings: bnb.warning ? [bnb.warning] : [] };
   return { warnings: [] };
+}
+
+/**
+ * MLX's "quantization" entry of config.json for the tensors written in the `mlx` format: the most
+ * common (group_size, bits) as the default, and an entry per module that differs (mlx_lm gives a
+ * module listed there its own settings, and quantizes every other module whose .scales it finds).
+ */
+export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record<string, unknown> | undefined {
+  const mlx = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'mlx' && t.options);
+  if (!mlx.length) return undefined;
+  const key = (t: PlannedTensor) => `${t.options!.groupSize}/${t.options!.bits}`;
+  const counts = new Map<string, number>();
+  for (const t of mlx) counts.set(key(t), (counts.get(key(t)) ?? 0) + 1);
+  const top = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+  const [groupSize, bits] = top.split('/').map(Number);
+  const q: Record<string, unknown> = { group_size: groupSize, bits };
+  for (const t of mlx) if (key(t) !== top) q[mlxModule(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
+  return q;
+}
+
+const LINEAR_ROLES = new Set(['attention', 'ffn', 'expert', 'shared_expert', 'output', 'router']);
+
+/**
+ * config.json's quantization_config for a model whose linear weights are bnb_nf4 / bnb_fp4 (what
+ * transformers' BitsAndBytesConfig writes for load_in_4bit). Linear weights the plan kept are
+ * listed in llm_int8_skip_modules, or transformers would expect them quantized.
+ */
+export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { config?: Record<string, unknown>; warning?: string } {
+  const q = tensors.filter((t) => t.scheme !== 'keep' && /^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
+  if (!q.length) return {};
+  const types = [...new Set(q.map((t) => (t.scheme as { format: string }).format.slice(4)))];
+  const other = tensors.filter((t) => t.scheme !== 'keep' && !/^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
+  const skip = tensors
+    .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
+    .map((t) => t.name.slice(0, -'.weight'.length));
+  const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
+  const warnings: string[] = [];
+  if (types.length > 1) warnings.push(`both NF4 and FP4 weights: transformers takes one bnb_4bit_quant_type (${types[0]})`);
+  if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''})`);
+  return {
+    config: {
+      quant_method: 'bitsandbytes', load_in_4bit: true, load_in_8bit: false,
+      bnb_4bit_quant_type: types[0], bnb_4bit_use_double_quant: false, bnb_4bit_compute_dtype: dtype, bnb_4bit_quant_storage: 'uint8',
+      llm_int8_skip_modules: skip, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false, llm_int8_enable_fp32_cpu_offload: false,
+    },
+    warning: warnings.length ? warnings.join('; ') : undefined,
+  };
 }

@@ -163,12 +163,9 @@ export async function openSafetensors(src: ByteSource, opts: SafetensorsOptions 
 
 /** The checkpoint, with the small JSON states of bitsandbytes weights read first (bnb.ts). */
 async function newCheckpoint(source: string, entries: TensorEntry[], metadata: Record<string, unknown>, opts: SafetensorsOptions): Promise<Checkpoint> {
-  const states = new Map<string, Uint8Array>();
-  for (const e of entries) {
-    if (e.info.dtype === 'U8' && /\.quant_state\.bitsandbytes__(?:nf4|fp4)$/.test(e.info.name) && e.info.byteLength <= 1 << 20) {
-      states.set(e.info.name, await e.src.read(e.info.offset, e.info.byteLength));
-    }
-  }
+  // Read at once: from a URL each is a range request, one per 4-bit weight.
+  const wanted = entries.filter((e) => e.info.dtype === 'U8' && /\.quant_state\.bitsandbytes__(?:nf4|fp4)$/.test(e.info.name) && e.info.byteLength <= 1 << 20);
+  const states = new Map(await Promise.all(wanted.map(async (e) => [e.info.name, await e.src.read(e.info.offset, e.info.byteLength)] as const)));
   return new SafetensorsCheckpoint(source, entries, metadata, opts, (e) => states.get(e.info.name));
 }
 

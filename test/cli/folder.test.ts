@@ -15,7 +15,7 @@ import { openCheckpoint } from '../../src/io/open.js';
 import { quantize, dequantize } from '../../src/quantize.js';
 import { openQuantized } from '../../src/serve/index.js';
 import { mlxModule } from '../../src/formats/int.js';
-import { mlxQuantizationConfig } from '../../src/io/mlx.js';
+import { mlxQuantizationConfig } from '../../src/io/runtime-config.js';
 import { mlxDequantizeRef } from '../reference/mlx-ref.js';
 import { ErrorCodes } from '../../src/errors.js';
 import type { PlannedTensor } from '../../src/plan/types.js';
