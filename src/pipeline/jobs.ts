@@ -145,15 +145,18 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
       // A kept float tensor larger than the budget is copied in row chunks too (ranged reads).
       const rowLen = info.shape.length ? info.shape[info.shape.length - 1] : 1;
       const nrows = rowLen > 0 ? info.shape.reduce((a, b) => a * b, 1) / rowLen : 0;
-      const perRow = rowLen * (stored ?? 0);
-      const job: Job = { ...base, rowLen, nrows, elemBytes: stored ?? 0, readAs: 'values', out: { name: info.name, kind: 'keep', inputDtype: info.dtype, shape: info.shape.slice(), byteLength: info.byteLength } };
-      if (FOLDED_DTYPES.has(info.dtype)) {
-        // Its stored bytes lack the folded scales: kept as its F32 values (see dtypes.ts).
-        const bytes = rowLen * nrows * 4;
-        Object.assign(job, { readAs: 'f32', out: { ...job.out, inputDtype: 'F32', byteLength: bytes } });
-        job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: bytes, id: `${index}` });
-      } else if (stored === undefined || info.byteLength <= budget || nrows <= 1 || perRow * nrows !== info.byteLength) {
-        job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: info.byteLength, id: `${index}` });
+      // A folded MLX / bitsandbytes weight is kept as its F32 values: its stored bytes lack the
+      // folded scales (dtypes.ts); its rows come decoded from readRows.
+      const folded = FOLDED_DTYPES.has(info.dtype);
+      const elem = folded ? 4 : stored;
+      const byteLength = folded ? rowLen * nrows * 4 : info.byteLength;
+      const perRow = rowLen * (elem ?? 0);
+      const job: Job = {
+        ...base, rowLen, nrows, elemBytes: elem ?? 0, readAs: folded ? 'f32' : 'values',
+        out: { name: info.name, kind: 'keep', inputDtype: folded ? 'F32' : info.dtype, shape: info.shape.slice(), byteLength },
+      };
+      if (elem === undefined || byteLength <= budget || nrows <= 1 || perRow * nrows !== byteLength) {
+        job.units.push({ job, chunk: 0, r0: 0, rows: 0, cost: byteLength, id: `${index}` });
       } else {
         const rows = Math.max(1, Math.floor(budget / perRow));
         for (let r0 = 0, c = 0; r0 < nrows; r0 += rows, c++) {

@@ -268,11 +268,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         // Raw copies cost no worker: read in turn like everything else. A chunked one is read by
         // rows: F32/F16/BF16 values as stored are the raw bytes.
         if (route.copy) return { result: io.copyKept(u) };
-        if (job.readAs === 'f32') {
-          const v = await input.readF32(job.info.name);
-          return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
-        }
-        if (job.units.length === 1) return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
+        // One unit: the stored bytes, or a folded weight's F32 values; a chunk: its rows' values.
+        if (job.units.length === 1 && job.readAs !== 'f32') return { result: Promise.resolve({ data: await input.readRaw(job.info.name), cached: false }) };
         const v = (await read(u)).values;
         return { result: Promise.resolve({ data: new Uint8Array(v.buffer, v.byteOffset, v.byteLength), cached: false }) };
       }

@@ -150,6 +150,14 @@ describe('quantizeCheckpoint', () => {
     const out = await openSafetensors(fromBuffer(sinkA.bytes(), 'out'));
     const ref = await quantize(await ck.readF32('m.weight'), { format: 'q8_0', rowLength: 128 });
     expect(sameBytes(await out.readRaw('m.weight'), ref.data)).toBe(true);
+    // kept, it is written as its F32 values, in row chunks too under the small budget
+    const sinkC = memorySink();
+    const kept = await quantizeCheckpoint({ input: ck, plan: [{ name: 'm.weight', scheme: 'keep' }], sink: sinkC, workers: 1, maxInFlightBytes: 32 << 10, poolOptions: { workerUrl: workerUrl() } });
+    expect(kept.tensors[0].chunks).toBeGreaterThan(1);
+    expect(kept.peakInFlightBytes).toBeLessThanOrEqual(32 << 10);
+    const keptOut = await openSafetensors(fromBuffer(sinkC.bytes(), 'kept'));
+    expect(keptOut.tensor('m.weight')).toMatchObject({ dtype: 'F32', shape: [256, 128] });
+    expect([...await keptOut.readF32('m.weight')]).toEqual([...await ck.readF32('m.weight')]);
   });
 
   it('uses a caller pool without terminating it, and streams to a ReadableStream and a Blob', async () => {
