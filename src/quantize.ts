@@ -1,6 +1,6 @@
 // Public tensor API: quantize / dequantize through the wasm kernels, in chunks of whole rows so
 // that tensors larger than one wasm memory work and memory stays bounded.
-import { CALIBRATIONS, FLAGS, SrcType, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
+import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
 import { formats, getFormat } from './formats/registry.js';
@@ -131,9 +131,9 @@ export interface ChunkSource {
   copy(dst: Uint8Array, byteOffset: number): void;
 }
 
-/** The kernels' FLAG_* bits of resolved options (quantize and dequantize alike). */
-export function optionFlags(o: ResolvedOptions): number {
-  let flags = 0;
+/** The kernels' FLAG_* bits of resolved options and the format's own (quantize and dequantize alike). */
+export function optionFlags(o: ResolvedOptions, spec?: FormatSpec): number {
+  let flags = spec?.kernelFlags?.(o) ?? 0;
   if (o.doubleQuant) flags |= FLAGS.doubleQuant;
   if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
   if (o.granularity === 'channel') flags |= FLAGS.perChannel;
@@ -142,7 +142,7 @@ export function optionFlags(o: ResolvedOptions): number {
   return flags;
 }
 
-export function baseArgs(o: ResolvedOptions): KernelArgs {
+export function baseArgs(o: ResolvedOptions, spec?: FormatSpec): KernelArgs {
   const c = o.calibration;
   return {
     group: o.groupSize,
@@ -151,7 +151,7 @@ export function baseArgs(o: ResolvedOptions): KernelArgs {
     p0: c.method === 'fixed' ? c.scale : c.method === 'clip' ? c.ratio : c.method === 'percentile' ? c.percentile : 0,
     p1: c.method === 'fixed' ? c.max : 0,
     iters: c.iterations ?? 0,
-    flags: optionFlags(o),
+    flags: optionFlags(o, spec),
   };
 }
 
@@ -233,7 +233,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const auxBytes = layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
   const arena = new Arena(k, rowLen, rows, eb, rowSecs.map((s) => s.perRow), auxBytes + 64);
   const findNonFinite = k.fn('findNonFinite');
-  const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch };
+  const args: KernelArgs = { ...baseArgs(o, spec), scratch: arena.scratch };
   if (opts.importance && spec.importance) {
     k.f32(arena.imatrix, rowLen).set(opts.importance);
     args.imatrix = arena.imatrix;
@@ -269,13 +269,17 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       new Uint8Array(k.buffer, at, outBytes).fill(0);
       init?.(new DataView(k.buffer, at, outBytes));
       writeArgs(k.buffer, arena.args, args);
-      forEachChunk((_r0, n) => fn(arena.input, st, n, rowLen, at, arena.args));
+      forEachChunk((r0, n) => {
+        setRow0(k.buffer, arena.args, r0);
+        fn(arena.input, st, n, rowLen, at, arena.args);
+      });
       return new DataView(k.buffer.slice(at, at + outBytes));
     },
   };
-  const tensorArgs = spec.prepare ? await spec.prepare(ctx) : {};
+  const { auxInit, ...tensorArgs } = spec.prepare ? await spec.prepare(ctx) : {};
   Object.assign(args, tensorArgs);
   args.aux = arena.aux;
+  if (auxInit) k.u8(arena.aux, auxInit.byteLength).set(auxInit);
   Object.assign(args, arena.sectionArgs());
   writeArgs(k.buffer, arena.args, args);
 
@@ -287,6 +291,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const macc = arena.aux + auxBytes;
   if (acc) new Uint8Array(k.buffer, macc, 48).fill(0);
   forEachChunk((r0, n) => {
+    setRow0(k.buffer, arena.args, r0);
     q(arena.input, st, n, rowLen, arena.out[0], arena.args);
     if (out) rowSecs.forEach((s, i) => out(i, s.perRow * r0, k.u8(arena.out[i], s.perRow * n)));
     else rowSecs.forEach((s, i) => data.set(k.u8(arena.out[i], s.perRow * n), s.offset + s.perRow * r0));
@@ -347,7 +352,11 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
   const tensorSecs = layout.sections.filter((s) => s.perRow === 0);
   const auxBytes = tensorSecs.reduce((a, s) => a + s.bytes, 0);
   const arena = new Arena(k, rowLen, rows, 0, rowSecs.map((s) => s.perRow), auxBytes + 64);
-  const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch, aux: arena.aux };
+  const section = (name: string) => {
+    const s = tensorSecs.find((x) => x.name === name)!;
+    return qt.data.subarray(s.offset, s.offset + s.bytes);
+  };
+  const args: KernelArgs = { ...baseArgs(o, spec), ...spec.storedArgs?.(section, o), scratch: arena.scratch, aux: arena.aux };
   Object.assign(args, arena.sectionArgs());
   let auxAt = arena.aux;
   for (const s of tensorSecs) { k.u8(auxAt, s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)); auxAt += s.bytes; }
@@ -360,6 +369,7 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
   for (let r0 = 0; r0 < nrows; r0 += rows) {
     const n = Math.min(rows, nrows - r0);
     rowSecs.forEach((s, i) => k.u8(arena.out[i], s.perRow * n).set(qt.data.subarray(s.offset + s.perRow * r0, s.offset + s.perRow * (r0 + n))));
+    setRow0(k.buffer, arena.args, r0);
     fn(arena.out[0], n, rowLen, arena.deq, arena.args);
     out.set(k.f32(arena.deq, n * rowLen), r0 * rowLen);
   }

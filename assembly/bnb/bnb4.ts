@@ -11,9 +11,9 @@
 // are those of 0.0 (bitsandbytes computes 0 * inf = NaN there and emits code 0, i.e. -1.0 * 0).
 // FP4 sign: v < 0, bitsandbytes' rule (-0.0 gets code 0; a tiny negative gets 8, i.e. -0.0).
 // Dequantized value = TABLE[code] * absmax (f32).
-import { A_AUX, A_BIASES, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, A_TSCALE, FLAG_DOUBLE_QUANT, argF32, argI32, argU32, rowF32 } from '../common';
+import { A_AUX, A_BIASES, A_FLAGS, A_GROUP, A_ROW0, A_SCALES, A_SCRATCH, A_TSCALE, FLAG_DOUBLE_QUANT, FLAG_DQ_FLAT, argF32, argI32, argU32, rowF32 } from '../common';
 import { absmax, lookupStore16, splitPlanes } from './lut';
-import { dqDequantizeRow, dqGroups, dqQuantizeRow } from './dq';
+import { dqDequantizeFlat, dqDequantizeRow, dqGroups, dqQuantizeFlat, dqQuantizeRow } from './dq';
 
 const KIND_NF4: i32 = 0;
 const KIND_FP4: i32 = 1;
@@ -224,19 +224,25 @@ function quantizeRowScalar(x: usize, rowLen: i32, gs: i32, kind: i32, q: usize, 
 function quantize4(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize, kind: i32): void {
   const gs = argI32(args, A_GROUP);
   const scratch = argU32(args, A_SCRATCH);
-  const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
+  const flags = argI32(args, A_FLAGS);
+  const dq = (flags & FLAG_DOUBLE_QUANT) != 0;
+  const flat = (flags & FLAG_DQ_FLAT) != 0;
   const nb = rowLen / gs;
   // With double quantization the row's f32 absmax values wait in scratch after the widened row.
   const am = scratch + (<usize>rowLen << 2);
   const offset = argF32(args, A_TSCALE);
-  if (dq) store<f32>(argU32(args, A_AUX), offset);
+  // Per-row groups store the offset as their tensor section; the flat grouping reads its group
+  // absmax values from aux (see dq.ts).
+  if (dq && !flat) store<f32>(argU32(args, A_AUX), offset);
   for (let r = 0; r < nrows; r++) {
     const x = rowF32(src, srcType, r, rowLen, scratch);
     const q = dst + <usize>r * <usize>(rowLen >> 1);
     const sc = dq ? am : argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);
     if (ASC_FEATURE_SIMD) quantizeRowSimd(x, rowLen, gs, kind, q, sc);
     else quantizeRowScalar(x, rowLen, gs, kind, q, sc);
-    if (dq) {
+    if (flat) {
+      dqQuantizeFlat(am, nb, offset, <usize>(argI32(args, A_ROW0) + r) * <usize>nb, argU32(args, A_AUX), argU32(args, A_SCALES) + <usize>r * <usize>nb);
+    } else if (dq) {
       dqQuantizeRow(am, nb, offset,
         argU32(args, A_SCALES) + <usize>r * <usize>nb,
         argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2));
@@ -248,8 +254,13 @@ function quantize4(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize
 // copy written to am (scratch). Shared with the serving matvec (serve/bnb.ts).
 @inline export function rowAbsmax(args: usize, r: i32, nb: i32, dq: bool, am: usize): usize {
   if (dq) {
-    dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
-      argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
+    if ((argI32(args, A_FLAGS) & FLAG_DQ_FLAT) != 0) {
+      dqDequantizeFlat(argU32(args, A_SCALES) + <usize>r * <usize>nb, argU32(args, A_AUX),
+        <usize>(argI32(args, A_ROW0) + r) * <usize>nb, nb, argF32(args, A_TSCALE), am);
+    } else {
+      dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
+        argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
+    }
     return am;
   }
   return argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);

@@ -1,11 +1,15 @@
 // Double quantization of the NF4/FP4 block absmax values (bitsandbytes' compress_statistics).
 // The block absmax values minus their tensor-wide mean (the `offset`, computed by the prepare hook
 // through bnb4_absmax_sum) are quantized to 8 bits with bitsandbytes' signed dynamic map, in groups
-// of up to 256 blocks with one f32 group absmax. Groups never cross a row: a row of nb blocks has
-// ceil(nb/256) groups, the last one shorter. bitsandbytes groups the flattened absmax array instead;
-// per-row groups keep every row independent, so any split of the rows into chunks or workers gives
-// the same bytes. Dequantized absmax = DYN[q] * groupAbsmax + offset (f32, no FMA).
-import { A_GROUP, A_SCRATCH, argI32, argU32, rowF32 } from '../common';
+// of up to 256 blocks with one f32 group absmax. Two groupings:
+//  - per row (nf4 / fp4): a row of nb blocks has ceil(nb/256) groups, the last one shorter, so
+//    every row is independent and any split of the rows into chunks or workers gives the same bytes;
+//  - flat (bnb_nf4 / bnb_fp4, FLAG_DQ_FLAT): bitsandbytes' own, groups of 256 over the flattened
+//    tensor's blocks (block b of row r is number r*nb + b), crossing rows. The group absmax values
+//    are computed first over the whole tensor (bnb4_nested_absmax) and read from aux; A_ROW0 says
+//    which rows a call holds.
+// Dequantized absmax = DYN[q] * groupAbsmax + offset (f32, no FMA).
+import { A_GROUP, A_ROW0, A_SCRATCH, argI32, argU32, rowF32 } from '../common';
 import { absmax } from './lut';
 
 // bitsandbytes create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for i = 0..6 the
@@ -13,7 +17,7 @@ import { absmax } from './lut';
 // Entry = the exact value (2^(i+1) + 18k + 9) / (2^(i+1) * 10^(7-i)) rounded once to f32 (bitsandbytes
 // evaluates the same formula in float32 torch ops, which may differ in the last bit of some entries).
 // Index 127 is 0, index 255 is 1.0, index 0 is about -0.99297, the smallest magnitude 5.5e-7.
-const DYN = memory.data<u32>([
+export const DYN = memory.data<u32>([
   0xbf7e3333, 0xbf7a999a, 0xbf770000, 0xbf736666, 0xbf6fcccd, 0xbf6c3333, 0xbf68999a, 0xbf650000,
   0xbf616666, 0xbf5dcccd, 0xbf5a3333, 0xbf56999a, 0xbf530000, 0xbf4f6666, 0xbf4bcccd, 0xbf483333,
   0xbf44999a, 0xbf410000, 0xbf3d6666, 0xbf39cccd, 0xbf363333, 0xbf32999a, 0xbf2f0000, 0xbf2b6666,
@@ -101,6 +105,17 @@ export function dqGroups(nb: i32): i32 {
   return (nb + 255) >> 8;
 }
 
+// Code of absmax value a in a group of absmax gmax. 1/gmax overflows when gmax is an fp32
+// denormal: divide instead of multiplying by inf.
+@inline function dqCode(a: f32, offset: f32, gmax: f32, inv: f32): u8 {
+  const d = a - offset;
+  return <u8>nearestDyn(inv == Infinity ? d / gmax : d * inv);
+}
+
+@inline function reciprocal(gmax: f32): f32 {
+  return gmax != 0 ? 1 / gmax : 0;
+}
+
 // Quantizes nb absmax values (f32 at am) of one row: codes to q (nb bytes), group absmax to a2.
 export function dqQuantizeRow(am: usize, nb: i32, offset: f32, q: usize, a2: usize): void {
   for (let g0 = 0; g0 < nb; g0 += 256) {
@@ -108,13 +123,25 @@ export function dqQuantizeRow(am: usize, nb: i32, offset: f32, q: usize, a2: usi
     let gmax: f32 = 0;
     for (let b = 0; b < n; b++) gmax = Mathf.max(gmax, Mathf.abs(load<f32>(am + (<usize>(g0 + b) << 2)) - offset));
     store<f32>(a2 + (<usize>(g0 >> 8) << 2), gmax);
-    const inv: f32 = gmax != 0 ? 1 / gmax : 0;
-    // 1/gmax overflows when gmax is an fp32 denormal: divide instead of multiplying by inf.
-    const div = inv == Infinity;
-    for (let b = 0; b < n; b++) {
-      const d = load<f32>(am + (<usize>(g0 + b) << 2)) - offset;
-      store<u8>(q + <usize>(g0 + b), <u8>nearestDyn(div ? d / gmax : d * inv));
-    }
+    const inv = reciprocal(gmax);
+    for (let b = 0; b < n; b++) store<u8>(q + <usize>(g0 + b), dqCode(load<f32>(am + (<usize>(g0 + b) << 2)), offset, gmax, inv));
+  }
+}
+
+// Flat grouping: codes of the nb absmax values (at am) of the row whose first block is number
+// first, with the group absmax values a2 of the whole tensor.
+export function dqQuantizeFlat(am: usize, nb: i32, offset: f32, first: usize, a2: usize, q: usize): void {
+  for (let b = 0; b < nb; b++) {
+    const gmax = load<f32>(a2 + (((first + <usize>b) >> 8) << 2));
+    store<u8>(q + <usize>b, dqCode(load<f32>(am + (<usize>b << 2)), offset, gmax, reciprocal(gmax)));
+  }
+}
+
+// Flat grouping: the nb absmax values of the row whose first block is number first, into out (f32).
+export function dqDequantizeFlat(q: usize, a2: usize, first: usize, nb: i32, offset: f32, out: usize): void {
+  for (let b = 0; b < nb; b++) {
+    const s = load<f32>(a2 + (((first + <usize>b) >> 8) << 2));
+    store<f32>(out + (<usize>b << 2), dynValue(<u32>load<u8>(q + <usize>b)) * s + offset);
   }
 }
 
@@ -139,4 +166,23 @@ export function bnb4_absmax_sum(src: usize, srcType: i32, nrows: i32, rowLen: i3
   }
   store<f64>(out, sum);
   store<f64>(out + 8, load<f64>(out + 8) + <f64>nrows * <f64>nb);
+}
+
+// Reduction for the prepare hook of the flat grouping: out[0] holds the offset (f32, set by the
+// host); out + 16 + 4g (f32) becomes the largest |absmax - offset| of the blocks of group g, the
+// blocks numbered over the flattened tensor from row A_ROW0 of this call on.
+export function bnb4_nested_absmax(src: usize, srcType: i32, nrows: i32, rowLen: i32, out: usize, args: usize): void {
+  const gs = argI32(args, A_GROUP);
+  const scratch = argU32(args, A_SCRATCH);
+  const offset = load<f32>(out);
+  const nb = rowLen / gs;
+  const a2 = out + 16;
+  for (let r = 0; r < nrows; r++) {
+    const x = rowF32(src, srcType, r, rowLen, scratch);
+    const first = <usize>(argI32(args, A_ROW0) + r) * <usize>nb;
+    for (let b = 0; b < nb; b++) {
+      const at = a2 + (((first + <usize>b) >> 8) << 2);
+      store<f32>(at, Mathf.max(load<f32>(at), Mathf.abs(absmax(x + (<usize>(b * gs) << 2), gs) - offset)));
+    }
+  }
 }

@@ -1,58 +1,112 @@
 // bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2), OCP MXFP4 and ModelOpt's NVFP4. Layouts and
 // rounding rules are documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts, nvfp4.ts.
-import type { FormatSpec, ResolvedOptions, Section, TensorContext } from './types.js';
-import type { KernelArgs } from '../kernels/args.js';
+import type { FormatSpec, PreparedArgs, ResolvedOptions, Section, TensorContext } from './types.js';
+import { FLAGS, type KernelArgs } from '../kernels/args.js';
+import { ErrorCodes, fail } from '../errors.js';
 
 const GROUP_SIZES = [32, 64, 128, 256] as const;
 
 /** transformers' names of the input dtypes, as a bitsandbytes quant state records them. */
 const TORCH_DTYPE = { f32: 'float32', f16: 'float16', bf16: 'bfloat16' } as const;
 
-/**
- * bitsandbytes' JSON quant state of a 4-bit weight (transformers' `<w>.quant_state.bitsandbytes__<type>`),
- * padded with spaces to the length the widest dtype name gives, so that the layout is known before
- * the input's dtype is (JSON readers skip the trailing whitespace).
- */
-export function bnbQuantState(type: 'nf4' | 'fp4', blocksize: number, shape: number[], dtype: keyof typeof TORCH_DTYPE = 'bf16'): Uint8Array {
-  const json = (d: string) => JSON.stringify({ quant_type: type, blocksize, dtype: d, shape });
-  const len = json('bfloat16').length;
-  return new TextEncoder().encode(json(TORCH_DTYPE[dtype]).padEnd(len, ' '));
-}
+/** bitsandbytes' nested block: the absmax values are double-quantized 256 at a time. */
+const NESTED_BLOCK = 256;
+/** A number as long as any f32 offset can print (JSON's shortest round trip, sign and exponent). */
+const WIDEST_OFFSET = -1.2345678901234567e-300;
 
 /**
- * 4-bit NF4 / FP4 as transformers saves bitsandbytes' Linear4bit (the "-bnb-4bit" checkpoints, no
- * double quantization): the nf4 / fp4 kernels' codes and f32 absmax per block, then bitsandbytes'
- * code book (quant_map) and JSON quant state as tensor sections, written under its names.
+ * bitsandbytes' JSON quant state of a 4-bit weight (transformers' `<w>.quant_state.bitsandbytes__<type>`),
+ * with the nested block and offset of double quantization when `offset` is given. Padded with
+ * spaces to the length the widest dtype name and offset give, so that the layout is known before
+ * the input's dtype and the offset are (JSON readers skip the trailing whitespace).
+ */
+export function bnbQuantState(type: 'nf4' | 'fp4', blocksize: number, shape: number[], dtype: keyof typeof TORCH_DTYPE = 'bf16', offset?: number): Uint8Array {
+  const json = (d: string, off?: number) => JSON.stringify({
+    quant_type: type, blocksize, dtype: d, shape,
+    ...(off === undefined ? {} : { nested_blocksize: NESTED_BLOCK, nested_dtype: 'float32', nested_offset: off }),
+  });
+  const len = json('bfloat16', offset === undefined ? undefined : WIDEST_OFFSET).length;
+  return new TextEncoder().encode(json(TORCH_DTYPE[dtype], offset).padEnd(len, ' '));
+}
+
+const stateBytes = (type: 'nf4' | 'fp4', nrows: number, rowLen: number, o: ResolvedOptions) =>
+  bnbQuantState(type, o.groupSize, [nrows, rowLen], 'bf16', o.doubleQuant ? 0 : undefined).length;
+
+/** Blocks of the flattened tensor, and bitsandbytes' nested groups of 256 of them. */
+function flatBlocks(nrows: number, rowLen: number, o: ResolvedOptions) {
+  const blocks = (nrows * rowLen) / o.groupSize;
+  return { blocks, groups: Math.ceil(blocks / NESTED_BLOCK) };
+}
+
+const numelOf = (s: number[]) => s.reduce((a, b) => a * b, 1);
+
+/**
+ * 4-bit NF4 / FP4 as transformers saves bitsandbytes' Linear4bit (the "-bnb-4bit" checkpoints):
+ * the nf4 / fp4 kernels' codes and f32 absmax per block, then bitsandbytes' code book (quant_map)
+ * and JSON quant state as tensor sections, written under its names. With double quantization
+ * (bnb_4bit_use_double_quant) the absmax values are bitsandbytes' nested 8-bit codes instead:
+ * their mean subtracted (nested_offset), then quantized with its signed dynamic map in groups of
+ * 256 over the flattened tensor's blocks (crossing rows, unlike nf4's own double quantization),
+ * each with an f32 nested_absmax (assembly/bnb/dq.ts).
  */
 function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
   const base = bnb4(type, '');
   return {
     ...base,
     name: `bnb_${type}`,
-    description: `${type.toUpperCase()} as transformers saves bitsandbytes 4-bit (<w>, <w>.absmax, <w>.quant_map, <w>.quant_state.bitsandbytes__${type}), f32 absmax per block of 64 (or 128, 256)`,
+    description: `${type.toUpperCase()} as transformers saves bitsandbytes 4-bit (<w>, <w>.absmax, <w>.quant_map, <w>.quant_state.bitsandbytes__${type}; with doubleQuant also <w>.nested_absmax, <w>.nested_quant_map), absmax per block of 64 (or 128, 256)`,
     groupSizes: [64, 128, 256],
-    doubleQuant: false,
-    prepare: undefined,
-    dtypeSections: ['quant_state'],
-    tensorSections: (nrows, rowLen, o) => [
-      { name: 'quant_map', bytes: 64 },
-      { name: 'quant_state', bytes: bnbQuantState(type, o.groupSize, [nrows, rowLen]).length },
+    rowSections: (rowLen, o) => [
+      { name: 'codes', bytes: rowLen / 2 },
+      o.doubleQuant ? { name: 'absmax_codes', bytes: rowLen / o.groupSize } : { name: 'scales', bytes: (rowLen / o.groupSize) * 4 },
     ],
-    finish(ctx, data, layout) {
+    tensorSections: (nrows, rowLen, o) => [
+      // nested_absmax first: prepare() fills it (auxInit) and the kernels read it from aux.
+      ...(o.doubleQuant ? [{ name: 'nested_absmax', bytes: flatBlocks(nrows, rowLen, o).groups * 4 }, { name: 'nested_quant_map', bytes: 1024 }] : []),
+      { name: 'quant_map', bytes: 64 },
+      { name: 'quant_state', bytes: stateBytes(type, nrows, rowLen, o) },
+    ],
+    dtypeSections: ['quant_state'],
+    kernelFlags: (o) => (o.doubleQuant ? FLAGS.dqFlat : 0),
+    async prepare(ctx: TensorContext): Promise<PreparedArgs> {
+      if (!ctx.opts.doubleQuant) return {};
+      const sum = await ctx.reduce('bnb4_absmax_sum', 16);
+      const offset = Math.fround(sum.getFloat64(0, true) / sum.getFloat64(8, true));
+      const { groups } = flatBlocks(ctx.nrows, ctx.rowLen, ctx.opts);
+      const nested = await ctx.reduce('bnb4_nested_absmax', 16 + groups * 4, (out) => out.setFloat32(0, offset, true));
+      return { tscale: offset, auxInit: new Uint8Array(nested.buffer, nested.byteOffset + 16, groups * 4) };
+    },
+    finish(ctx, data, layout, args) {
       const k = ctx.kernels;
-      const map = layout.sections.find((s) => s.name === 'quant_map')!;
-      data.set(k.u8(k.constant(type === 'nf4' ? 'NF4_TABLE' : 'FP4_TABLE'), 64), map.offset);
-      const st = layout.sections.find((s) => s.name === 'quant_state')!;
-      data.set(bnbQuantState(type, ctx.opts.groupSize, [ctx.nrows, ctx.rowLen], ctx.dtype ?? 'bf16'), st.offset);
+      const put = (name: string, bytes: Uint8Array) => data.set(bytes, layout.sections.find((s) => s.name === name)!.offset);
+      put('quant_map', k.u8(k.constant(type === 'nf4' ? 'NF4_TABLE' : 'FP4_TABLE'), 64));
+      if (ctx.opts.doubleQuant) put('nested_quant_map', k.u8(k.constant('DYN'), 1024));
+      put('quant_state', bnbQuantState(type, ctx.opts.groupSize, [ctx.nrows, ctx.rowLen], ctx.dtype ?? 'bf16', ctx.opts.doubleQuant ? args.tscale : undefined));
+    },
+    storedArgs(section, o) {
+      if (!o.doubleQuant) return {};
+      let offset: unknown;
+      try {
+        offset = (JSON.parse(new TextDecoder().decode(section('quant_state'))) as { nested_offset?: unknown }).nested_offset;
+      } catch {
+        offset = undefined;
+      }
+      if (typeof offset !== 'number' || !Number.isFinite(offset)) {
+        fail(ErrorCodes.BAD_INPUT, `[dequantize] bnb_${type}: the quant_state section has no finite nested_offset (double quantization)`, { option: 'quant_state', value: String(offset), expected: 'JSON with a number nested_offset' });
+      }
+      return { tscale: Math.fround(offset as number) };
     },
     // The codes over the flattened tensor as [values / 2, 1] and one absmax per block, as
     // Params4bit keeps them; shapes of any rank are flattened the same way.
-    safetensorsEntries: [
-      { name: (n) => n, dtype: () => 'U8', shape: (s) => [s.reduce((a, b) => a * b, 1) / 2, 1] },
-      { name: (n) => `${n}.absmax`, dtype: () => 'F32', shape: (s, o) => [s.reduce((a, b) => a * b, 1) / o.groupSize] },
-      { name: (n) => `${n}.quant_map`, dtype: () => 'F32', shape: () => [16] },
-      { name: (n) => `${n}.quant_state.bitsandbytes__${type}`, dtype: () => 'U8', shape: (s, o) => [bnbQuantState(type, o.groupSize, [s.reduce((a, b) => a * b, 1) / s[s.length - 1], s[s.length - 1]]).length] },
-    ],
+    safetensorsEntries: {
+      codes: { name: (n) => n, dtype: () => 'U8', shape: (s) => [numelOf(s) / 2, 1] },
+      scales: { name: (n) => `${n}.absmax`, dtype: () => 'F32', shape: (s, o) => [numelOf(s) / o.groupSize] },
+      absmax_codes: { name: (n) => `${n}.absmax`, dtype: () => 'U8', shape: (s, o) => [numelOf(s) / o.groupSize] },
+      nested_absmax: { name: (n) => `${n}.nested_absmax`, dtype: () => 'F32', shape: (s, o) => [Math.ceil(numelOf(s) / o.groupSize / NESTED_BLOCK)] },
+      nested_quant_map: { name: (n) => `${n}.nested_quant_map`, dtype: () => 'F32', shape: () => [256] },
+      quant_map: { name: (n) => `${n}.quant_map`, dtype: () => 'F32', shape: () => [16] },
+      quant_state: { name: (n) => `${n}.quant_state.bitsandbytes__${type}`, dtype: () => 'U8', shape: (s, o) => [stateBytes(type, numelOf(s) / s[s.length - 1], s[s.length - 1], o)] },
+    },
   };
 }
 
@@ -161,10 +215,10 @@ export const bnbFormats: FormatSpec[] = [
       if (ctx.tensorScale !== undefined) return { tscale: Math.fround(ctx.tensorScale) };
       return { tscale: nvfp4Scale2((await ctx.reduce('fp8_absmax', 4)).getFloat32(0, true)) };
     },
-    safetensorsEntries: [
-      { name: (n) => n, dtype: () => 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
-      { name: (n) => `${n}_scale`, dtype: () => 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
-      { name: (n) => `${n}_scale_2`, dtype: () => 'F32', shape: () => [] },
-    ],
+    safetensorsEntries: {
+      codes: { name: (n) => n, dtype: () => 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
+      scales: { name: (n) => `${n}_scale`, dtype: () => 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
+      scale_2: { name: (n) => `${n}_scale_2`, dtype: () => 'F32', shape: () => [] },
+    },
   },
 ];

@@ -168,11 +168,11 @@ export const intFormats: FormatSpec[] = [
     },
     // MLX's checkpoint layout: `<module>.weight` the codes as U32 words, `<module>.scales` and
     // `<module>.biases` in the scale dtype (mlx_lm quantizes a module whose `.scales` it finds).
-    safetensorsEntries: [
-      { name: (n) => n, dtype: () => 'U32', shape: (s, o) => [...s.slice(0, -1), (s[s.length - 1] * o.bits) / 32] },
-      { name: (n) => `${mlxModule(n)}.scales`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
-      { name: (n) => `${mlxModule(n)}.biases`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
-    ],
+    safetensorsEntries: {
+      codes: { name: (n) => n, dtype: () => 'U32', shape: (s, o) => [...s.slice(0, -1), (s[s.length - 1] * o.bits) / 32] },
+      scales: { name: (n) => `${mlxModule(n)}.scales`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+      biases: { name: (n) => `${mlxModule(n)}.biases`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+    },
   },
 ];
 

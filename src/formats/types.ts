@@ -68,12 +68,12 @@ export interface FormatSpec {
   /** Defaults for the options above. */
   readonly defaults?: Partial<Pick<ResolvedOptions, 'bits' | 'groupSize' | 'granularity'>>;
   /**
-   * How a safetensors output stores the sections (in layout order) when not as U8 entries
-   * `<name>` and `<name>.<section>`: a name from the tensor's name, a dtype of the same width and
-   * a shape from the tensor's shape (NVFP4 and MLX use the names and dtypes their runtimes load).
-   * The first entry keeps the tensor's name.
+   * How a safetensors output stores each section (by section name) when not as a U8 entry
+   * `<name>.<section>`: a name from the tensor's name, a dtype of the same width and a shape from
+   * the tensor's shape (NVFP4, MLX and bitsandbytes use the names and dtypes their runtimes load).
+   * The first section keeps the tensor's name.
    */
-  readonly safetensorsEntries?: readonly { name(tensor: string): string; dtype(o: ResolvedOptions): string; shape(shape: number[], o: ResolvedOptions): number[] }[];
+  readonly safetensorsEntries?: Readonly<Record<string, SafetensorsEntry>>;
   /** Sections written per row, in storage order. */
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
   /** Sections written once per tensor after the row sections (filled by prepare/finish). */
@@ -85,12 +85,32 @@ export interface FormatSpec {
    */
   readonly sharedScale?: { of(amax: number): number };
   /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
-  prepare?(ctx: TensorContext): Promise<Partial<KernelArgs>>;
+  prepare?(ctx: TensorContext): Promise<PreparedArgs>;
+  /** FLAG_* bits the format's kernels take beyond those of its options (FLAGS in kernels/args.ts). */
+  kernelFlags?(o: ResolvedOptions): number;
+  /**
+   * Kernel args that stored bytes keep in their tensor sections, for dequantize and matvec
+   * (bitsandbytes' double-quantization offset, written in its JSON quant state), given a reader
+   * of those sections by name.
+   */
+  storedArgs?(section: (name: string) => Uint8Array, o: ResolvedOptions): Partial<KernelArgs>;
   /** Sections that record the input's dtype (bitsandbytes' quant state): the only bytes two dtypes of the same values change. */
   readonly dtypeSections?: readonly string[];
   /** Post-processing over the whole output (e.g. double quantization of block scales). */
   finish?(ctx: TensorContext, data: Uint8Array, layout: Layout, tensorArgs: Partial<KernelArgs>): void;
 }
+
+export interface SafetensorsEntry {
+  name(tensor: string): string;
+  dtype(o: ResolvedOptions): string;
+  shape(shape: number[], o: ResolvedOptions): number[];
+}
+
+/** What prepare() gives the kernels: args, and bytes they read at the start of aux. */
+export type PreparedArgs = Partial<KernelArgs> & {
+  /** Copied to aux (where the tensor sections are assembled) before the row kernels run. */
+  auxInit?: Uint8Array;
+};
 
 export interface Layout {
   bytes: number;

@@ -15,6 +15,7 @@ export const A = {
   FLAGS: 44,
   TSCALE: 48,
   TBIAS: 52,
+  ROW0: 56,
 } as const;
 
 export const SrcType = { f32: 0, f16: 1, bf16: 2 } as const;
@@ -33,7 +34,7 @@ export const CALIBRATIONS = {
 } as const;
 export type CalibrationName = keyof typeof CALIBRATIONS;
 
-export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4, scaleBf16: 8, scaleF32: 16 } as const;
+export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4, scaleBf16: 8, scaleF32: 16, dqFlat: 32 } as const;
 
 export interface KernelArgs {
   imatrix?: number;
@@ -50,6 +51,8 @@ export interface KernelArgs {
   flags?: number;
   tscale?: number;
   tbias?: number;
+  /** Index of the call's first row in the tensor (see setRow0). */
+  row0?: number;
 }
 
 export function writeArgs(mem: ArrayBuffer, at: number, a: KernelArgs): void {
@@ -69,4 +72,13 @@ export function writeArgs(mem: ArrayBuffer, at: number, a: KernelArgs): void {
   v.setInt32(A.FLAGS, a.flags ?? 0, true);
   v.setFloat32(A.TSCALE, a.tscale ?? 0, true);
   v.setFloat32(A.TBIAS, a.tbias ?? 0, true);
+  v.setInt32(A.ROW0, a.row0 ?? 0, true);
+}
+
+/**
+ * Sets the row index of the next call's first row in written args: the kernels of layouts whose
+ * blocks are numbered across rows (bnb_nf4 / bnb_fp4 double quantization) need it per chunk.
+ */
+export function setRow0(mem: ArrayBuffer, at: number, row0: number): void {
+  new DataView(mem, at + A.ROW0, 4).setInt32(0, row0, true);
 }

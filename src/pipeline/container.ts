@@ -85,7 +85,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 export function safetensorsContainer(extraMetadata: Record<string, string> = {}): Container {
   return {
     id: `safetensors/1/${JSON.stringify(extraMetadata)}`,
-    claims: (name, format) => (getFormat(format).safetensorsEntries ?? []).map((e) => e.name(name)).filter((n) => n !== name),
+    claims: (name, format) => Object.values(getFormat(format).safetensorsEntries ?? {}).map((e) => e.name(name)).filter((n) => n !== name),
     plan(tensors, input) {
       const st: SafetensorsWriteTensor[] = [];
       const groups: number[] = [];
@@ -101,9 +101,9 @@ export function safetensorsContainer(extraMetadata: Record<string, string> = {})
         const rowLen = t.shape.length ? t.shape[t.shape.length - 1] : 1;
         const rows = t.shape.reduce((a, b) => a * b, 1) / rowLen;
         const custom = getFormat(t.format!).safetensorsEntries;
-        const names = t.layout!.sections.map((s, i) => (custom ? custom[i].name(t.name) : i === 0 ? t.name : `${t.name}.${s.name}`));
+        const names = t.layout!.sections.map((s, i) => (custom ? custom[s.name].name(t.name) : i === 0 ? t.name : `${t.name}.${s.name}`));
         t.layout!.sections.forEach((s, i) => st.push(custom
-          ? { name: names[i], dtype: custom[i].dtype(t.options!), shape: custom[i].shape(t.shape, t.options!) }
+          ? { name: names[i], dtype: custom[s.name].dtype(t.options!), shape: custom[s.name].shape(t.shape, t.options!) }
           : { name: names[i], dtype: 'U8', shape: s.perRow > 0 ? [rows, s.perRow] : [s.bytes] }));
         groups.push(names.length);
         quant[t.name] = { format: t.format, shape: t.shape, options: t.options, sections: names };

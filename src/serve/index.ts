@@ -12,7 +12,7 @@
 // formats without a fused kernel dequantize a chunk of rows with their own `<kernel>_dequantize`
 // and dot it (`serve_dot_rows`), so every registry format works.
 import { ErrorCodes, fail } from '../errors.js';
-import { writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
+import { setRow0, writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
 import type { Kernels, WasmBuild } from '../kernels/loader.js';
 import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
@@ -306,9 +306,10 @@ class Lru {
 
 const align = (n: number) => (n + 15) & ~15;
 
-function kernelArgs(o: ResolvedOptions | undefined): KernelArgs {
+function kernelArgs(o: ResolvedOptions | undefined, spec: FormatSpec, layout: Layout, tensorSecs: readonly Uint8Array[]): KernelArgs {
   if (!o) return {};
-  return { group: o.groupSize, bits: o.bits, flags: optionFlags(o) };
+  const names = layout.sections.filter((x) => x.perRow === 0).map((x) => x.name);
+  return { group: o.groupSize, bits: o.bits, flags: optionFlags(o, spec), ...spec.storedArgs?.((name) => tensorSecs[names.indexOf(name)], o) };
 }
 
 /** Bytes per row of each row section (a float tensor is one section of plain rows). */
@@ -343,7 +344,7 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   if (kind.type === 'quant') {
     kernel = kind.spec.kernel;
     tensorSecs = sections.slice(perRow.length) as Uint8Array[];
-    args = kernelArgs(kind.options);
+    args = kernelArgs(kind.options, kind.spec, kind.layout, tensorSecs);
     if (q8 && mode === 'matvec' && Q8_ACTIVATION_FORMATS.includes(kind.spec.name)) args.flags = (args.flags ?? 0) | SERVE_Q8_ACT;
   } else {
     kernel = (kind.type === 'float' ? kind.dtype : 'F32').toLowerCase();
@@ -386,6 +387,7 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   for (let r0 = 0; r0 < nrows; r0 += rows) {
     const n = Math.min(rows, nrows - r0);
     perRow.forEach((b, i) => k.u8(A(pSec[i]), b * n).set(sections[i].subarray(b * r0, b * (r0 + n))));
+    setRow0(k.buffer, A(pArgs), r0);
     let deq = A(pSec[0]);
     if (needDeq) {
       if (dq) dq(A(pSec[0]), n, rowLen, A(pDeq), A(pArgs));

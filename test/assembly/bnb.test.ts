@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { dequantize, quantize, formats, WebquantError, f32ToBf16, bf16ToF32, f32ToF16, f16ToF32 } from '../../src/index.js';
 import type { QuantizeOptions } from '../../src/quantize.js';
 import {
-  DYNAMIC_MAP, FP4_VALUES, FP8, NF4_VALUES, decimalToF32, refDequantize4, refDequantizeFp8, refDequantizeMxfp4,
+  DYNAMIC_MAP, FP4_VALUES, FP8, NF4_VALUES, decimalToF32, refDequantize4, refDequantizeFp8, refDequantizeMxfp4, refFlatDoubleQuant,
   refQuantize4, refQuantizeFp8, refQuantizeMxfp4, refQuantizeNvfp4, refDequantizeNvfp4, type RefOptions,
 } from '../reference/bnb-ref.js';
 
@@ -452,8 +452,48 @@ describe('bnb_nf4 / bnb_fp4: transformers\' bitsandbytes 4-bit layout', () => {
       }
     });
   }
+  for (const type of ['nf4', 'fp4'] as const) {
+    it(`${type} with double quantization: bitsandbytes' nested absmax in groups of 256 across rows`, async () => {
+      // 4 blocks a row, so a group of 256 blocks spans 64 rows; 150 rows end inside the third group
+      const [rows, rowLen] = [150, 256];
+      const x = Float32Array.from(gaussian(rows * rowLen, 23, 0.02), (v, i) => v * (1 + (Math.floor(i / 64) % 5)));
+      const plain = refQuantize4(type, x, rows, rowLen);
+      const am = new Float32Array(plain.slice(rows * rowLen / 2).buffer);
+      const want = refFlatDoubleQuant(am);
+      for (const backend of BACKENDS) {
+        for (const chunkBytes of [undefined, 7 * rowLen * 4]) {
+          const q = await quantize(x, { format: `bnb_${type}`, rowLength: rowLen, doubleQuant: true, backend, chunkBytes });
+          const at = (name: string) => q.layout.sections.find((sec) => sec.name === name)!;
+          const part = (name: string) => q.data.subarray(at(name).offset, at(name).offset + at(name).bytes);
+          const label = `${backend} chunk ${chunkBytes}`;
+          expect(q.layout.sections.map((sec) => sec.name)).toEqual(['codes', 'absmax_codes', 'nested_absmax', 'nested_quant_map', 'quant_map', 'quant_state']);
+          expect(sameBytes(part('codes'), plain.subarray(0, rows * rowLen / 2)), label).toBe(true);
+          expect(sameBytes(part('absmax_codes'), want.codes), label).toBe(true);
+          expect([...new Float32Array(part('nested_absmax').slice().buffer)], label).toEqual([...want.nested]);
+          expect([...new Float32Array(part('nested_quant_map').slice().buffer)]).toEqual(DYNAMIC_MAP);
+          const state = new TextDecoder().decode(part('quant_state'));
+          expect(JSON.parse(state)).toEqual({ quant_type: type, blocksize: 64, dtype: 'float32', shape: [rows, rowLen], nested_blocksize: 256, nested_dtype: 'float32', nested_offset: want.offset });
+          // decoded as bitsandbytes does: DYN[q] * nested_absmax + offset per block, then the 4-bit map
+          const y = await dequantize(q, { backend, chunkBytes });
+          const table = type === 'nf4' ? NF4_VALUES : FP4_VALUES;
+          for (let i = 0; i < x.length; i += 61) {
+            const b = Math.floor(i / 64);
+            const absmax = f(f(DYNAMIC_MAP[want.codes[b]] * want.nested[b >> 8]) + want.offset);
+            const c = i % 2 === 0 ? plain[i >> 1] >> 4 : plain[i >> 1] & 15;
+            expect(y[i], `${label} value ${i}`).toBe(f(table[c] * absmax));
+          }
+        }
+      }
+    });
+  }
+  it('double quantization: a quant state without a finite nested_offset is E_BAD_INPUT on dequantize', async () => {
+    const q = await quantize(gaussian(4 * 256, 3), { format: 'bnb_nf4', rowLength: 256, doubleQuant: true });
+    const st = q.layout.sections.find((sec) => sec.name === 'quant_state')!;
+    const data = q.data.slice();
+    data.set(new TextEncoder().encode(JSON.stringify({ quant_type: 'nf4', nested_offset: 'x' }).padEnd(st.bytes, ' ')), st.offset);
+    await expect(dequantize({ ...q, data })).rejects.toMatchObject({ code: 'E_BAD_INPUT', message: /nested_offset/ });
+  });
   it('refuses what transformers does not save', async () => {
     await refuse({ format: 'bnb_nf4', groupSize: 32 }, 'E_BAD_OPTION', /groupSize for bnb_nf4 must be one of 64, 128, 256/);
-    await refuse({ format: 'bnb_fp4', doubleQuant: true }, 'E_BAD_OPTION', /bnb_fp4 has no double quantization/);
   });
 });

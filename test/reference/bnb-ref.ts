@@ -150,6 +150,31 @@ export function refQuantize4(fmt: 'nf4' | 'fp4', x: Float32Array, nrows: number,
   return concat(codes, q, new Uint8Array(a2.buffer), new Uint8Array(new Float32Array([offset]).buffer));
 }
 
+/**
+ * bitsandbytes' own double quantization of a tensor's block absmax values `am` (flattened, row
+ * major): offset = their mean (summed in f64, rounded once to f32), then groups of 256 over the
+ * whole array, each with its absmax of |a - offset| and 8-bit codes of the signed dynamic map.
+ */
+export function refFlatDoubleQuant(am: Float32Array): { codes: Uint8Array; nested: Float32Array; offset: number } {
+  let sum = 0;
+  for (let i = 0; i < am.length; i++) sum += am[i];
+  const offset = f(sum / am.length);
+  const codes = new Uint8Array(am.length);
+  const nested = new Float32Array(Math.ceil(am.length / 256));
+  for (let g = 0; g < nested.length; g++) {
+    const from = g * 256, to = Math.min(am.length, from + 256);
+    let gmax = 0;
+    for (let b = from; b < to; b++) gmax = Math.max(gmax, Math.abs(f(am[b] - offset)));
+    nested[g] = gmax;
+    const inv = gmax !== 0 ? f(1 / gmax) : 0;
+    for (let b = from; b < to; b++) {
+      const d = f(am[b] - offset);
+      codes[b] = dynCode(inv === Infinity ? f(d / gmax) : f(d * inv));
+    }
+  }
+  return { codes, nested, offset };
+}
+
 export function refDequantize4(fmt: 'nf4' | 'fp4', data: Uint8Array, nrows: number, rowLen: number, o: RefOptions = {}): Float32Array {
   const gs = o.groupSize ?? 64;
   const nb = rowLen / gs;

@@ -92,6 +92,25 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     });
   }
 
+  it('bnb_nf4 / bnb_fp4 with double quantization: groups of 256 blocks across rows and chunks of rows', async () => {
+    // 4 blocks a row: a group spans 64 rows, while a chunk of 3000 bytes holds a few rows
+    const [rows, row] = [150, 256];
+    const w = rand(rows * row, 41, 0.05);
+    const x = rand(row, 7, 1);
+    for (const format of ['bnb_nf4', 'bnb_fp4']) {
+      const qt = await quantize(w, { format, doubleQuant: true, rowLength: row });
+      const deq = await dequantize(qt);
+      const { ref, mag } = reference(deq, x, rows, row);
+      for (const backend of ['wasm-simd', 'wasm'] as const) {
+        const t = await servedFromQuantized(qt, { backend, chunkBytes: 3000 });
+        expect(Buffer.from(t.dequantize().buffer).equals(Buffer.from(deq.buffer)), `${format} ${backend}`).toBe(true);
+        const y = t.matvec(x);
+        for (let r = 0; r < rows; r++) expect(Math.abs(y[r] - ref[r]), `${format} ${backend} row ${r}`).toBeLessThanOrEqual(MATVEC_REL_TOL * mag[r] + 1e-30);
+        expect(Array.from(t.matmul(new Float32Array([...x, ...x]), 2).subarray(rows))).toEqual(Array.from(y));
+      }
+    }
+  });
+
   it('f16, bf16, the GGUF formats, NF4 / FP4 and int: matmul (one batched kernel call per chunk of rows) gives each position the bits of matvec, both builds', async () => {
     const cases: { format: string; opts?: Partial<QuantizeOptions> }[] = ['f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_xs', 'nf4', 'fp4']
       .map((format) => ({ format }));
