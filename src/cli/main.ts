@@ -40,6 +40,7 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   'group-size': { type: 'int', value: 'n', help: 'group size, with --format' },
   bits: { type: 'int', value: 'n', help: 'bits, with --format (intsym, affine)' },
   'scale-dtype': { type: 'string', value: 'bf16|f16|f32', help: 'scale and bias dtype, with --format mlx (default bf16)' },
+  'double-quant': { type: 'boolean', help: 'double quantization of the block absmax values, with --format nf4, fp4, bnb_nf4, bnb_fp4' },
   calibration: { type: 'string', value: 'c', help: 'calibration with --format: a name (mse, hqq, ...), "clip,0.9", or JSON' },
   rules: { type: 'string', value: 'plan.json', help: 'a plan file (webquant or MaxText form); with --preset/--format its rules come first' },
   strict: { type: 'boolean', help: 'fail instead of falling back when a block size does not divide a row' },
@@ -117,7 +118,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D]] [--rules plan.json] [--strict] [--workers N] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -125,7 +126,7 @@ const COMMANDS: Record<string, Command> = {
       if (o.output === undefined) throw new WebquantError(ErrorCodes.BAD_OPTION, '[cli] quantize: -o <output> is required (.gguf, .safetensors or a folder/)', { option: 'output' });
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
-        calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), rulesFile: str(o.rules),
+        calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
         strict: !!o.strict, workers: num(o.workers), imatrix: str(o.imatrix), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);
       if (o.json) io.stdout.write(toJSON(r) + '\n');

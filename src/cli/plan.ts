@@ -51,6 +51,8 @@ export interface PlanArgs {
   calibration?: string;
   /** --scale-dtype (mlx). */
   scaleDtype?: string;
+  /** --double-quant (nf4, fp4, bnb_nf4, bnb_fp4). */
+  doubleQuant?: boolean;
   /** Text of a --rules file and its name. */
   rules?: { text: string; file: string };
 }
@@ -59,8 +61,8 @@ export function choosePlan(a: PlanArgs): PlanChoice {
   if (a.preset !== undefined && a.format !== undefined) {
     fail(ErrorCodes.BAD_OPTION, '[cli] quantize: give either --preset or --format, not both', { option: 'preset', value: [a.preset, a.format] });
   }
-  if (a.format === undefined && (a.groupSize !== undefined || a.bits !== undefined || a.calibration !== undefined || a.scaleDtype !== undefined)) {
-    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --group-size, --bits, --calibration and --scale-dtype go with --format', { option: 'format' });
+  if (a.format === undefined && (a.groupSize !== undefined || a.bits !== undefined || a.calibration !== undefined || a.scaleDtype !== undefined || a.doubleQuant !== undefined)) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --group-size, --bits, --calibration, --scale-dtype and --double-quant go with --format', { option: 'format' });
   }
   let base: PlanChoice | undefined;
   if (a.preset !== undefined) {
@@ -73,6 +75,7 @@ export function choosePlan(a: PlanArgs): PlanChoice {
     if (a.bits !== undefined) scheme.bits = a.bits;
     if (a.calibration !== undefined) scheme.calibration = parseCalibration(a.calibration);
     if (a.scaleDtype !== undefined) scheme.scaleDtype = a.scaleDtype as FormatOptions['scaleDtype'];
+    if (a.doubleQuant !== undefined) scheme.doubleQuant = a.doubleQuant;
     // Options wrong for the format are wrong for every tensor: one message, before any file is read.
     resolveOptions(spec, scheme);
     base = {

@@ -62,13 +62,17 @@ export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { conf
     .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
     .map((t) => t.name.slice(0, -'.weight'.length));
   const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
+  const doubleQuant = !!q[0].options?.doubleQuant;
   const warnings: string[] = [];
   if (types.length > 1) warnings.push(`both NF4 and FP4 weights: transformers takes one bnb_4bit_quant_type (${types[0]})`);
+  // Each weight's quant state says whether it is double-quantized, so mixed files load; the flag
+  // only tells transformers how to quantize weights it is given unquantized.
+  if (q.some((t) => !!t.options?.doubleQuant !== doubleQuant)) warnings.push(`some 4-bit weights are double-quantized and some not: bnb_4bit_use_double_quant is ${doubleQuant} (that of ${q[0].name})`);
   if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''})`);
   return {
     config: {
       quant_method: 'bitsandbytes', load_in_4bit: true, load_in_8bit: false,
-      bnb_4bit_quant_type: types[0], bnb_4bit_use_double_quant: false, bnb_4bit_compute_dtype: dtype, bnb_4bit_quant_storage: 'uint8',
+      bnb_4bit_quant_type: types[0], bnb_4bit_use_double_quant: doubleQuant, bnb_4bit_compute_dtype: dtype, bnb_4bit_quant_storage: 'uint8',
       llm_int8_skip_modules: skip, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false, llm_int8_enable_fp32_cpu_offload: false,
     },
     warning: warnings.length ? warnings.join('; ') : undefined,

@@ -152,6 +152,35 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     expect([...await plain.readF32(name)]).toEqual([...await dequantize(nf4)]);
   });
 
+  it('bnb-nf4-dq: bitsandbytes double quantization (nested absmax, offset in the quant state), read back as BNB_4BIT', async () => {
+    const out = join(tmp, 'bnb-dq');
+    const r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'bnb-nf4-dq'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const qc = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization_config;
+    expect(qc).toMatchObject({ quant_method: 'bitsandbytes', load_in_4bit: true, bnb_4bit_quant_type: 'nf4', bnb_4bit_use_double_quant: true });
+    const bytes = new Uint8Array(readFileSync(join(out, 'model.safetensors')));
+    const ck = await openSafetensors(fromBuffer(bytes, 'out'));
+    const name = 'model.layers.0.self_attn.q_proj.weight';
+    const [rows, cols] = (await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(input, 'model.safetensors'))), 'in'))).tensor(name).shape;
+    const blocks = (rows * cols) / 64;
+    expect(ck.tensor(`${name}.absmax`)).toMatchObject({ dtype: 'U8', shape: [blocks] });
+    expect(ck.tensor(`${name}.nested_absmax`)).toMatchObject({ dtype: 'F32', shape: [Math.ceil(blocks / 256)] });
+    expect(ck.tensor(`${name}.nested_quant_map`)).toMatchObject({ dtype: 'F32', shape: [256] });
+    const state = JSON.parse(new TextDecoder().decode(await ck.readRaw(`${name}.quant_state.bitsandbytes__nf4`)));
+    expect(state).toMatchObject({ quant_type: 'nf4', blocksize: 64, dtype: 'bfloat16', shape: [rows, cols], nested_blocksize: 256, nested_dtype: 'float32' });
+    expect(typeof state.nested_offset).toBe('number');
+    // without webquant's metadata, as transformers would save it: the values webquant serves
+    const served = await openQuantized(fromBuffer(bytes, 'served'));
+    const plain = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: await Promise.all(ck.tensors.map(async (t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: await ck.readRaw(t.name) }))) })), 'plain'));
+    expect(plain.tensor(name)).toMatchObject({ dtype: 'BNB_4BIT', shape: [rows, cols] });
+    expect([...await plain.readF32(name)]).toEqual([...await served.tensor(name).dequantize()]);
+    // --format bnb_nf4 --double-quant writes the same file
+    const r2 = await cli(['quantize', input, '-o', 'bnb-dq-format.safetensors', '--format', 'bnb_nf4', '--double-quant'], { cwd: tmp });
+    expect(r2.code, r2.stderr).toBe(0);
+    const again = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(tmp, 'bnb-dq-format.safetensors'))), 'again'));
+    expect(Buffer.from(await again.readRaw(`${name}.absmax`)).equals(Buffer.from(await ck.readRaw(`${name}.absmax`)))).toBe(true);
+  });
+
   it('a webquant output is quantized again from its values (mlx4 folder -> GGUF, nf4 -> int8)', async () => {
     const ours = join(tmp, 'mlx4');
     if (!existsSync(join(ours, 'model.safetensors'))) await cli(['quantize', input, '-o', `${ours}/`, '--preset', 'mlx4'], { cwd: tmp });
