@@ -121,6 +121,7 @@ describe.each([
     ['nf4', 'safetensors'],
     ['mlx4', 'safetensors'],
     ['bnb-nf4', 'safetensors'],
+    ['bnb-nf4-dq', 'safetensors'],
   ] as const)('preset %s: Web Workers write the same %s bytes as the Node pipeline', async (preset, ext) => {
     const ref = reference(preset, ext);
     requests.length = 0;
@@ -157,10 +158,10 @@ describe.each([
     expect(await page.getAttribute('#download', 'download')).toBe(`stories260K-${preset}.${ext}`);
     // An MLX output comes with the config.json mlx_lm needs beside it: the input's, plus "quantization".
     const config = await page.evaluate(() => (globalThis as unknown as { webquantDemo: DemoState }).webquantDemo.result?.config);
-    if (preset === 'mlx4' || preset === 'bnb-nf4') {
+    if (preset !== 'q8_0' && preset !== 'nf4') {
       const c = JSON.parse(config!);
       if (preset === 'mlx4') expect(c.quantization).toEqual({ group_size: 64, bits: 4 });
-      else expect(c.quantization_config).toMatchObject({ quant_method: 'bitsandbytes', load_in_4bit: true, bnb_4bit_quant_type: 'nf4' });
+      else expect(c.quantization_config).toMatchObject({ quant_method: 'bitsandbytes', load_in_4bit: true, bnb_4bit_quant_type: 'nf4', bnb_4bit_use_double_quant: preset === 'bnb-nf4-dq' });
       expect(c.hidden_size).toBe(JSON.parse(readFileSync(STORIES_CONFIG, 'utf8')).hidden_size);
       expect(await page.getAttribute('#download-config', 'download')).toBe('config.json');
     } else {
