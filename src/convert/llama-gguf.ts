@@ -8,6 +8,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { DEEPSEEK_LAYER_NAMES, deepseek2Metadata, deepseekKvB, type DeepseekConfig, type DerivedTensor } from './deepseek-gguf.js';
 import { gptOssView, isGptOssCheckpoint } from './gpt-oss.js';
+import { isMlxSwitchCheckpoint, mlxSwitchView } from './mlx-switch.js';
 import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
 import { gptNeoxView, isGptNeoxCheckpoint } from './gpt-neox.js';
 import { isPhi2Checkpoint, phi2View } from './phi2.js';
@@ -735,7 +736,8 @@ export interface GgufArchitecture {
 
 /**
  * A checkpoint of a family that stores its tensors otherwise (gpt-oss's packed experts, GPT-2's
- * Conv1D layers, GPT-NeoX's q/k/v by head, Phi-2's and StarCoder2's names) under the Llama-style
+ * Conv1D layers, GPT-NeoX's q/k/v by head, Phi-2's and StarCoder2's names, mlx_lm's stacked
+ * experts) under the Llama-style
  * names the converter and the forward read; any other checkpoint as it is. Each family is known by
  * tensor names only it has. GPT-NeoX's needs the head count (its q, k and v rows are grouped by head).
  */
@@ -744,6 +746,7 @@ export function familyView(input: Checkpoint, cfg?: Pick<LlamaConfig, 'num_atten
   if (isGpt2Checkpoint(input)) return gpt2View(input);
   if (cfg && isGptNeoxCheckpoint(input)) return gptNeoxView(input, cfg.num_attention_heads);
   if (isPhi2Checkpoint(input)) return phi2View(input);
+  if (isMlxSwitchCheckpoint(input)) return mlxSwitchView(input);
   return input;
 }
 
