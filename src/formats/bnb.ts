@@ -110,6 +110,30 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
   };
 }
 
+/** The module of a weight name (`a.b.weight` -> `a.b`), which bitsandbytes' SCB and weight_format hang off. */
+const moduleOf = (name: string) => (name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : name);
+
+/**
+ * LLM.int8 as transformers saves bitsandbytes' Linear8bitLt (load_in_8bit): int8 codes of
+ * x * (127 / row absmax), the absmax per row as SCB, and weight_format 0 (assembly/bnb/int8.ts).
+ */
+const bnbInt8: FormatSpec = {
+  name: 'bnb_int8',
+  family: 'bnb',
+  description: 'LLM.int8 as transformers saves bitsandbytes 8-bit (<m>.weight I8, <m>.SCB F32 per row, <m>.weight_format): round(x * 127 / row absmax)',
+  kernel: 'bnb_int8',
+  blockSize: () => 1,
+  calibrations: ['absmax'],
+  importance: false,
+  rowSections: (rowLen) => [{ name: 'codes', bytes: rowLen }, { name: 'scb', bytes: 4 }],
+  tensorSections: () => [{ name: 'weight_format', bytes: 1 }],
+  safetensorsEntries: {
+    codes: { name: (n) => n, dtype: () => 'I8', shape: (s) => [numelOf(s) / s[s.length - 1], s[s.length - 1]] },
+    scb: { name: (n) => `${moduleOf(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numelOf(s) / s[s.length - 1]] },
+    weight_format: { name: (n) => `${moduleOf(n)}.weight_format`, dtype: () => 'U8', shape: () => [] },
+  },
+};
+
 /** Absmax blocks per row, and 8-bit absmax groups (of up to 256 blocks, never crossing a row). */
 function blocks(rowLen: number, o: ResolvedOptions) {
   const nb = rowLen / o.groupSize;
@@ -185,6 +209,7 @@ export const bnbFormats: FormatSpec[] = [
   bnb4('fp4', 'bitsandbytes FP4: 4-bit E2M1-style code book, f32 absmax per group (4.5 bpw at group 64)'),
   bnbSaved('nf4'),
   bnbSaved('fp4'),
+  bnbInt8,
   fp8('fp8_e4m3', 448, 'FP8 E4M3FN (OCP, finite, max 448), saturating RNE, f32 scale per row or tensor'),
   fp8('fp8_e5m2', 57344, 'FP8 E5M2 (max 57344), saturating RNE, f32 scale per row or tensor'),
   {

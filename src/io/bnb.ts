@@ -7,7 +7,8 @@
 // being U8 codes of `<w>.nested_quant_map` times `<w>.nested_absmax` per nested block, plus the
 // offset). An 8-bit weight (LLM.int8) is `<w>` I8 with `<w>.SCB`, one absmax per row. Each is
 // presented under its own name with its real shape (dtype BNB_4BIT / BNB_INT8) and read as
-// quant_map[code] * absmax (int8: code * SCB / 127) in f32; the companions are folded into it.
+// quant_map[code] * absmax (int8: (code * SCB) * f32(1/127), bitsandbytes' int8_vectorwise_dequant)
+// in f32; the companions are folded into it.
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
@@ -15,6 +16,8 @@ import { floatBytesToF32 } from './dtypes.js';
 export const BNB4_DTYPE = 'BNB_4BIT';
 export const BNB8_DTYPE = 'BNB_INT8';
 const STATE = '.quant_state.bitsandbytes__';
+/** bitsandbytes' int8 dequantization factor, 7.874015718698502e-3 = f32(1/127). */
+const INV127 = Math.fround(1 / 127);
 
 export interface Bnb4Weight {
   kind: 4;
@@ -112,7 +115,7 @@ export async function decodeBnb(w: BnbWeight, bytes: Uint8Array, first: number, 
     const codes = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let r = 0; r < rows; r++) {
       const s = scb[r];
-      for (let i = r * cols; i < (r + 1) * cols; i++) out[i] = f(f(codes[i] * s) / 127);
+      for (let i = r * cols; i < (r + 1) * cols; i++) out[i] = f(f(codes[i] * s) * INV127);
     }
     return out;
   }

@@ -1,6 +1,6 @@
 // The config.json a runtime needs beside a safetensors output it can load: the input's, plus MLX's
 // "quantization" entry for mlx tensors (mlx_lm.load) or transformers' bitsandbytes
-// quantization_config for bnb_nf4 / bnb_fp4 tensors (from_pretrained). Shared by the CLI's folder
+// quantization_config for bnb_nf4 / bnb_fp4 / bnb_int8 tensors (from_pretrained). Shared by the CLI's folder
 // output and the demo page, which offers the file for download.
 import { mlxModule } from '../formats/int.js';
 import type { PlannedTensor } from '../plan/types.js';
@@ -50,29 +50,36 @@ const LINEAR_ROLES = new Set(['attention', 'ffn', 'expert', 'shared_expert', 'ou
 
 /**
  * config.json's quantization_config for a model whose linear weights are bnb_nf4 / bnb_fp4 (what
- * transformers' BitsAndBytesConfig writes for load_in_4bit). Linear weights the plan kept are
- * listed in llm_int8_skip_modules, or transformers would expect them quantized.
+ * transformers' BitsAndBytesConfig writes for load_in_4bit) or bnb_int8 (load_in_8bit). Linear
+ * weights the plan kept are listed in llm_int8_skip_modules, or transformers would expect them
+ * quantized.
  */
 export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { config?: Record<string, unknown>; warning?: string } {
-  const q = tensors.filter((t) => t.scheme !== 'keep' && /^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
+  const isBnb = (t: PlannedTensor) => t.scheme !== 'keep' && /^bnb_(?:nf4|fp4|int8)$/.test(t.scheme.format);
+  const q = tensors.filter(isBnb);
   if (!q.length) return {};
-  const types = [...new Set(q.map((t) => (t.scheme as { format: string }).format.slice(4)))];
-  const other = tensors.filter((t) => t.scheme !== 'keep' && !/^bnb_(?:nf4|fp4)$/.test(t.scheme.format));
+  const formatOf = (t: PlannedTensor) => (t.scheme as { format: string }).format;
+  const four = q.filter((t) => formatOf(t) !== 'bnb_int8');
+  const eight = four.length === 0;
+  const types = [...new Set(four.map((t) => formatOf(t).slice(4)))];
+  const other = tensors.filter((t) => t.scheme !== 'keep' && !isBnb(t));
   const skip = tensors
     .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
     .map((t) => t.name.slice(0, -'.weight'.length));
   const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
-  const doubleQuant = !!q[0].options?.doubleQuant;
+  const doubleQuant = !eight && !!four[0].options?.doubleQuant;
   const warnings: string[] = [];
+  if (!eight && four.length < q.length) warnings.push(`both 4-bit and LLM.int8 weights: transformers loads one of load_in_4bit and load_in_8bit (load_in_4bit; ${q.length - four.length} int8 weights will not load)`);
   if (types.length > 1) warnings.push(`both NF4 and FP4 weights: transformers takes one bnb_4bit_quant_type (${types[0]})`);
   // Each weight's quant state says whether it is double-quantized, so mixed files load; the flag
   // only tells transformers how to quantize weights it is given unquantized.
-  if (q.some((t) => !!t.options?.doubleQuant !== doubleQuant)) warnings.push(`some 4-bit weights are double-quantized and some not: bnb_4bit_use_double_quant is ${doubleQuant} (that of ${q[0].name})`);
+  if (four.some((t) => !!t.options?.doubleQuant !== doubleQuant)) warnings.push(`some 4-bit weights are double-quantized and some not: bnb_4bit_use_double_quant is ${doubleQuant} (that of ${four[0].name})`);
   if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''})`);
   return {
     config: {
-      quant_method: 'bitsandbytes', load_in_4bit: true, load_in_8bit: false,
-      bnb_4bit_quant_type: types[0], bnb_4bit_use_double_quant: doubleQuant, bnb_4bit_compute_dtype: dtype, bnb_4bit_quant_storage: 'uint8',
+      quant_method: 'bitsandbytes', load_in_4bit: !eight, load_in_8bit: eight,
+      // BitsAndBytesConfig's defaults where a field does not apply (an 8-bit config still lists the 4-bit ones).
+      bnb_4bit_quant_type: types[0] ?? 'fp4', bnb_4bit_use_double_quant: doubleQuant, bnb_4bit_compute_dtype: eight ? 'float32' : dtype, bnb_4bit_quant_storage: 'uint8',
       llm_int8_skip_modules: skip, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false, llm_int8_enable_fp32_cpu_offload: false,
     },
     warning: warnings.length ? warnings.join('; ') : undefined,

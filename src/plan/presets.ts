@@ -158,6 +158,7 @@ const builtins: Preset[] = [
   st('bnb-nf4', "NF4 as transformers saves bitsandbytes 4-bit (load_in_4bit, no double quantization): from_pretrained loads the folder", { format: 'bnb_nf4' }, 5, 6),
   st('bnb-nf4-dq', "NF4 with bitsandbytes' double quantization (bnb_4bit_use_double_quant, as QLoRA and the Unsloth -bnb-4bit releases): absmax as 8-bit codes, about 0.37 bits per weight less", { format: 'bnb_nf4', doubleQuant: true }, 5, 6),
   st('bnb-fp4', 'FP4 as transformers saves bitsandbytes 4-bit', { format: 'bnb_fp4' }, 4, 6),
+  st('bnb-int8', 'LLM.int8 as transformers saves bitsandbytes 8-bit (load_in_8bit): int8 per row with its absmax (SCB)', { format: 'bnb_int8' }, 9, 7),
   st('mxfp4', 'OCP MXFP4: E2M1 values with a shared E8M0 scale per 32', { format: 'mxfp4' }, 4, 7),
   st('nvfp4', "NVFP4 as NVIDIA ModelOpt exports it: E2M1 values, an E4M3 scale per 16 and an f32 scale per tensor, under ModelOpt's tensor names", { format: 'nvfp4' }, 5, 7),
   mlx('mlx4', 4),

@@ -430,6 +430,49 @@ describe('registry and refusals', () => {
   });
 });
 
+describe('bnb_int8: LLM.int8 as bitsandbytes quantizes it', () => {
+  const rne = (v: number) => {
+    const r = Math.round(v);
+    return Math.abs(v % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+  };
+  it('codes round(x * f32(127 / row absmax)) half to even, SCB the absmax, weight_format 0, both builds', async () => {
+    const rowLen = 72;
+    const rows: number[][] = [
+      Array.from(gaussian(rowLen, 31, 0.02)),
+      Array(rowLen).fill(0),
+      // ties: 127 / 2 = 63.5 exactly, so x = k + 0.5 scaled lands on halves
+      Array.from({ length: rowLen }, (_v, i) => (i === 0 ? 2 : ((i % 9) - 4 + 0.5) * (2 / 127))),
+      Array.from({ length: rowLen }, (_v, i) => (i % 5 === 0 ? -1e-39 : i * 1e-41)), // 127 / amax overflows
+      Array.from({ length: rowLen }, (_v, i) => (i === 3 ? -5e30 : Math.sin(i) * 1e29)),
+      // values where x * f32(127 / amax) and x / f32(amax / 127) round apart (-57 against -58)
+      Array.from({ length: rowLen }, (_v, i) => (i === 0 ? 0.050200000405311584 : i % 2 ? -0.022728346288204193 : 0)),
+    ];
+    const x = Float32Array.from(rows.flat());
+    for (const backend of BACKENDS) {
+      const q = await quantize(x, { format: 'bnb_int8', rowLength: rowLen, backend });
+      expect(q.layout.sections.map((sec) => [sec.name, sec.bytes])).toEqual([['codes', rows.length * rowLen], ['scb', rows.length * 4], ['weight_format', 1]]);
+      const codes = new Int8Array(q.data.buffer, q.data.byteOffset, rows.length * rowLen);
+      const scb = new Float32Array(q.data.slice(rows.length * rowLen, rows.length * (rowLen + 4)).buffer);
+      expect(q.data[q.data.length - 1]).toBe(0);
+      const y = await dequantize(q, { backend });
+      for (let r = 0; r < rows.length; r++) {
+        let amax = 0;
+        for (let i = 0; i < rowLen; i++) amax = Math.max(amax, Math.abs(x[r * rowLen + i]));
+        expect(scb[r], `${backend} row ${r}`).toBe(amax);
+        const inv = f(127 / amax);
+        for (let i = 0; i < rowLen; i++) {
+          const xi = x[r * rowLen + i];
+          const want = amax === 0 ? 0 : inv === Infinity ? rne(f(f(xi / amax) * 127)) : rne(f(xi * inv));
+          expect(codes[r * rowLen + i], `${backend} row ${r} col ${i}`).toBe(want === 0 ? 0 : want);
+          expect(y[r * rowLen + i]).toBe(f(f(codes[r * rowLen + i] * amax) * f(1 / 127)));
+        }
+      }
+      // the tie row: halves went to even
+      expect([...codes.subarray(2 * rowLen + 1, 2 * rowLen + 10)]).toEqual([-2, -2, 0, 0, 2, 2, 4, 4, -4]);
+    }
+  });
+});
+
 describe('bnb_nf4 / bnb_fp4: transformers\' bitsandbytes 4-bit layout', () => {
   for (const type of ['nf4', 'fp4'] as const) {
     it(`${type}: the ${type} codes and absmax, then bitsandbytes' code book and JSON quant state`, async () => {

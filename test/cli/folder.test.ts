@@ -181,6 +181,28 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     expect(Buffer.from(await again.readRaw(`${name}.absmax`)).equals(Buffer.from(await ck.readRaw(`${name}.absmax`)))).toBe(true);
   });
 
+  it('bnb-int8: LLM.int8 entries (I8, SCB, weight_format) and load_in_8bit, read back as BNB_INT8', async () => {
+    const out = join(tmp, 'bnb-int8');
+    const r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'bnb-int8'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const qc = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization_config;
+    expect(qc).toMatchObject({ quant_method: 'bitsandbytes', load_in_8bit: true, load_in_4bit: false, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false });
+    expect(qc.llm_int8_skip_modules).toEqual([]);
+    const bytes = new Uint8Array(readFileSync(join(out, 'model.safetensors')));
+    const ck = await openSafetensors(fromBuffer(bytes, 'out'));
+    const name = 'model.layers.0.mlp.down_proj.weight';
+    const [rows, cols] = (await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(input, 'model.safetensors'))), 'in'))).tensor(name).shape;
+    expect(ck.tensor(name)).toMatchObject({ dtype: 'I8', shape: [rows, cols] });
+    expect(ck.tensor('model.layers.0.mlp.down_proj.SCB')).toMatchObject({ dtype: 'F32', shape: [rows] });
+    expect(ck.tensor('model.layers.0.mlp.down_proj.weight_format')).toMatchObject({ dtype: 'U8', shape: [] });
+    expect([...await ck.readRaw('model.layers.0.mlp.down_proj.weight_format')]).toEqual([0]);
+    const served = await openQuantized(fromBuffer(bytes, 'served'));
+    const plain = await openSafetensors(fromBuffer(await collect(writeSafetensors({ tensors: await Promise.all(ck.tensors.map(async (t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, data: await ck.readRaw(t.name) }))) })), 'plain'));
+    expect(plain.tensor(name)).toMatchObject({ dtype: 'BNB_INT8', shape: [rows, cols] });
+    expect(plain.tensors.some((t) => t.name.endsWith('.SCB') || t.name.endsWith('.weight_format'))).toBe(false);
+    expect([...await plain.readF32(name)]).toEqual([...await served.tensor(name).dequantize()]);
+  });
+
   it('a webquant output is quantized again from its values (mlx4 folder -> GGUF, nf4 -> int8)', async () => {
     const ours = join(tmp, 'mlx4');
     if (!existsSync(join(ours, 'model.safetensors'))) await cli(['quantize', input, '-o', `${ours}/`, '--preset', 'mlx4'], { cwd: tmp });

@@ -74,7 +74,7 @@ describe('bitsandbytes checkpoints', () => {
     for (let r = 0; r < 5; r++) expect([...(await ck.readRows!('m.weight', r, 1)).values], `row ${r}`).toEqual([...want.subarray(r * 45, (r + 1) * 45)]);
   });
 
-  it('LLM.int8: code * SCB / 127 per row, weight_format folded in', async () => {
+  it('LLM.int8: (code * SCB) * f32(1/127) per row, as int8_vectorwise_dequant, weight_format folded in', async () => {
     const codes = Int8Array.from({ length: 4 * 6 }, (_v, i) => ((i * 29) % 255) - 127);
     const scb = new Float32Array([1.5, 0.25, 3, 127]);
     const bytes = await collect(writeSafetensors({
@@ -86,10 +86,11 @@ describe('bitsandbytes checkpoints', () => {
     }));
     const ck = await openSafetensors(fromBuffer(bytes, 'int8'));
     expect(ck.tensors.map((t) => [t.name, t.dtype])).toEqual([['l.weight', 'BNB_INT8']]);
-    const want = Float32Array.from(codes, (q, i) => f(f(q * scb[Math.floor(i / 6)]) / 127));
+    // bitsandbytes multiplies by the literal 7.874015718698502e-3, f32(1/127)
+    expect(f(7.874015718698502e-3)).toBe(f(1 / 127));
+    const want = Float32Array.from(codes, (q, i) => f(f(q * scb[Math.floor(i / 6)]) * f(7.874015718698502e-3)));
     expect([...await ck.readF32('l.weight')]).toEqual([...want]);
     expect([...(await ck.readRows!('l.weight', 3, 1)).values]).toEqual([...want.subarray(18)]);
-    expect(want[18 + 5]).toBe(f(codes[23]));
   });
 
   it('across the shards of an index', async () => {
