@@ -1,6 +1,6 @@
 // bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2), OCP MXFP4 and ModelOpt's NVFP4. Layouts and
 // rounding rules are documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts, nvfp4.ts.
-import type { FormatSpec, PreparedArgs, ResolvedOptions, Section, TensorContext } from './types.js';
+import { moduleName, type FormatSpec, type PreparedArgs, type ResolvedOptions, type Section, type TensorContext } from './types.js';
 import { FLAGS, type KernelArgs } from '../kernels/args.js';
 import { ErrorCodes, fail } from '../errors.js';
 
@@ -110,9 +110,6 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
   };
 }
 
-/** The module of a weight name (`a.b.weight` -> `a.b`), which bitsandbytes' SCB and weight_format hang off. */
-const moduleOf = (name: string) => (name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : name);
-
 /**
  * LLM.int8 as transformers saves bitsandbytes' Linear8bitLt (load_in_8bit): int8 codes of
  * x * (127 / row absmax), the absmax per row as SCB, and weight_format 0 (assembly/bnb/int8.ts).
@@ -129,8 +126,8 @@ const bnbInt8: FormatSpec = {
   tensorSections: () => [{ name: 'weight_format', bytes: 1 }],
   safetensorsEntries: {
     codes: { name: (n) => n, dtype: () => 'I8', shape: (s) => [numelOf(s) / s[s.length - 1], s[s.length - 1]] },
-    scb: { name: (n) => `${moduleOf(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numelOf(s) / s[s.length - 1]] },
-    weight_format: { name: (n) => `${moduleOf(n)}.weight_format`, dtype: () => 'U8', shape: () => [] },
+    scb: { name: (n) => `${moduleName(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numelOf(s) / s[s.length - 1]] },
+    weight_format: { name: (n) => `${moduleName(n)}.weight_format`, dtype: () => 'U8', shape: () => [] },
   },
 };
 

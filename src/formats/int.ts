@@ -1,7 +1,7 @@
 // Integer family: symmetric int2..int8 (AQT style: int8, int4, intsym) and affine int2..int8 (MLX
 // style: affine). Math, bit packing and calibrations are documented in assembly/int/*.ts.
 import type { KernelArgs } from '../kernels/args.js';
-import type { FormatSpec, ResolvedOptions, Section, TensorContext } from './types.js';
+import { moduleName, type FormatSpec, type ResolvedOptions, type Section, type TensorContext } from './types.js';
 
 /** Reduction ops of intsym_reduce (mirror of the wasm exports INTSYM_OP_*, checked by a test). */
 export const INTSYM_OPS = { INTSYM_OP_ABSMAX: 1, INTSYM_OP_RADIX: 2, INTSYM_OP_MSE: 3 } as const;
@@ -170,16 +170,12 @@ export const intFormats: FormatSpec[] = [
     // `<module>.biases` in the scale dtype (mlx_lm quantizes a module whose `.scales` it finds).
     safetensorsEntries: {
       codes: { name: (n) => n, dtype: () => 'U32', shape: (s, o) => [...s.slice(0, -1), (s[s.length - 1] * o.bits) / 32] },
-      scales: { name: (n) => `${mlxModule(n)}.scales`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
-      biases: { name: (n) => `${mlxModule(n)}.biases`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+      scales: { name: (n) => `${moduleName(n)}.scales`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
+      biases: { name: (n) => `${moduleName(n)}.biases`, dtype: mlxScaleDtype, shape: (s, o) => [...s.slice(0, -1), s[s.length - 1] / o.groupSize] },
     },
   },
 ];
 
-/** The module of a weight name (`a.b.weight` -> `a.b`), which MLX's scales and biases hang off. */
-export function mlxModule(name: string): string {
-  return name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : name;
-}
 
 function mlxScaleDtype(o: ResolvedOptions): string {
   return o.scaleDtype === 'f32' ? 'F32' : o.scaleDtype === 'f16' ? 'F16' : 'BF16';

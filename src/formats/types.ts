@@ -100,6 +100,14 @@ export interface FormatSpec {
   finish?(ctx: TensorContext, data: Uint8Array, layout: Layout, tensorArgs: Partial<KernelArgs>): void;
 }
 
+/**
+ * The module of a weight name (`a.b.weight` -> `a.b`): runtimes hang a quantized weight's
+ * companions off it (MLX's .scales and .biases, bitsandbytes' SCB and weight_format).
+ */
+export function moduleName(name: string): string {
+  return name.endsWith('.weight') ? name.slice(0, -'.weight'.length) : name;
+}
+
 export interface SafetensorsEntry {
   name(tensor: string): string;
   dtype(o: ResolvedOptions): string;

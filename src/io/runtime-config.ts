@@ -2,7 +2,7 @@
 // "quantization" entry for mlx tensors (mlx_lm.load) or transformers' bitsandbytes
 // quantization_config for bnb_nf4 / bnb_fp4 / bnb_int8 tensors (from_pretrained). Shared by the CLI's folder
 // output and the demo page, which offers the file for download.
-import { mlxModule } from '../formats/int.js';
+import { moduleName } from '../formats/types.js';
 import type { PlannedTensor } from '../plan/types.js';
 
 export interface RuntimeConfig {
@@ -42,7 +42,7 @@ export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record
   const top = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
   const [groupSize, bits] = top.split('/').map(Number);
   const q: Record<string, unknown> = { group_size: groupSize, bits };
-  for (const t of mlx) if (key(t) !== top) q[mlxModule(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
+  for (const t of mlx) if (key(t) !== top) q[moduleName(t.name)] = { group_size: t.options!.groupSize, bits: t.options!.bits };
   return q;
 }
 

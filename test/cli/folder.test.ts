@@ -14,7 +14,7 @@ import { collect } from '../../src/io/stream.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { quantize, dequantize } from '../../src/quantize.js';
 import { openQuantized } from '../../src/serve/index.js';
-import { mlxModule } from '../../src/formats/int.js';
+import { moduleName } from '../../src/formats/types.js';
 import { mlxQuantizationConfig } from '../../src/io/runtime-config.js';
 import { mlxDequantizeRef } from '../reference/mlx-ref.js';
 import { ErrorCodes } from '../../src/errors.js';
@@ -65,7 +65,7 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     let quantized = 0, kept = 0;
     for (const t of src.tensors) {
       const cols = t.shape[t.shape.length - 1];
-      const mod = mlxModule(t.name);
+      const mod = moduleName(t.name);
       if (!ck.tensors.some((e) => e.name === `${mod}.scales`)) {
         // Kept as stored: norms, and the FFN down projections (172 columns: no group of 64 or 32 fits).
         expect(ck.tensor(t.name).dtype, t.name).toBe('BF16');
