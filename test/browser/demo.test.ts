@@ -122,6 +122,7 @@ describe.each([
     ['mlx4', 'safetensors'],
     ['bnb-nf4', 'safetensors'],
     ['bnb-nf4-dq', 'safetensors'],
+    ['bnb-int8', 'safetensors'],
   ] as const)('preset %s: Web Workers write the same %s bytes as the Node pipeline', async (preset, ext) => {
     const ref = reference(preset, ext);
     requests.length = 0;
@@ -161,6 +162,7 @@ describe.each([
     if (preset !== 'q8_0' && preset !== 'nf4') {
       const c = JSON.parse(config!);
       if (preset === 'mlx4') expect(c.quantization).toEqual({ group_size: 64, bits: 4 });
+      else if (preset === 'bnb-int8') expect(c.quantization_config).toMatchObject({ quant_method: 'bitsandbytes', load_in_8bit: true, load_in_4bit: false });
       else expect(c.quantization_config).toMatchObject({ quant_method: 'bitsandbytes', load_in_4bit: true, bnb_4bit_quant_type: 'nf4', bnb_4bit_use_double_quant: preset === 'bnb-nf4-dq' });
       expect(c.hidden_size).toBe(JSON.parse(readFileSync(STORIES_CONFIG, 'utf8')).hidden_size);
       expect(await page.getAttribute('#download-config', 'download')).toBe('config.json');
