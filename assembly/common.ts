@@ -27,7 +27,7 @@ export const A_AUX: usize = 40; //     u32 ptr: auxiliary section (double quanti
 export const A_FLAGS: usize = 44; //   i32 format flags (FLAG_*)
 export const A_TSCALE: usize = 48; //  f32 tensor-level scale chosen by the host (per-tensor modes)
 export const A_TBIAS: usize = 52; //   f32 tensor-level bias chosen by the host
-export const A_ROW0: usize = 56; //    i32 index of this call's first row in the tensor (FLAG_DQ_FLAT)
+export const A_ROW0: usize = 56; //    i32 index of this call's first row in the tensor (double quantization)
 export const ARGS_BYTES: i32 = 64;
 
 // Calibration ids (host mirror: CALIBRATIONS in src/kernels/args.ts).
@@ -46,8 +46,6 @@ export const FLAG_PER_TENSOR: i32 = 2;
 export const FLAG_PER_CHANNEL: i32 = 4;
 export const FLAG_SCALE_BF16: i32 = 8; // scales / biases stored as bf16 (mlx), f16 otherwise
 export const FLAG_SCALE_F32: i32 = 16; // scales / biases stored as f32 (mlx)
-// Double quantization in groups over the flattened tensor's blocks (bitsandbytes' own layout, dq.ts).
-export const FLAG_DQ_FLAT: i32 = 32;
 
 export const GROUP_MAX_EPS: f32 = 1e-15;
 

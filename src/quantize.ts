@@ -131,9 +131,9 @@ export interface ChunkSource {
   copy(dst: Uint8Array, byteOffset: number): void;
 }
 
-/** The kernels' FLAG_* bits of resolved options and the format's own (quantize and dequantize alike). */
-export function optionFlags(o: ResolvedOptions, spec?: FormatSpec): number {
-  let flags = spec?.kernelFlags?.(o) ?? 0;
+/** The kernels' FLAG_* bits of resolved options (quantize and dequantize alike). */
+export function optionFlags(o: ResolvedOptions): number {
+  let flags = 0;
   if (o.doubleQuant) flags |= FLAGS.doubleQuant;
   if (o.granularity === 'tensor') flags |= FLAGS.perTensor;
   if (o.granularity === 'channel') flags |= FLAGS.perChannel;
@@ -142,7 +142,7 @@ export function optionFlags(o: ResolvedOptions, spec?: FormatSpec): number {
   return flags;
 }
 
-export function baseArgs(o: ResolvedOptions, spec?: FormatSpec): KernelArgs {
+export function baseArgs(o: ResolvedOptions): KernelArgs {
   const c = o.calibration;
   return {
     group: o.groupSize,
@@ -151,7 +151,7 @@ export function baseArgs(o: ResolvedOptions, spec?: FormatSpec): KernelArgs {
     p0: c.method === 'fixed' ? c.scale : c.method === 'clip' ? c.ratio : c.method === 'percentile' ? c.percentile : 0,
     p1: c.method === 'fixed' ? c.max : 0,
     iters: c.iterations ?? 0,
-    flags: optionFlags(o, spec),
+    flags: optionFlags(o),
   };
 }
 
@@ -233,7 +233,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const auxBytes = layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
   const arena = new Arena(k, rowLen, rows, eb, rowSecs.map((s) => s.perRow), auxBytes + 64);
   const findNonFinite = k.fn('findNonFinite');
-  const args: KernelArgs = { ...baseArgs(o, spec), scratch: arena.scratch };
+  const args: KernelArgs = { ...baseArgs(o), scratch: arena.scratch };
   if (opts.importance && spec.importance) {
     k.f32(arena.imatrix, rowLen).set(opts.importance);
     args.imatrix = arena.imatrix;
@@ -356,7 +356,7 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
     const s = tensorSecs.find((x) => x.name === name)!;
     return qt.data.subarray(s.offset, s.offset + s.bytes);
   };
-  const args: KernelArgs = { ...baseArgs(o, spec), ...spec.storedArgs?.(section, o), scratch: arena.scratch, aux: arena.aux };
+  const args: KernelArgs = { ...baseArgs(o), ...spec.storedArgs?.(section, o), scratch: arena.scratch, aux: arena.aux };
   Object.assign(args, arena.sectionArgs());
   let auxAt = arena.aux;
   for (const s of tensorSecs) { k.u8(auxAt, s.bytes).set(qt.data.subarray(s.offset, s.offset + s.bytes)); auxAt += s.bytes; }

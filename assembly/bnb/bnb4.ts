@@ -1,8 +1,8 @@
 // bitsandbytes-style 4-bit NF4 and FP4 with an absmax per block of groupSize (32/64/128/256).
 // Row sections: codes (rowLen/2 bytes; byte j holds element 2j in the high nibble and 2j+1 in the
 // low nibble, as bitsandbytes packs), then either scales (f32 absmax per block) or, with double
-// quantization, absmax codes (u8 per block) and group absmax (f32 per 256 blocks, see dq.ts), plus
-// the tensor section `offset` (f32) in aux.
+// quantization, absmax codes (u8 per block) whose group absmax values (f32 per 256 blocks of the
+// flattened tensor, see dq.ts) the host puts at the start of aux, the offset in A_TSCALE.
 // Code of x: v = x * (1/absmax) in f32 (bitsandbytes multiplies by the reciprocal; when 1/absmax
 // overflows, i.e. fp32-denormal blocks, v = x / absmax), then the number of decision thresholds
 // strictly below v. The thresholds are bitsandbytes' decision-tree constants (midpoints of adjacent
@@ -11,9 +11,9 @@
 // are those of 0.0 (bitsandbytes computes 0 * inf = NaN there and emits code 0, i.e. -1.0 * 0).
 // FP4 sign: v < 0, bitsandbytes' rule (-0.0 gets code 0; a tiny negative gets 8, i.e. -0.0).
 // Dequantized value = TABLE[code] * absmax (f32).
-import { A_AUX, A_BIASES, A_FLAGS, A_GROUP, A_ROW0, A_SCALES, A_SCRATCH, A_TSCALE, FLAG_DOUBLE_QUANT, FLAG_DQ_FLAT, argF32, argI32, argU32, rowF32 } from '../common';
+import { A_AUX, A_FLAGS, A_GROUP, A_ROW0, A_SCALES, A_SCRATCH, A_TSCALE, FLAG_DOUBLE_QUANT, argF32, argI32, argU32, rowF32 } from '../common';
 import { absmax, lookupStore16, splitPlanes } from './lut';
-import { dqDequantizeFlat, dqDequantizeRow, dqGroups, dqQuantizeFlat, dqQuantizeRow } from './dq';
+import { dqDequantizeRow, dqQuantizeRow } from './dq';
 
 const KIND_NF4: i32 = 0;
 const KIND_FP4: i32 = 1;
@@ -224,43 +224,31 @@ function quantizeRowScalar(x: usize, rowLen: i32, gs: i32, kind: i32, q: usize, 
 function quantize4(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize, kind: i32): void {
   const gs = argI32(args, A_GROUP);
   const scratch = argU32(args, A_SCRATCH);
-  const flags = argI32(args, A_FLAGS);
-  const dq = (flags & FLAG_DOUBLE_QUANT) != 0;
-  const flat = (flags & FLAG_DQ_FLAT) != 0;
+  const dq = (argI32(args, A_FLAGS) & FLAG_DOUBLE_QUANT) != 0;
   const nb = rowLen / gs;
-  // With double quantization the row's f32 absmax values wait in scratch after the widened row.
+  // With double quantization the row's f32 absmax values wait in scratch after the widened row,
+  // and the group absmax values and offset come from the prepare hook (dq.ts).
   const am = scratch + (<usize>rowLen << 2);
-  const offset = argF32(args, A_TSCALE);
-  // Per-row groups store the offset as their tensor section; the flat grouping reads its group
-  // absmax values from aux (see dq.ts).
-  if (dq && !flat) store<f32>(argU32(args, A_AUX), offset);
   for (let r = 0; r < nrows; r++) {
     const x = rowF32(src, srcType, r, rowLen, scratch);
     const q = dst + <usize>r * <usize>(rowLen >> 1);
     const sc = dq ? am : argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);
     if (ASC_FEATURE_SIMD) quantizeRowSimd(x, rowLen, gs, kind, q, sc);
     else quantizeRowScalar(x, rowLen, gs, kind, q, sc);
-    if (flat) {
-      dqQuantizeFlat(am, nb, offset, <usize>(argI32(args, A_ROW0) + r) * <usize>nb, argU32(args, A_AUX), argU32(args, A_SCALES) + <usize>r * <usize>nb);
-    } else if (dq) {
-      dqQuantizeRow(am, nb, offset,
-        argU32(args, A_SCALES) + <usize>r * <usize>nb,
-        argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2));
-    }
+    if (dq) dqQuantizeRow(am, nb, argF32(args, A_TSCALE), firstBlock(args, r, nb), argU32(args, A_AUX), argU32(args, A_SCALES) + <usize>r * <usize>nb);
   }
+}
+
+// Number of the first block of row r of this call in the flattened tensor.
+@inline function firstBlock(args: usize, r: i32, nb: i32): usize {
+  return <usize>(argI32(args, A_ROW0) + r) * <usize>nb;
 }
 
 // Row r's f32 absmax per block: the scales section, or with double quantization its dequantized
 // copy written to am (scratch). Shared with the serving matvec (serve/bnb.ts).
 @inline export function rowAbsmax(args: usize, r: i32, nb: i32, dq: bool, am: usize): usize {
   if (dq) {
-    if ((argI32(args, A_FLAGS) & FLAG_DQ_FLAT) != 0) {
-      dqDequantizeFlat(argU32(args, A_SCALES) + <usize>r * <usize>nb, argU32(args, A_AUX),
-        <usize>(argI32(args, A_ROW0) + r) * <usize>nb, nb, argF32(args, A_TSCALE), am);
-    } else {
-      dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb,
-        argU32(args, A_BIASES) + (<usize>r * <usize>dqGroups(nb) << 2), nb, load<f32>(argU32(args, A_AUX)), am);
-    }
+    dqDequantizeRow(argU32(args, A_SCALES) + <usize>r * <usize>nb, argU32(args, A_AUX), firstBlock(args, r, nb), nb, argF32(args, A_TSCALE), am);
     return am;
   }
   return argU32(args, A_SCALES) + (<usize>r * <usize>nb << 2);

@@ -1,13 +1,10 @@
-// Double quantization of the NF4/FP4 block absmax values (bitsandbytes' compress_statistics).
-// The block absmax values minus their tensor-wide mean (the `offset`, computed by the prepare hook
+// Double quantization of the NF4/FP4 block absmax values, bitsandbytes' (compress_statistics):
+// the block absmax values minus their tensor-wide mean (the `offset`, computed by the prepare hook
 // through bnb4_absmax_sum) are quantized to 8 bits with bitsandbytes' signed dynamic map, in groups
-// of up to 256 blocks with one f32 group absmax. Two groupings:
-//  - per row (nf4 / fp4): a row of nb blocks has ceil(nb/256) groups, the last one shorter, so
-//    every row is independent and any split of the rows into chunks or workers gives the same bytes;
-//  - flat (bnb_nf4 / bnb_fp4, FLAG_DQ_FLAT): bitsandbytes' own, groups of 256 over the flattened
-//    tensor's blocks (block b of row r is number r*nb + b), crossing rows. The group absmax values
-//    are computed first over the whole tensor (bnb4_nested_absmax) and read from aux; A_ROW0 says
-//    which rows a call holds.
+// of 256 over the flattened tensor's blocks (block b of row r is number r*nb + b), so groups cross
+// rows. Each group's f32 absmax is computed first over the whole tensor (bnb4_nested_absmax) and
+// read by the kernels from aux; A_ROW0 says which rows a call holds, so any split of the rows into
+// chunks gives the same bytes.
 // Dequantized absmax = DYN[q] * groupAbsmax + offset (f32, no FMA).
 import { A_GROUP, A_ROW0, A_SCRATCH, argI32, argU32, rowF32 } from '../common';
 import { absmax } from './lut';
@@ -101,54 +98,22 @@ function nearestDyn(v: f32): u32 {
   return c;
 }
 
-export function dqGroups(nb: i32): i32 {
-  return (nb + 255) >> 8;
-}
-
-// Code of absmax value a in a group of absmax gmax. 1/gmax overflows when gmax is an fp32
-// denormal: divide instead of multiplying by inf.
-@inline function dqCode(a: f32, offset: f32, gmax: f32, inv: f32): u8 {
-  const d = a - offset;
-  return <u8>nearestDyn(inv == Infinity ? d / gmax : d * inv);
-}
-
-@inline function reciprocal(gmax: f32): f32 {
-  return gmax != 0 ? 1 / gmax : 0;
-}
-
-// Quantizes nb absmax values (f32 at am) of one row: codes to q (nb bytes), group absmax to a2.
-export function dqQuantizeRow(am: usize, nb: i32, offset: f32, q: usize, a2: usize): void {
-  for (let g0 = 0; g0 < nb; g0 += 256) {
-    const n = min(256, nb - g0);
-    let gmax: f32 = 0;
-    for (let b = 0; b < n; b++) gmax = Mathf.max(gmax, Mathf.abs(load<f32>(am + (<usize>(g0 + b) << 2)) - offset));
-    store<f32>(a2 + (<usize>(g0 >> 8) << 2), gmax);
-    const inv = reciprocal(gmax);
-    for (let b = 0; b < n; b++) store<u8>(q + <usize>(g0 + b), dqCode(load<f32>(am + (<usize>(g0 + b) << 2)), offset, gmax, inv));
-  }
-}
-
-// Flat grouping: codes of the nb absmax values (at am) of the row whose first block is number
-// first, with the group absmax values a2 of the whole tensor.
-export function dqQuantizeFlat(am: usize, nb: i32, offset: f32, first: usize, a2: usize, q: usize): void {
+// Codes of the nb absmax values (at am) of the row whose first block is number first, with the
+// group absmax values a2 of the whole tensor: the dynamic-map code of (a - offset) / gmax,
+// multiplying by 1/gmax as bitsandbytes does (dividing where 1/gmax overflows: denormal gmax).
+export function dqQuantizeRow(am: usize, nb: i32, offset: f32, first: usize, a2: usize, q: usize): void {
   for (let b = 0; b < nb; b++) {
     const gmax = load<f32>(a2 + (((first + <usize>b) >> 8) << 2));
-    store<u8>(q + <usize>b, dqCode(load<f32>(am + (<usize>b << 2)), offset, gmax, reciprocal(gmax)));
+    const inv: f32 = gmax != 0 ? 1 / gmax : 0;
+    const d = load<f32>(am + (<usize>b << 2)) - offset;
+    store<u8>(q + <usize>b, <u8>nearestDyn(inv == Infinity ? d / gmax : d * inv));
   }
 }
 
-// Flat grouping: the nb absmax values of the row whose first block is number first, into out (f32).
-export function dqDequantizeFlat(q: usize, a2: usize, first: usize, nb: i32, offset: f32, out: usize): void {
+// The nb absmax values of the row whose first block is number first, into out (f32).
+export function dqDequantizeRow(q: usize, a2: usize, first: usize, nb: i32, offset: f32, out: usize): void {
   for (let b = 0; b < nb; b++) {
     const s = load<f32>(a2 + (((first + <usize>b) >> 8) << 2));
-    store<f32>(out + (<usize>b << 2), dynValue(<u32>load<u8>(q + <usize>b)) * s + offset);
-  }
-}
-
-// Reconstructs the nb absmax values of one row into out (f32).
-export function dqDequantizeRow(q: usize, a2: usize, nb: i32, offset: f32, out: usize): void {
-  for (let b = 0; b < nb; b++) {
-    const s = load<f32>(a2 + (<usize>(b >> 8) << 2));
     store<f32>(out + (<usize>b << 2), dynValue(<u32>load<u8>(q + <usize>b)) * s + offset);
   }
 }
@@ -168,7 +133,7 @@ export function bnb4_absmax_sum(src: usize, srcType: i32, nrows: i32, rowLen: i3
   store<f64>(out + 8, load<f64>(out + 8) + <f64>nrows * <f64>nb);
 }
 
-// Reduction for the prepare hook of the flat grouping: out[0] holds the offset (f32, set by the
+// Reduction for the prepare hook: out[0] holds the offset (f32, set by the
 // host); out + 16 + 4g (f32) becomes the largest |absmax - offset| of the blocks of group g, the
 // blocks numbered over the flattened tensor from row A_ROW0 of this call on.
 export function bnb4_nested_absmax(src: usize, srcType: i32, nrows: i32, rowLen: i32, out: usize, args: usize): void {

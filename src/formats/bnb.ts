@@ -1,7 +1,7 @@
 // bitsandbytes-style NF4/FP4, FP8 (E4M3FN, E5M2), OCP MXFP4 and ModelOpt's NVFP4. Layouts and
 // rounding rules are documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts, nvfp4.ts.
 import { moduleName, type FormatSpec, type PreparedArgs, type ResolvedOptions, type Section, type TensorContext } from './types.js';
-import { FLAGS, type KernelArgs } from '../kernels/args.js';
+import type { KernelArgs } from '../kernels/args.js';
 import { ErrorCodes, fail } from '../errors.js';
 
 const GROUP_SIZES = [32, 64, 128, 256] as const;
@@ -44,10 +44,10 @@ const numelOf = (s: number[]) => s.reduce((a, b) => a * b, 1);
  * 4-bit NF4 / FP4 as transformers saves bitsandbytes' Linear4bit (the "-bnb-4bit" checkpoints):
  * the nf4 / fp4 kernels' codes and f32 absmax per block, then bitsandbytes' code book (quant_map)
  * and JSON quant state as tensor sections, written under its names. With double quantization
- * (bnb_4bit_use_double_quant) the absmax values are bitsandbytes' nested 8-bit codes instead:
- * their mean subtracted (nested_offset), then quantized with its signed dynamic map in groups of
- * 256 over the flattened tensor's blocks (crossing rows, unlike nf4's own double quantization),
- * each with an f32 nested_absmax (assembly/bnb/dq.ts).
+ * (bnb_4bit_use_double_quant) the absmax values are bitsandbytes' nested 8-bit codes instead
+ * (nf4's own: their mean subtracted, then the signed dynamic map in groups of 256 blocks of the
+ * flattened tensor), with the group absmax values as nested_absmax, the dynamic map as
+ * nested_quant_map and the mean as the quant state's nested_offset.
  */
 function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
   const base = bnb4(type, '');
@@ -61,21 +61,12 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
       o.doubleQuant ? { name: 'absmax_codes', bytes: rowLen / o.groupSize } : { name: 'scales', bytes: (rowLen / o.groupSize) * 4 },
     ],
     tensorSections: (nrows, rowLen, o) => [
-      // nested_absmax first: prepare() fills it (auxInit) and the kernels read it from aux.
+      // nested_absmax first: nf4's prepare() fills it (auxInit) and the kernels read it from aux.
       ...(o.doubleQuant ? [{ name: 'nested_absmax', bytes: flatBlocks(nrows, rowLen, o).groups * 4 }, { name: 'nested_quant_map', bytes: 1024 }] : []),
       { name: 'quant_map', bytes: 64 },
       { name: 'quant_state', bytes: stateBytes(type, nrows, rowLen, o) },
     ],
     dtypeSections: ['quant_state'],
-    kernelFlags: (o) => (o.doubleQuant ? FLAGS.dqFlat : 0),
-    async prepare(ctx: TensorContext): Promise<PreparedArgs> {
-      if (!ctx.opts.doubleQuant) return {};
-      const sum = await ctx.reduce('bnb4_absmax_sum', 16);
-      const offset = Math.fround(sum.getFloat64(0, true) / sum.getFloat64(8, true));
-      const { groups } = flatBlocks(ctx.nrows, ctx.rowLen, ctx.opts);
-      const nested = await ctx.reduce('bnb4_nested_absmax', 16 + groups * 4, (out) => out.setFloat32(0, offset, true));
-      return { tscale: offset, auxInit: new Uint8Array(nested.buffer, nested.byteOffset + 16, groups * 4) };
-    },
     finish(ctx, data, layout, args) {
       const k = ctx.kernels;
       const put = (name: string, bytes: Uint8Array) => data.set(bytes, layout.sections.find((s) => s.name === name)!.offset);
@@ -131,12 +122,11 @@ const bnbInt8: FormatSpec = {
   },
 };
 
-/** Absmax blocks per row, and 8-bit absmax groups (of up to 256 blocks, never crossing a row). */
-function blocks(rowLen: number, o: ResolvedOptions) {
-  const nb = rowLen / o.groupSize;
-  return { nb, groups: Math.ceil(nb / 256) };
-}
-
+/**
+ * NF4 / FP4 in webquant's layout. With double quantization, bitsandbytes' own (assembly/bnb/dq.ts):
+ * the row section absmax_codes, then the tensor sections absmax_scales (f32 per 256 blocks of the
+ * flattened tensor, first: prepare() fills it and the kernels read it from aux) and offset.
+ */
 function bnb4(name: 'nf4' | 'fp4', description: string): FormatSpec {
   return {
     name,
@@ -150,17 +140,29 @@ function bnb4(name: 'nf4' | 'fp4', description: string): FormatSpec {
     doubleQuant: true,
     defaults: { groupSize: 64 },
     rowSections(rowLen, o): Section[] {
-      const { nb, groups } = blocks(rowLen, o);
+      const nb = rowLen / o.groupSize;
       const codes = { name: 'codes', bytes: rowLen / 2 };
-      if (!o.doubleQuant) return [codes, { name: 'scales', bytes: nb * 4 }];
-      return [codes, { name: 'absmax_codes', bytes: nb }, { name: 'absmax_scales', bytes: groups * 4 }];
+      return [codes, o.doubleQuant ? { name: 'absmax_codes', bytes: nb } : { name: 'scales', bytes: nb * 4 }];
     },
-    tensorSections: (_nrows, _rowLen, o) => (o.doubleQuant ? [{ name: 'offset', bytes: 4 }] : []),
-    async prepare(ctx: TensorContext): Promise<Partial<KernelArgs>> {
+    tensorSections: (nrows, rowLen, o) => (o.doubleQuant ? [{ name: 'absmax_scales', bytes: flatBlocks(nrows, rowLen, o).groups * 4 }, { name: 'offset', bytes: 4 }] : []),
+    async prepare(ctx: TensorContext): Promise<PreparedArgs> {
       if (!ctx.opts.doubleQuant) return {};
-      // Mean of every block absmax (bitsandbytes' `offset`), summed in f64 in row-major block order.
-      const out = await ctx.reduce('bnb4_absmax_sum', 16);
-      return { tscale: Math.fround(out.getFloat64(0, true) / out.getFloat64(8, true)) };
+      // bitsandbytes' offset: the mean of every block absmax (summed in f64, in row-major block
+      // order, then rounded once); then each group's largest |absmax - offset|.
+      const sum = await ctx.reduce('bnb4_absmax_sum', 16);
+      const offset = Math.fround(sum.getFloat64(0, true) / sum.getFloat64(8, true));
+      const { groups } = flatBlocks(ctx.nrows, ctx.rowLen, ctx.opts);
+      const nested = await ctx.reduce('bnb4_nested_absmax', 16 + groups * 4, (out) => out.setFloat32(0, offset, true));
+      return { tscale: offset, auxInit: new Uint8Array(nested.buffer, nested.byteOffset + 16, groups * 4) };
+    },
+    finish(_ctx, data, layout, args) {
+      const off = layout.sections.find((s) => s.name === 'offset');
+      if (off) new DataView(data.buffer, data.byteOffset + off.offset, 4).setFloat32(0, args.tscale!, true);
+    },
+    storedArgs(section, o) {
+      if (!o.doubleQuant) return {};
+      const b = section('offset');
+      return { tscale: new DataView(b.buffer, b.byteOffset, 4).getFloat32(0, true) };
     },
   };
 }

@@ -86,12 +86,10 @@ export interface FormatSpec {
   readonly sharedScale?: { of(amax: number): number };
   /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
   prepare?(ctx: TensorContext): Promise<PreparedArgs>;
-  /** FLAG_* bits the format's kernels take beyond those of its options (FLAGS in kernels/args.ts). */
-  kernelFlags?(o: ResolvedOptions): number;
   /**
-   * Kernel args that stored bytes keep in their tensor sections, for dequantize and matvec
-   * (bitsandbytes' double-quantization offset, written in its JSON quant state), given a reader
-   * of those sections by name.
+   * Kernel args that stored bytes keep in their tensor sections, for dequantize and matvec (the
+   * double-quantization offset of nf4 / fp4, in bnb_nf4 / bnb_fp4 written in the JSON quant
+   * state), given a reader of those sections by name.
    */
   storedArgs?(section: (name: string) => Uint8Array, o: ResolvedOptions): Partial<KernelArgs>;
   /** Sections that record the input's dtype (bitsandbytes' quant state): the only bytes two dtypes of the same values change. */

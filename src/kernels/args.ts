@@ -34,7 +34,7 @@ export const CALIBRATIONS = {
 } as const;
 export type CalibrationName = keyof typeof CALIBRATIONS;
 
-export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4, scaleBf16: 8, scaleF32: 16, dqFlat: 32 } as const;
+export const FLAGS = { doubleQuant: 1, perTensor: 2, perChannel: 4, scaleBf16: 8, scaleF32: 16 } as const;
 
 export interface KernelArgs {
   imatrix?: number;
@@ -77,7 +77,7 @@ export function writeArgs(mem: ArrayBuffer, at: number, a: KernelArgs): void {
 
 /**
  * Sets the row index of the next call's first row in written args: the kernels of layouts whose
- * blocks are numbered across rows (bnb_nf4 / bnb_fp4 double quantization) need it per chunk.
+ * blocks are numbered across rows (double quantization of nf4 / fp4, bnb_nf4 / bnb_fp4) need it per chunk.
  */
 export function setRow0(mem: ArrayBuffer, at: number, row0: number): void {
   new DataView(mem, at + A.ROW0, 4).setInt32(0, row0, true);

@@ -309,7 +309,7 @@ const align = (n: number) => (n + 15) & ~15;
 function kernelArgs(o: ResolvedOptions | undefined, spec: FormatSpec, layout: Layout, tensorSecs: readonly Uint8Array[]): KernelArgs {
   if (!o) return {};
   const names = layout.sections.filter((x) => x.perRow === 0).map((x) => x.name);
-  return { group: o.groupSize, bits: o.bits, flags: optionFlags(o, spec), ...spec.storedArgs?.((name) => tensorSecs[names.indexOf(name)], o) };
+  return { group: o.groupSize, bits: o.bits, flags: optionFlags(o), ...spec.storedArgs?.((name) => tensorSecs[names.indexOf(name)], o) };
 }
 
 /** Bytes per row of each row section (a float tensor is one section of plain rows). */

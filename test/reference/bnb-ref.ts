@@ -109,7 +109,6 @@ function absmaxOf(x: Float32Array, from: number, n: number): number {
 export function refQuantize4(fmt: 'nf4' | 'fp4', x: Float32Array, nrows: number, rowLen: number, o: RefOptions = {}): Uint8Array {
   const gs = o.groupSize ?? 64;
   const nb = rowLen / gs;
-  const groups = Math.ceil(nb / 256);
   const code = fmt === 'nf4' ? nf4Code : fp4Code;
   const codes = new Uint8Array(nrows * rowLen / 2);
   const am = new Float32Array(nrows * nb);
@@ -128,26 +127,8 @@ export function refQuantize4(fmt: 'nf4' | 'fp4', x: Float32Array, nrows: number,
     }
   }
   if (!o.doubleQuant) return concat(codes, new Uint8Array(am.buffer));
-  let sum = 0;
-  for (let i = 0; i < am.length; i++) sum += am[i];
-  const offset = f(sum / am.length);
-  const q = new Uint8Array(nrows * nb);
-  const a2 = new Float32Array(nrows * groups);
-  for (let r = 0; r < nrows; r++) {
-    for (let g = 0; g < groups; g++) {
-      const from = r * nb + g * 256;
-      const n = Math.min(256, nb - g * 256);
-      let gmax = 0;
-      for (let b = from; b < from + n; b++) gmax = Math.max(gmax, Math.abs(f(am[b] - offset)));
-      a2[r * groups + g] = gmax;
-      const inv = gmax !== 0 ? f(1 / gmax) : 0;
-      for (let b = from; b < from + n; b++) {
-        const d = f(am[b] - offset);
-        q[b] = dynCode(inv === Infinity ? f(d / gmax) : f(d * inv));
-      }
-    }
-  }
-  return concat(codes, q, new Uint8Array(a2.buffer), new Uint8Array(new Float32Array([offset]).buffer));
+  const dq = refFlatDoubleQuant(am);
+  return concat(codes, dq.codes, new Uint8Array(dq.nested.buffer), new Uint8Array(new Float32Array([dq.offset]).buffer));
 }
 
 /**
@@ -178,7 +159,6 @@ export function refFlatDoubleQuant(am: Float32Array): { codes: Uint8Array; neste
 export function refDequantize4(fmt: 'nf4' | 'fp4', data: Uint8Array, nrows: number, rowLen: number, o: RefOptions = {}): Float32Array {
   const gs = o.groupSize ?? 64;
   const nb = rowLen / gs;
-  const groups = Math.ceil(nb / 256);
   const table = fmt === 'nf4' ? NF4_VALUES : FP4_VALUES;
   const codes = data.subarray(0, nrows * rowLen / 2);
   let scales: Float32Array;
@@ -186,12 +166,9 @@ export function refDequantize4(fmt: 'nf4' | 'fp4', data: Uint8Array, nrows: numb
     scales = f32view(data, nrows * rowLen / 2, nrows * nb);
   } else {
     const q = data.subarray(nrows * rowLen / 2, nrows * rowLen / 2 + nrows * nb);
-    const a2 = f32view(data, nrows * rowLen / 2 + nrows * nb, nrows * groups);
+    const a2 = f32view(data, nrows * rowLen / 2 + nrows * nb, Math.ceil((nrows * nb) / 256));
     const offset = f32view(data, data.length - 4, 1)[0];
-    scales = new Float32Array(nrows * nb);
-    for (let r = 0; r < nrows; r++) {
-      for (let b = 0; b < nb; b++) scales[r * nb + b] = f(f(DYNAMIC_MAP[q[r * nb + b]] * a2[r * groups + (b >> 8)]) + offset);
-    }
+    scales = Float32Array.from(q, (c, b) => f(f(DYNAMIC_MAP[c] * a2[b >> 8]) + offset));
   }
   const out = new Float32Array(nrows * rowLen);
   for (let i = 0; i < out.length; i++) {
