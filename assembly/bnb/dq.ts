@@ -133,9 +133,9 @@ export function bnb4_absmax_sum(src: usize, srcType: i32, nrows: i32, rowLen: i3
   store<f64>(out + 8, load<f64>(out + 8) + <f64>nrows * <f64>nb);
 }
 
-// Reduction for the prepare hook: out[0] holds the offset (f32, set by the
-// host); out + 16 + 4g (f32) becomes the largest |absmax - offset| of the blocks of group g, the
-// blocks numbered over the flattened tensor from row A_ROW0 of this call on.
+// Reduction for the prepare hook: out[0] holds the offset (f32, set by the host); out + 16 + 4g
+// (f32) becomes the largest |absmax - offset| of the blocks of group g, the blocks numbered over the
+// flattened tensor from row A_ROW0 of this call on.
 export function bnb4_nested_absmax(src: usize, srcType: i32, nrows: i32, rowLen: i32, out: usize, args: usize): void {
   const gs = argI32(args, A_GROUP);
   const scratch = argU32(args, A_SCRATCH);
