@@ -224,8 +224,8 @@ export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void
  */
 export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
-  if (out && (spec.finish || layout.sections.some((s) => s.perRow === 0))) {
-    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections or a finishing pass)`, { tensor: name, option: 'out', value: spec.name });
+  if (out && layout.sections.some((s) => s.perRow === 0)) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections)`, { tensor: name, option: 'out', value: spec.name });
   }
   const eb = dtype === 'f32' ? 4 : 2;
   const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);

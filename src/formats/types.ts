@@ -84,7 +84,12 @@ export interface FormatSpec {
    * its largest amax. prepare() takes TensorContext.tensorScale when given.
    */
   readonly sharedScale?: { of(amax: number): number };
-  /** Tensor-level calibration before the row kernels run; returns extra kernel args. */
+  /**
+   * Tensor-level calibration before the row kernels run; returns extra kernel args. It (and
+   * finish) may only change the bytes where the layout has tensor sections: a rows-only layout is
+   * cut into row chunks, each quantized by its own call (the pipeline, quantizeFrom's output by
+   * rows), and the registry test checks that such chunks give the bytes of the whole.
+   */
   prepare?(ctx: TensorContext): Promise<PreparedArgs>;
   /**
    * Kernel args that stored bytes keep in their tensor sections, for dequantize and matvec (the

@@ -194,7 +194,9 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     // Values that only readF32 gives (FP8, NVFP4, MLX, bitsandbytes) are cut where the input reads
     // their rows as f32 (readRows); F64 and GGUF quantized inputs have no ranged form.
     const rowsF32 = stored === undefined && ROWS_F32_DTYPES.has(info.dtype) && typeof (input as { readRows?: unknown }).readRows === 'function';
-    const chunkable = !spec.tensorSections && !spec.prepare && !spec.finish && (stored !== undefined || rowsF32);
+    // Rows-only layouts are cut (prepare / finish only work where there are tensor sections, see
+    // FormatSpec): int8 per channel, nf4 without double quantization, fp8 per row, ...
+    const chunkable = !layout.sections.some((s) => s.perRow === 0) && (stored !== undefined || rowsF32);
     // Cut a tensor into row chunks when it exceeds one worker's share of the budget (so that it
     // fits, and so that all workers share a large tensor instead of one taking it alone) or
     // UNIT_BYTES (see there).

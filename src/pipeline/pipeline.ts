@@ -6,9 +6,10 @@
 // before it is read and releases them once written; reading waits while the reservation would
 // exceed maxInFlightBytes (a unit larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
 // rows, each quantized by its own call: row sections are rows back to back, so the chunks' parts
-// concatenated per section give the bytes of one call over the whole tensor. Formats with
-// tensor-level sections, a `prepare` or a `finish` hook need the whole tensor at once, so their
-// tensors are never cut (they run alone instead). With several row sections, the first section
+// concatenated per section give the bytes of one call over the whole tensor. A layout with
+// tensor-level sections (a per-tensor scale, double quantization, a quant state: what `prepare`
+// and `finish` compute) needs the whole tensor at once, so such tensors are never cut (they run
+// alone instead). With several row sections, the first section
 // streams out chunk by chunk and the others (block scales: a small fraction) are held until the
 // last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
 // and only the quantization is chunked.

@@ -6,7 +6,7 @@
 // its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
 // the worker is sent that range instead of the values.
 // Writing: where the sink is a file that workers can write (Sink.positional, Node's fileSink) and
-// the format's output is rows only (no tensor-level section, no finishing pass), the worker is sent
+// the format's output is rows only (no tensor-level section), the worker is sent
 // the file offset of its part of each section: every offset follows from the container plan. Kept
 // tensors are then copied here through one small reused buffer, at their offsets too.
 // Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
@@ -80,7 +80,7 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
 
   const outputOf = ({ job, r0 }: Unit): WorkerOutput | undefined => {
     const secs = job.out.layout?.sections;
-    if (!target || !secs || job.spec?.finish || secs.some((sec) => sec.perRow === 0)) return undefined;
+    if (!target || !secs || secs.some((sec) => sec.perRow === 0)) return undefined;
     return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
   };
 

@@ -63,6 +63,21 @@ for (const f of formats.values()) {
       expect(Buffer.from(whole.data).equals(Buffer.from(chunked.data))).toBe(true);
     });
 
+    it('a rows-only layout: rows quantized in separate calls give the bytes of one call (what lets the pipeline cut it)', async () => {
+      const rowLen = 512;
+      const v = Float32Array.from(gaussian(rowLen * 9, 7), (x, i) => x * (1 + (i >> 9)));
+      const whole = await quantize(v, { ...o, rowLength: rowLen });
+      if (whole.layout.sections.some((sec) => sec.perRow === 0)) return; // tensor-level: never cut
+      const parts = [await quantize(v.subarray(0, rowLen * 4), { ...o, rowLength: rowLen }), await quantize(v.subarray(rowLen * 4), { ...o, rowLength: rowLen })];
+      for (const sec of whole.layout.sections) {
+        const joined = Buffer.concat(parts.map((p) => {
+          const ps = p.layout.sections.find((x) => x.name === sec.name)!;
+          return Buffer.from(p.data.subarray(ps.offset, ps.offset + ps.bytes));
+        }));
+        expect(joined.equals(Buffer.from(whole.data.subarray(sec.offset, sec.offset + sec.bytes))), `${f.name} ${sec.name}`).toBe(true);
+      }
+    });
+
     it('zeros round-trip to zeros and gaussian data round-trips with bounded error', async () => {
       const rowLen = 512;
       const z = await dequantize(await quantize(new Float32Array(rowLen * 2), { ...o, rowLength: rowLen }));

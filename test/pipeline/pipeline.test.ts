@@ -128,6 +128,32 @@ describe('quantizeCheckpoint', () => {
     expect(sameBytes(fallback.bytes, whole.bytes)).toBe(true);
   });
 
+  it('cuts rows-only layouts of any format (int8 per channel, nf4, fp8 per row, int4 groups); tensor-level ones run whole', async () => {
+    const ck = await open();
+    const ranged = rowReader(fromBuffer(model.bytes, 'synthetic.safetensors'));
+    const readRows = (info: TensorInfo, r0: number, n: number) => ranged(info, r0, n);
+    const up = 'model.layers.0.mlp.up_proj.weight';
+    const cases: [string, Record<string, unknown>, boolean][] = [
+      ['int8', { format: 'int8' }, true], ['nf4', { format: 'nf4' }, true], ['fp8_e4m3', { format: 'fp8_e4m3' }, true],
+      ['int4', { format: 'int4', groupSize: 32 }, true],
+      // a per-tensor scale and double quantization need the whole tensor
+      ['fp8_e4m3 per tensor', { format: 'fp8_e4m3', granularity: 'tensor' }, false], ['nf4 dq', { format: 'nf4', doubleQuant: true }, false],
+    ];
+    for (const [label, scheme, cut] of cases) {
+      const plan = ck.tensors.map((t) => ({ name: t.name, scheme: t.shape.length === 2 && t.name.includes('mlp') ? scheme : 'keep' as const }));
+      const whole = await runTo(ck, { workers: 2, plan: plan as never });
+      const small = await runTo(ck, { workers: 2, plan: plan as never, maxInFlightBytes: 32 << 10, readRows });
+      expect(sameBytes(small.bytes, whole.bytes), label).toBe(true);
+      const t = small.result.tensors.find((x) => x.name === up)!;
+      if (cut) {
+        expect(t.chunks, label).toBeGreaterThan(4);
+        expect(small.result.peakInFlightBytes, label).toBeLessThanOrEqual(32 << 10);
+      } else {
+        expect(t.chunks, label).toBe(1);
+      }
+    }
+  });
+
   it('cuts MLX weights (values only readF32 / readRows give) into row chunks too, with identical output', async () => {
     // An mlx_lm-style file: one 256 x 128 weight at 4 bits in groups of 64 (with config's settings).
     const x = randomValues(256 * 128, 9);
@@ -232,11 +258,11 @@ describe('quantizeCheckpoint: multi-section formats and GGUF output', () => {
   const mixed = (ck: Checkpoint): PlannedTensor[] => ck.tensors.map((t) => {
     if (t.shape.length < 2) return { name: t.name, scheme: 'keep' as const };
     if (t.name.includes('up_proj')) return { name: t.name, scheme: { format: 'affine', bits: 4, groupSize: 64 } };
-    if (t.name.includes('q_proj')) return { name: t.name, scheme: { format: 'int4' } };
+    if (t.name.includes('q_proj')) return { name: t.name, scheme: { format: 'int4', granularity: 'tensor' } };
     return { name: t.name, scheme: { format: 'q4_0' } };
   });
 
-  it('cuts a multi-section tensor into chunks and keeps tensors with prepare hooks whole', async () => {
+  it('cuts a multi-section tensor into chunks and keeps tensors with tensor-level sections whole', async () => {
     const ck = await open();
     const sink1 = memorySink();
     const whole = await quantizeCheckpoint({ input: ck, plan: mixed(ck), sink: sink1, workers: 2, poolOptions: { workerUrl: workerUrl() } });
@@ -245,7 +271,7 @@ describe('quantizeCheckpoint: multi-section formats and GGUF output', () => {
     expect(sameBytes(sink1.bytes(), sink2.bytes())).toBe(true);
     const up = cut.tensors.find((t) => t.name === 'model.layers.1.mlp.up_proj.weight')!;
     expect(up.chunks).toBeGreaterThan(2);
-    // int4 (group) has a prepare hook: never cut, whatever the budget.
+    // int4 per tensor (one scale from a pass over the whole tensor): never cut, whatever the budget.
     expect(cut.tensors.find((t) => t.name === 'model.layers.1.self_attn.q_proj.weight')!.chunks).toBe(1);
     expect(whole.tensors.every((t) => t.chunks === 1)).toBe(true);
 
@@ -393,8 +419,9 @@ describe('quantizeCheckpoint: memory budget', () => {
 
   it('runs a unit larger than the budget alone', async () => {
     const ck = await open();
-    // int4 has a prepare hook, so its tensors cannot be cut: each runs alone over a 1 KiB budget.
-    const plan = ck.tensors.map((t) => ({ name: t.name, scheme: t.shape.length < 2 ? ('keep' as const) : { format: 'int4' } }));
+    // int4 per tensor has a tensor-level section (its scale), so its tensors cannot be cut: each
+    // runs alone over a 1 KiB budget.
+    const plan = ck.tensors.map((t) => ({ name: t.name, scheme: t.shape.length < 2 ? ('keep' as const) : { format: 'int4', granularity: 'tensor' as const } }));
     const r = await quantizeCheckpoint({ input: ck, plan, sink: memorySink(), workers: 2, maxInFlightBytes: 1024, poolOptions: { workerUrl: workerUrl() } });
     const biggest = Math.max(...r.tensors.map((t) => (t.format === 'keep' ? t.bytes : t.bytes + t.outputBytes)));
     expect(r.peakInFlightBytes).toBe(biggest);
