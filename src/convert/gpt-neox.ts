@@ -4,7 +4,7 @@
 // which this view regroups into all q rows, then all k, then all v (llama.cpp's converter does the
 // same); LayerNorms have biases; the rotary and mask buffers of old checkpoints are dropped.
 import { ErrorCodes, fail } from '../errors.js';
-import { ownedValues, tensorBytes, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
+import { ownedValues, tensorBytes, viewBase, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 
 const LAYER = /^gpt_neox\.layers\.(\d+)\.(.+)$/;
 const LAYER_NAMES: Record<string, string> = {
@@ -66,11 +66,7 @@ export function gptNeoxView(input: Checkpoint, heads: number): Checkpoint {
   const grouped = (e: { src: TensorInfo }, raw: Uint8Array, es: number) => regroup(raw, heads, e.src.shape[0] / (3 * heads), rowBytes(e.src, es));
   const es = (dtype: string) => (dtype === 'F32' ? 4 : 2);
   return {
-    format: input.format,
-    source: input.source,
-    tensors,
-    metadata: input.metadata,
-    tensor: (name) => entry(name).info,
+    ...viewBase(input, tensors, (name) => entry(name).info),
     async readRaw(name) {
       const e = entry(name);
       const raw = await input.readRaw(e.src.name);

@@ -10,7 +10,7 @@
 //   [E, ffn, hidden] (inputs first), which this view transposes.
 // Decoded experts are F32; a row range reads only its rows' bytes. Everything else passes through.
 import { ErrorCodes, fail } from '../errors.js';
-import { numel, tensorBytes, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
+import { numel, tensorBytes, viewBase, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import { floatBytesToF32 } from '../io/dtypes.js';
 
 const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
@@ -139,11 +139,7 @@ export function gptOssView(input: Checkpoint): Checkpoint {
   const decodedRows = (name: string) => entry(name).info.shape[0];
 
   const view: Checkpoint = {
-    format: input.format,
-    source: input.source,
-    tensors,
-    metadata: input.metadata,
-    tensor: (name) => entry(name).info,
+    ...viewBase(input, tensors, (name) => entry(name).info),
     async readRaw(name) {
       const { info, how } = entry(name);
       if (how.kind === 'alias') return input.readRaw(how.src);

@@ -6,7 +6,7 @@
 // attention's causal-mask buffers (attn.bias, attn.masked_bias) of old checkpoints are dropped.
 // Names may carry GPT2LMHeadModel's "transformer." prefix.
 import { ErrorCodes, fail } from '../errors.js';
-import { ownedValues, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
+import { ownedValues, viewBase, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 
 const LAYER = /^(?:transformer\.)?h\.(\d+)\.(.+)$/;
 const LAYER_NAMES: Record<string, string> = {
@@ -70,11 +70,7 @@ export function gpt2View(input: Checkpoint): Checkpoint {
     return transposed ? transpose(b, src.shape[0], src.shape[1], ELEM[src.dtype]) : b;
   };
   return {
-    format: input.format,
-    source: input.source,
-    tensors,
-    metadata: input.metadata,
-    tensor: (name) => entry(name).info,
+    ...viewBase(input, tensors, (name) => entry(name).info),
     readRaw: raw,
     async readF32(name) {
       const e = entry(name);

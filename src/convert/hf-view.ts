@@ -8,7 +8,7 @@
 // Nothing is read until a tensor is asked for; ranged reads of a permuted tensor fetch only the
 // source rows they need.
 import { ErrorCodes, fail } from '../errors.js';
-import { numel, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
+import { numel, viewBase, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
@@ -210,12 +210,8 @@ export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufView
 
   const readRows = input.readRows;
   const view: GgufView = {
-    format: input.format,
-    source: input.source,
-    tensors,
-    metadata: input.metadata,
+    ...viewBase(input, tensors, (name) => entry(name).info),
     input,
-    tensor: (name) => entry(name).info,
     sourceName: (name) => entry(name).src.name,
     async readRaw(name) {
       const e = entry(name);

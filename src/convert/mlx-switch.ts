@@ -7,7 +7,7 @@
 // names again: rows [e * rows, (e + 1) * rows) of the stack, read through the input's own row reads
 // (an MLX weight is decoded there). Everything else passes through.
 import { ErrorCodes, fail } from '../errors.js';
-import { numel, tensorBytes, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
+import { numel, tensorBytes, viewBase, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import { floatBytesToF32 } from '../io/dtypes.js';
 
 const SWITCH = /^(model\.layers\.\d+\.)(mlp|block_sparse_moe)\.switch_mlp\.(gate_proj|up_proj|down_proj)\.(weight|bias)$/;
@@ -73,11 +73,7 @@ export function mlxSwitchView(input: Checkpoint): Checkpoint {
   const sliceBytes = (s: Slice, info: TensorInfo) => tensorBytes(input, s.src.name, s.e * info.byteLength, info.byteLength);
 
   const view: Checkpoint = {
-    format: input.format,
-    source: input.source,
-    tensors,
-    metadata: input.metadata,
-    tensor: (name) => entry(name).info,
+    ...viewBase(input, tensors, (name) => entry(name).info),
     async readRaw(name) {
       const { info, slice } = entry(name);
       if (!slice) return input.readRaw(name);

@@ -177,6 +177,14 @@ export function ownedValues(dtype: string, bytes: Uint8Array): TensorValues {
 }
 
 /**
+ * What a view of `input` (a family view, a renamed or decoded presentation of its tensors) shares
+ * with it: format, source and metadata, with its own tensor list and lookup.
+ */
+export function viewBase(input: Checkpoint, tensors: TensorInfo[], tensor: (name: string) => TensorInfo): Pick<Checkpoint, 'format' | 'source' | 'tensors' | 'metadata' | 'tensor'> {
+  return { format: input.format, source: input.source, tensors, metadata: input.metadata, tensor };
+}
+
+/**
  * `length` stored bytes of a tensor from byte `at` of it: readBytes where the checkpoint has it
  * (reading only those bytes), else a cut of readRaw.
  */
