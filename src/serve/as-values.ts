@@ -49,16 +49,7 @@ export async function asValues(ck: Checkpoint): Promise<Checkpoint> {
         if (!ck.readRows) return fail(ErrorCodes.UNSUPPORTED_DTYPE, `[safetensors] ${ck.source}: no ranged reads`, { file: ck.source, tensor: name });
         return ck.readRows(name, firstRow, rows);
       }
-      const cols = t.shape[t.shape.length - 1];
-      const loaded = await q.tensor(name).load();
-      // Layouts with whole-tensor sections (double quantization, ...) cannot be cut: whole, then the rows.
-      let v: Float32Array;
-      try {
-        v = loaded.rows(firstRow, rows).dequantize();
-      } catch {
-        v = loaded.dequantize().slice(firstRow * cols, (firstRow + rows) * cols);
-      }
-      return { values: v, dtype: 'f32' };
+      return { values: (await q.tensor(name).load()).rows(firstRow, rows).dequantize(), dtype: 'f32' };
     },
     readBytes: ck.readBytes && (async (name, at, length) => {
       if (presented.has(name)) return (await rawValues(name)).subarray(at, at + length);

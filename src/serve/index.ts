@@ -96,8 +96,8 @@ export interface LoadedTensor {
   dequantize(): Float32Array;
   /**
    * Rows [first, first + count) as a tensor of their own, over views of these bytes (one expert of
-   * a GGUF MoE layer's stack). E_UNSUPPORTED_DTYPE for a layout with whole-tensor sections (bnb's
-   * double quantization), whose rows cannot be cut apart.
+   * a GGUF MoE layer's stack); whole-tensor sections (a per-tensor scale, double quantization's
+   * groups) are shared, and the kernels are told where the rows lie in the tensor.
    */
   rows(first: number, count: number): LoadedTensor;
 }
@@ -148,6 +148,8 @@ type Kind =
 interface Entry {
   info: ServedTensorInfo;
   kind: Kind;
+  /** The tensor's row that row 0 of this entry is (a rows() view): kernels that number rows across the tensor (double quantization) take it. */
+  row0?: number;
 }
 
 interface WebquantMeta {
@@ -387,7 +389,7 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
   for (let r0 = 0; r0 < nrows; r0 += rows) {
     const n = Math.min(rows, nrows - r0);
     perRow.forEach((b, i) => k.u8(A(pSec[i]), b * n).set(sections[i].subarray(b * r0, b * (r0 + n))));
-    setRow0(k.buffer, A(pArgs), r0);
+    setRow0(k.buffer, A(pArgs), (e.row0 ?? 0) + r0);
     let deq = A(pSec[0]);
     if (needDeq) {
       if (dq) dq(A(pSec[0]), n, rowLen, A(pDeq), A(pArgs));
@@ -512,16 +514,12 @@ function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chu
         });
       }
       let kind = e.kind;
-      if (kind.type === 'quant') {
-        const { spec, options } = kind;
-        if (kind.layout.sections.some((x) => x.perRow === 0)) {
-          fail(ErrorCodes.UNSUPPORTED_DTYPE, `[serve] ${e.info.name}: ${spec.name} has whole-tensor sections, so its rows cannot be served apart`, { tensor: e.info.name, value: spec.name });
-        }
-        kind = { ...kind, layout: layoutOf(spec, count, rowLength, options) };
-      }
+      if (kind.type === 'quant') kind = { ...kind, layout: layoutOf(kind.spec, count, rowLength, kind.options) };
       const perRow = rowSectionBytes(e);
       const info = { ...e.info, name: `${e.info.name}[${first}:${first + count}]`, shape: [count, rowLength], rows: count, byteLength: perRow.reduce((a, b) => a + b, 0) * count };
-      return loadedTensor(k, { info, kind }, sections.map((sec, i) => sec.subarray(perRow[i] * first, perRow[i] * (first + count))), chunkBytes, q8);
+      // Row sections cut to the rows; whole-tensor sections (after them) as they are.
+      const cut = sections.map((sec, i) => (i < perRow.length ? sec.subarray(perRow[i] * first, perRow[i] * (first + count)) : sec));
+      return loadedTensor(k, { info, kind, row0: (e.row0 ?? 0) + first }, cut, chunkBytes, q8);
     },
   };
 }
