@@ -12,6 +12,7 @@
 import { ErrorCodes, fail } from '../errors.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
+import { moduleName } from '../formats/types.js';
 
 export const BNB4_DTYPE = 'BNB_4BIT';
 export const BNB8_DTYPE = 'BNB_INT8';
@@ -86,12 +87,13 @@ export function presentBnb(source: string, entries: TensorEntry[], ours: Readonl
       weights.set(t.name, w);
       return { info: { ...t, dtype: BNB4_DTYPE, shape: shape.slice() }, src: e.src };
     }
-    const scb = byName.get(`${t.name.replace(/\.weight$/, '')}.SCB`) ?? byName.get(`${t.name}.SCB`);
+    const mod = moduleName(t.name);
+    const scb = byName.get(`${mod}.SCB`) ?? byName.get(`${t.name}.SCB`);
     if (t.dtype === 'I8' && t.shape.length === 2 && scb) {
       if (scb.info.dtype !== 'F32' || numel(scb.info.shape) !== t.shape[0]) bad(t.name, `its SCB ${scb.info.dtype}[${scb.info.shape}] is not one F32 absmax per row (${t.shape[0]})`, scb.info.shape);
       weights.set(t.name, { kind: 8, scb });
       folded.add(scb.info.name);
-      const fmt = `${t.name.replace(/\.weight$/, '')}.weight_format`;
+      const fmt = `${mod}.weight_format`;
       if (byName.has(fmt)) folded.add(fmt);
       return { info: { ...t, dtype: BNB8_DTYPE }, src: e.src };
     }

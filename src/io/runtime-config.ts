@@ -65,7 +65,7 @@ export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { conf
   const other = tensors.filter((t) => t.scheme !== 'keep' && !isBnb(t));
   const skip = tensors
     .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
-    .map((t) => t.name.slice(0, -'.weight'.length));
+    .map((t) => moduleName(t.name));
   const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
   const doubleQuant = !eight && !!four[0].options?.doubleQuant;
   const warnings: string[] = [];

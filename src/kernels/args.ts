@@ -51,8 +51,6 @@ export interface KernelArgs {
   flags?: number;
   tscale?: number;
   tbias?: number;
-  /** Index of the call's first row in the tensor (see setRow0). */
-  row0?: number;
 }
 
 export function writeArgs(mem: ArrayBuffer, at: number, a: KernelArgs): void {
@@ -72,12 +70,12 @@ export function writeArgs(mem: ArrayBuffer, at: number, a: KernelArgs): void {
   v.setInt32(A.FLAGS, a.flags ?? 0, true);
   v.setFloat32(A.TSCALE, a.tscale ?? 0, true);
   v.setFloat32(A.TBIAS, a.tbias ?? 0, true);
-  v.setInt32(A.ROW0, a.row0 ?? 0, true);
 }
 
 /**
- * Sets the row index of the next call's first row in written args: the kernels of layouts whose
- * blocks are numbered across rows (double quantization of nf4 / fp4, bnb_nf4 / bnb_fp4) need it per chunk.
+ * Sets the tensor row of the next call's first row in written args (writeArgs leaves it 0): the
+ * kernels of layouts whose blocks are numbered across rows (double quantization of nf4 / fp4,
+ * bnb_nf4 / bnb_fp4) need it per chunk.
  */
 export function setRow0(mem: ArrayBuffer, at: number, row0: number): void {
   new DataView(mem, at + A.ROW0, 4).setInt32(0, row0, true);
