@@ -99,6 +99,9 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
   }
   notes.push(`${dir}: ${written.join(', ')}`);
   if (rc.runtime === 'mlx') notes.push(`config.json "quantization": ${JSON.stringify(rc.config!.quantization)} (mlx_lm.load reads it)`);
-  if (rc.runtime === 'bitsandbytes') notes.push(`config.json "quantization_config": bitsandbytes ${(rc.config!.quantization_config as { bnb_4bit_quant_type: string }).bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
+  if (rc.runtime === 'bitsandbytes') {
+    const qc = rc.config!.quantization_config as { load_in_8bit: boolean; bnb_4bit_quant_type: string };
+    notes.push(`config.json "quantization_config": bitsandbytes ${qc.load_in_8bit ? 'LLM.int8' : qc.bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
+  }
   return notes;
 }

@@ -185,6 +185,7 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     const out = join(tmp, 'bnb-int8');
     const r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'bnb-int8'], { cwd: tmp });
     expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"quantization_config": bitsandbytes LLM.int8');
     const qc = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization_config;
     expect(qc).toMatchObject({ quant_method: 'bitsandbytes', load_in_8bit: true, load_in_4bit: false, llm_int8_threshold: 6.0, llm_int8_has_fp16_weight: false });
     expect(qc.llm_int8_skip_modules).toEqual([]);
