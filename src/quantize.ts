@@ -4,7 +4,7 @@ import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DTyp
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
 import { formats, getFormat } from './formats/registry.js';
-import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
+import { constantSections, cutsByRows, layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
 import type { GpuResult } from './webgpu/index.js';
@@ -213,8 +213,9 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
 
 /**
  * Where row-section bytes go instead of the result's `data` (which is then empty): `at` is the
- * byte offset within row section `section` (layout.sections[section], all of which are per-row).
- * The bytes are a view of wasm memory, valid only during the call.
+ * byte offset within row section `section` (layout.sections[section]; the layout's tensor
+ * sections, if any, are constant, and the caller writes them). The bytes are a view of wasm
+ * memory, valid only during the call.
  */
 export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void;
 
@@ -224,8 +225,8 @@ export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void
  */
 export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
-  if (out && layout.sections.some((s) => s.perRow === 0)) {
-    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections)`, { tensor: name, option: 'out', value: spec.name });
+  if (out && !cutsByRows(layout)) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections that depend on the values)`, { tensor: name, option: 'out', value: spec.name });
   }
   const eb = dtype === 'f32' ? 4 : 2;
   const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
@@ -300,13 +301,17 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       metricsFn(arena.input, st, arena.deq, n * rowLen, macc);
     }
   });
-  // Tensor-level sections the kernels wrote into aux (per-tensor scales and the like).
-  let auxAt = arena.aux;
-  for (const s of layout.sections.filter((x) => x.perRow === 0)) {
-    data.set(k.u8(auxAt, s.bytes), s.offset);
-    auxAt += s.bytes;
+  // Tensor-level sections the kernels wrote into aux (per-tensor scales and the like), and the
+  // constant ones. Handed over by rows, the output has only constant ones, which the caller writes.
+  if (!out) {
+    let auxAt = arena.aux;
+    for (const s of layout.sections.filter((x) => x.perRow === 0)) {
+      data.set(k.u8(auxAt, s.bytes), s.offset);
+      auxAt += s.bytes;
+    }
+    for (const [i, bytes] of constantSections(spec, layout, { nrows, rowLen, opts: o, dtype })) data.set(bytes, layout.sections[i].offset);
+    spec.finish?.(ctx, data, layout, tensorArgs);
   }
-  spec.finish?.(ctx, data, layout, tensorArgs);
   const metrics = acc ? finishMetrics(new Float64Array(k.buffer.slice(macc, macc + 48))) : undefined;
   return { format: spec.name, shape: [nrows, rowLen], data, layout, options: o, metrics, backend: k.build };
 }

@@ -29,6 +29,28 @@ export function bnbQuantState(type: 'nf4' | 'fp4', blocksize: number, shape: num
   return new TextEncoder().encode(json(TORCH_DTYPE[dtype], offset).padEnd(len, ' '));
 }
 
+/**
+ * bitsandbytes' 4-bit code books as f32 bits (the kernels' NF4_TABLE and FP4_TABLE, which the
+ * registry test compares with these): the quant_map section, written without the kernels.
+ */
+export const CODE_BOOKS = {
+  nf4: [
+    0xbf800000, 0xbf3239b1, 0xbf066b30, 0xbeca32a0, 0xbe91a24d, 0xbe3d353f, 0xbdba7871, 0x00000000,
+    0x3da2faff, 0x3e24cae3, 0x3e7c04dd, 0x3ead033a, 0x3ee1a4b8, 0x3f1007ab, 0x3f3913b3, 0x3f800000,
+  ],
+  fp4: [
+    0x00000000, 0x3baaaaab, 0x3f2aaaab, 0x3f800000, 0x3eaaaaab, 0x3f000000, 0x3e2aaaab, 0x3e800000,
+    0x80000000, 0xbbaaaaab, 0xbf2aaaab, 0xbf800000, 0xbeaaaaab, 0xbf000000, 0xbe2aaaab, 0xbe800000,
+  ],
+} as const;
+
+const littleEndianU32 = (words: readonly number[]) => {
+  const b = new Uint8Array(words.length * 4);
+  const v = new DataView(b.buffer);
+  words.forEach((w, i) => v.setUint32(i * 4, w, true));
+  return b;
+};
+
 const stateBytes = (type: 'nf4' | 'fp4', nrows: number, rowLen: number, o: ResolvedOptions) =>
   bnbQuantState(type, o.groupSize, [nrows, rowLen], 'bf16', o.doubleQuant ? 0 : undefined).length;
 
@@ -63,16 +85,22 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
     tensorSections: (nrows, rowLen, o) => [
       // nested_absmax first: nf4's prepare() fills it (auxInit) and the kernels read it from aux.
       ...(o.doubleQuant ? [{ name: 'nested_absmax', bytes: flatBlocks(nrows, rowLen, o).groups * 4 }, { name: 'nested_quant_map', bytes: 1024 }] : []),
-      { name: 'quant_map', bytes: 64 },
-      { name: 'quant_state', bytes: stateBytes(type, nrows, rowLen, o) },
+      // Without double quantization nothing here depends on the values: the tensor can be cut
+      // into row chunks (see Section.constant).
+      { name: 'quant_map', bytes: 64, constant: true },
+      { name: 'quant_state', bytes: stateBytes(type, nrows, rowLen, o), constant: !o.doubleQuant },
     ],
     dtypeSections: ['quant_state'],
+    constantBytes(section, t) {
+      if (section === 'quant_map') return littleEndianU32(CODE_BOOKS[type]);
+      return bnbQuantState(type, t.opts.groupSize, [t.nrows, t.rowLen], t.dtype);
+    },
     finish(ctx, data, layout, args) {
+      if (!ctx.opts.doubleQuant) return;
       const k = ctx.kernels;
       const put = (name: string, bytes: Uint8Array) => data.set(bytes, layout.sections.find((s) => s.name === name)!.offset);
-      put('quant_map', k.u8(k.constant(type === 'nf4' ? 'NF4_TABLE' : 'FP4_TABLE'), 64));
-      if (ctx.opts.doubleQuant) put('nested_quant_map', k.u8(k.constant('DYN'), 1024));
-      put('quant_state', bnbQuantState(type, ctx.opts.groupSize, [ctx.nrows, ctx.rowLen], ctx.dtype ?? 'bf16', ctx.opts.doubleQuant ? args.tscale : undefined));
+      put('nested_quant_map', k.u8(k.constant('DYN'), 1024));
+      put('quant_state', bnbQuantState(type, ctx.opts.groupSize, [ctx.nrows, ctx.rowLen], ctx.dtype ?? 'bf16', args.tscale));
     },
     storedArgs(section, o) {
       if (!o.doubleQuant) return {};
@@ -114,7 +142,9 @@ const bnbInt8: FormatSpec = {
   calibrations: ['absmax'],
   importance: false,
   rowSections: (rowLen) => [{ name: 'codes', bytes: rowLen }, { name: 'scb', bytes: 4 }],
-  tensorSections: () => [{ name: 'weight_format', bytes: 1 }],
+  // bitsandbytes' row-major format id, 0 whatever the values.
+  tensorSections: () => [{ name: 'weight_format', bytes: 1, constant: true }],
+  constantBytes: () => new Uint8Array(1),
   safetensorsEntries: {
     codes: { name: (n) => n, dtype: () => 'I8', shape: (s) => [numelOf(s) / s[s.length - 1], s[s.length - 1]] },
     scb: { name: (n) => `${moduleName(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numelOf(s) / s[s.length - 1]] },

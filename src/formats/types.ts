@@ -24,6 +24,20 @@ export interface Section {
   name: string;
   /** Bytes per row (row sections) or in all (tensor sections). */
   bytes: number;
+  /**
+   * Tensor sections only: the bytes depend on no value, only on the tensor's shape, the input's
+   * dtype and the options (bitsandbytes' code book and quant state); FormatSpec.constantBytes
+   * gives them. A layout whose tensor sections are all constant can still be cut into row chunks.
+   */
+  constant?: boolean;
+}
+
+/** What a constant tensor section's bytes may depend on. */
+export interface ConstantContext {
+  nrows: number;
+  rowLen: number;
+  opts: ResolvedOptions;
+  dtype: 'f32' | 'f16' | 'bf16';
 }
 
 export interface TensorContext {
@@ -76,8 +90,10 @@ export interface FormatSpec {
   readonly safetensorsEntries?: Readonly<Record<string, SafetensorsEntry>>;
   /** Sections written per row, in storage order. */
   rowSections(rowLen: number, o: ResolvedOptions): Section[];
-  /** Sections written once per tensor after the row sections (filled by prepare/finish). */
+  /** Sections written once per tensor after the row sections (filled by prepare/finish, or constant). */
   tensorSections?(nrows: number, rowLen: number, o: ResolvedOptions): Section[];
+  /** The bytes of a tensor section marked constant (see Section.constant). */
+  constantBytes?(section: string, t: ConstantContext): Uint8Array;
   /**
    * A per-tensor scale that tensors can share (QuantizeOptions.tensorScale): its value for a
    * tensor of absolute maximum `amax`, monotone in amax, so that a group's scale is the scale of
@@ -86,9 +102,10 @@ export interface FormatSpec {
   readonly sharedScale?: { of(amax: number): number };
   /**
    * Tensor-level calibration before the row kernels run; returns extra kernel args. It (and
-   * finish) may only change the bytes where the layout has tensor sections: a rows-only layout is
-   * cut into row chunks, each quantized by its own call (the pipeline, quantizeFrom's output by
-   * rows), and the registry test checks that such chunks give the bytes of the whole.
+   * finish) may only change the bytes where the layout has tensor sections that are not constant:
+   * a layout without such sections is cut into row chunks, each quantized by its own call (the
+   * pipeline, quantizeFrom's output by rows), and the registry test checks that such chunks give
+   * the bytes of the whole.
    */
   prepare?(ctx: TensorContext): Promise<PreparedArgs>;
   /**
@@ -125,7 +142,23 @@ export type PreparedArgs = Partial<KernelArgs> & {
 
 export interface Layout {
   bytes: number;
-  sections: { name: string; offset: number; bytes: number; perRow: number }[];
+  sections: { name: string; offset: number; bytes: number; perRow: number; constant?: boolean }[];
+}
+
+/**
+ * Whether rows quantized in separate calls give the whole tensor's bytes: every tensor section
+ * is constant (written once by whoever assembles the rows, from FormatSpec.constantBytes).
+ */
+export function cutsByRows(layout: Layout): boolean {
+  return layout.sections.every((s) => s.perRow > 0 || s.constant);
+}
+
+/** The constant tensor sections' bytes, by section index. */
+export function constantSections(spec: FormatSpec, layout: Layout, t: ConstantContext): Map<number, Uint8Array> {
+  const out = new Map<number, Uint8Array>();
+  // The registry test checks that each has its section's length.
+  layout.sections.forEach((s, i) => { if (s.constant) out.set(i, spec.constantBytes!(s.name, t)); });
+  return out;
 }
 
 export function layoutOf(spec: FormatSpec, nrows: number, rowLen: number, o: ResolvedOptions): Layout {
@@ -136,7 +169,7 @@ export function layoutOf(spec: FormatSpec, nrows: number, rowLen: number, o: Res
     offset += s.bytes * nrows;
   }
   for (const s of spec.tensorSections?.(nrows, rowLen, o) ?? []) {
-    sections.push({ name: s.name, offset, bytes: s.bytes, perRow: 0 });
+    sections.push({ name: s.name, offset, bytes: s.bytes, perRow: 0, ...(s.constant ? { constant: true } : {}) });
     offset += s.bytes;
   }
   return { bytes: offset, sections };

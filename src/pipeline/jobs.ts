@@ -5,7 +5,7 @@ import { isGgmlBlockType } from '../io/ggml-types.js';
 import { FOLDED_DTYPES, READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
-import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
+import { cutsByRows, layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
 import { resolveOptions, type FormatOptions } from '../options.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
@@ -45,6 +45,8 @@ export interface Job {
   /** readValues (F32/F16/BF16) or readF32 (everything else). */
   readAs: 'values' | 'f32';
   units: Unit[];
+  /** The dtype of the values the workers got (quantized tensors; set as they are sent). */
+  valuesDtype?: TensorValues['dtype'];
   /** Without ranged reads: the whole tensor, read once for all its chunks. */
   whole?: Promise<TensorValues>;
   chunksRead?: number;
@@ -194,9 +196,10 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     // Values that only readF32 gives (FP8, NVFP4, MLX, bitsandbytes) are cut where the input reads
     // their rows as f32 (readRows); F64 and GGUF quantized inputs have no ranged form.
     const rowsF32 = stored === undefined && ROWS_F32_DTYPES.has(info.dtype) && typeof (input as { readRows?: unknown }).readRows === 'function';
-    // Rows-only layouts are cut (prepare / finish only work where there are tensor sections, see
-    // FormatSpec): int8 per channel, nf4 without double quantization, fp8 per row, ...
-    const chunkable = !layout.sections.some((s) => s.perRow === 0) && (stored !== undefined || rowsF32);
+    // Layouts without tensor sections that depend on the values are cut (prepare / finish only
+    // work on those, see FormatSpec): int8 per channel, nf4 without double quantization, fp8 per
+    // row, bitsandbytes' layouts (their constant sections are written once), ...
+    const chunkable = cutsByRows(layout) && (stored !== undefined || rowsF32);
     // Cut a tensor into row chunks when it exceeds one worker's share of the budget (so that it
     // fits, and so that all workers share a large tensor instead of one taking it alone) or
     // UNIT_BYTES (see there).
@@ -220,6 +223,17 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     }
     return job;
   });
+}
+
+/** Output bytes per row of a quantized job (its row sections). */
+export function rowBytes(job: Job): number {
+  return job.out.layout!.sections.reduce((a, s) => a + s.perRow, 0);
+}
+
+/** The dtype the workers get a quantized job's values in, from the stored dtype. */
+export function storedDtype(job: Job): TensorValues['dtype'] {
+  if (job.readAs === 'f32') return 'f32';
+  return job.info.dtype === 'BF16' ? 'bf16' : job.info.dtype === 'F16' ? 'f16' : 'f32';
 }
 
 export function combineMetrics(parts: (ErrorMetrics | undefined)[]): ErrorMetrics | undefined {

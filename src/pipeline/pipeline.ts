@@ -24,9 +24,10 @@
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor, TensorBackend } from '../quantize.js';
+import { constantSections } from '../formats/types.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import { workerIo, type Route } from './worker-io.js';
-import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
+import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
 import { safetensorsContainer, type Container } from './container.js';
@@ -284,6 +285,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const first = range ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
+      job.valuesDtype ??= range ? route.dtype : first!.dtype;
       const task = range
         ? { range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
@@ -293,8 +295,10 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
         tensorScale,
       }).then(async (q: QuantizedTensor) => {
-        if (key) await opts.resume!.put(key, u.id, { data: q.data, meta: { metrics: encodeMetrics(q.metrics) } });
-        return { data: q.data, metrics: q.metrics, cached: false, written: !!out };
+        // A chunk's rows only: the constant tensor sections are written once, by consume().
+        const data = job.units.length > 1 ? q.data.subarray(0, rowBytes(job) * u.rows) : q.data;
+        if (key) await opts.resume!.put(key, u.id, { data, meta: { metrics: encodeMetrics(q.metrics) } });
+        return { data, metrics: q.metrics, cached: false, written: !!out };
       });
       return { result };
     };
@@ -357,6 +361,9 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           const r = await results[u]!.promise;
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
+            // Tensor sections come in a whole tensor's own bytes; where a worker wrote them or
+            // the tensor was cut, they are constant and added below.
+            if (secs[s].perRow === 0 && (r.written || job.units.length > 1)) continue;
             const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
             // A part the worker wrote itself is only skipped over (a number in `held`).
             const part = r.written ? len : r.data.subarray(at, at + len);
@@ -375,6 +382,10 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           // Written: drop the result, or every output of the run would stay reachable to the end.
           results[u] = undefined;
           u++;
+        }
+        if (job.out.kind === 'quantized') {
+          const t = { nrows: job.nrows, rowLen: job.rowLen, opts: job.out.options!, dtype: job.valuesDtype ?? storedDtype(job) };
+          for (const [s, bytes] of constantSections(job.spec!, job.out.layout!, t)) if (!held[s].length) held[s].push(bytes);
         }
         await zeros(entries[0].padAfter);
         for (let s = 1; s < secs.length; s++) {

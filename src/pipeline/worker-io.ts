@@ -6,7 +6,7 @@
 // its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
 // the worker is sent that range instead of the values.
 // Writing: where the sink is a file that workers can write (Sink.positional, Node's fileSink) and
-// the format's output is rows only (no tensor-level section), the worker is sent
+// the format's tensor-level sections (if any) are constant, the worker is sent
 // the file offset of its part of each section: every offset follows from the container plan. Kept
 // tensors are then copied here through one small reused buffer, at their offsets too.
 // Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
@@ -14,6 +14,7 @@
 // worker writes it; `held` is what remains, what the pipeline's budget counts.
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
+import { cutsByRows } from '../formats/types.js';
 import type { ContainerPlan } from './container.js';
 import type { Unit, UnitResult } from './jobs.js';
 import type { PositionalTarget } from './sink.js';
@@ -79,9 +80,11 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
   };
 
   const outputOf = ({ job, r0 }: Unit): WorkerOutput | undefined => {
-    const secs = job.out.layout?.sections;
-    if (!target || !secs || secs.some((sec) => sec.perRow === 0)) return undefined;
-    return { path: target.path, at: secs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
+    const layout = job.out.layout;
+    if (!target || !layout || !cutsByRows(layout)) return undefined;
+    // Constant tensor sections (after the row sections) are written by the pipeline.
+    const rowSecs = layout.sections.filter((sec) => sec.perRow > 0);
+    return { path: target.path, at: rowSecs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
   };
 
   /** The stored range of a kept unit, when it can be copied into the target here. */

@@ -5,11 +5,20 @@ import { dequantize, errorMetrics, formats, quantize, WebquantError, ErrorCodes 
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ARGS_BYTES, A } from '../../src/kernels/args.js';
 import { resolveOptions } from '../../src/options.js';
+import { constantSections, cutsByRows } from '../../src/formats/types.js';
+import { CODE_BOOKS } from '../../src/formats/bnb.js';
 import { edgeRows, toBf16Exact, gaussian } from '../helpers/data.js';
 
 const builds = ['wasm-simd', 'wasm'] as const;
 
 describe('registry mirrors the wasm exports', () => {
+  it('bitsandbytes code books written without the kernels are the kernels\' tables', async () => {
+    const k = await loadKernels('auto');
+    for (const [type, words] of Object.entries(CODE_BOOKS)) {
+      expect([...new Uint32Array(k.buffer.slice(k.constant(`${type.toUpperCase()}_TABLE`), k.constant(`${type.toUpperCase()}_TABLE`) + 64))], type).toEqual([...words]);
+    }
+  });
+
   for (const build of builds) {
     it(`${build}: every format has its kernels and GGUF constants`, async () => {
       const k = await loadKernels(build);
@@ -63,13 +72,19 @@ for (const f of formats.values()) {
       expect(Buffer.from(whole.data).equals(Buffer.from(chunked.data))).toBe(true);
     });
 
-    it('a rows-only layout: rows quantized in separate calls give the bytes of one call (what lets the pipeline cut it)', async () => {
+    it('a layout cut by rows: rows quantized in separate calls, and the constant sections, give the bytes of one call (what lets the pipeline cut it)', async () => {
       const rowLen = 512;
       const v = Float32Array.from(gaussian(rowLen * 9, 7), (x, i) => x * (1 + (i >> 9)));
       const whole = await quantize(v, { ...o, rowLength: rowLen });
-      if (whole.layout.sections.some((sec) => sec.perRow === 0)) return; // tensor-level: never cut
+      if (!cutsByRows(whole.layout)) return; // tensor-level sections from the values: never cut
+      // The pipeline writes the constant sections itself: they must fill their sections.
+      for (const dtype of ['f32', 'f16', 'bf16'] as const) {
+        for (const [i, bytes] of constantSections(f, whole.layout, { nrows: 9, rowLen, opts: whole.options, dtype })) {
+          expect(bytes.byteLength, `${f.name} ${whole.layout.sections[i].name} ${dtype}`).toBe(whole.layout.sections[i].bytes);
+        }
+      }
       const parts = [await quantize(v.subarray(0, rowLen * 4), { ...o, rowLength: rowLen }), await quantize(v.subarray(rowLen * 4), { ...o, rowLength: rowLen })];
-      for (const sec of whole.layout.sections) {
+      for (const sec of whole.layout.sections.filter((x) => x.perRow > 0)) {
         const joined = Buffer.concat(parts.map((p) => {
           const ps = p.layout.sections.find((x) => x.name === sec.name)!;
           return Buffer.from(p.data.subarray(ps.offset, ps.offset + ps.bytes));

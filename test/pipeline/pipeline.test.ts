@@ -14,6 +14,7 @@ import { liveWorkerThreads } from '../../src/pipeline/spawn-node.js';
 import { openGguf } from '../../src/io/gguf.js';
 import { ggufContainer } from '../../src/pipeline/container.js';
 import { rowReader } from '../../src/pipeline/rows.js';
+import { dirStore } from '../../src/pipeline/cache-node.js';
 import { buildSafetensors, compiledUrl, f32Bytes, randomValues, sameBytes, syntheticModel } from './helpers.js';
 
 const workerUrl = () => compiledUrl('src/pipeline/worker-node.js');
@@ -128,7 +129,7 @@ describe('quantizeCheckpoint', () => {
     expect(sameBytes(fallback.bytes, whole.bytes)).toBe(true);
   });
 
-  it('cuts rows-only layouts of any format (int8 per channel, nf4, fp8 per row, int4 groups); tensor-level ones run whole', async () => {
+  it('cuts layouts without value-dependent tensor sections (int8 per channel, nf4, fp8 per row, int4 groups, bitsandbytes\' constant ones); the others run whole', async () => {
     const ck = await open();
     const ranged = rowReader(fromBuffer(model.bytes, 'synthetic.safetensors'));
     const readRows = (info: TensorInfo, r0: number, n: number) => ranged(info, r0, n);
@@ -136,6 +137,8 @@ describe('quantizeCheckpoint', () => {
     const cases: [string, Record<string, unknown>, boolean][] = [
       ['int8', { format: 'int8' }, true], ['nf4', { format: 'nf4' }, true], ['fp8_e4m3', { format: 'fp8_e4m3' }, true],
       ['int4', { format: 'int4', groupSize: 32 }, true],
+      ['bnb_nf4', { format: 'bnb_nf4' }, true], ['bnb_fp4', { format: 'bnb_fp4', groupSize: 128 }, true], ['bnb_int8', { format: 'bnb_int8' }, true],
+      ['bnb_nf4 dq', { format: 'bnb_nf4', doubleQuant: true }, false],
       // a per-tensor scale and double quantization need the whole tensor
       ['fp8_e4m3 per tensor', { format: 'fp8_e4m3', granularity: 'tensor' }, false], ['nf4 dq', { format: 'nf4', doubleQuant: true }, false],
     ];
@@ -152,6 +155,23 @@ describe('quantizeCheckpoint', () => {
         expect(t.chunks, label).toBe(1);
       }
     }
+  });
+
+  it('a cut bitsandbytes tensor resumed from the store gets its constant sections (the F16 input\'s quant state) all the same', async () => {
+    const ck = await open();
+    const plan = ck.tensors.map((t) => ({ name: t.name, scheme: t.shape.length === 2 && t.name.includes('mlp') ? { format: 'bnb_nf4' } : 'keep' as const }));
+    const whole = await runTo(ck, { workers: 1, plan });
+    const resume = dirStore(mkdtempSync(join(tmpdir(), 'wq-bnb-resume-')));
+    const first = await runTo(ck, { workers: 2, plan, maxInFlightBytes: 32 << 10, resume, keepResumeData: true });
+    const again = await runTo(ck, { workers: 2, plan, maxInFlightBytes: 32 << 10, resume });
+    const down = 'model.layers.0.mlp.down_proj.weight';
+    expect(ck.tensor(down).dtype).toBe('F16');
+    expect(again.result.tensors.find((t) => t.name === down)!.chunks).toBeGreaterThan(1);
+    expect(again.result.resumedUnits).toBe(again.result.tensors.filter((t) => t.format !== 'keep').reduce((a, t) => a + t.chunks, 0));
+    expect(sameBytes(first.bytes, whole.bytes)).toBe(true);
+    expect(sameBytes(again.bytes, whole.bytes)).toBe(true);
+    const state = await (await openSafetensors(fromBuffer(again.bytes, 'out'))).readRaw(`${down}.quant_state.bitsandbytes__nf4`);
+    expect(JSON.parse(new TextDecoder().decode(state))).toMatchObject({ dtype: 'float16', shape: ck.tensor(down).shape });
   });
 
   it('cuts MLX weights (values only readF32 / readRows give) into row chunks too, with identical output', async () => {

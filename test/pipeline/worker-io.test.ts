@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { quantize, WebquantError } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { quantizeFrom } from '../../src/quantize.js';
+import { getFormat } from '../../src/formats/registry.js';
+import { layoutOf } from '../../src/formats/types.js';
+import { resolveOptions } from '../../src/options.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
 import { fromBlob, fromBuffer, fromUrl, type ByteSource } from '../../src/io/source.js';
 import { fromPath } from '../../src/io/node.js';
@@ -25,11 +28,14 @@ import { buildSafetensors, compiledUrl, f32Bytes, randomValues, sameBytes, synth
 
 const workerUrl = () => compiledUrl('src/pipeline/worker-node.js');
 
-/** Row-only formats (one and several sections, with and without a prepare pass), a format with a tensor-level section, and kept tensors. */
+/** Row-only formats (one and several sections, with and without a prepare pass), formats with constant and with value-dependent tensor-level sections, and kept tensors. */
 function mixedPlan(ck: Checkpoint): PlannedTensor[] {
   return ck.tensors.map((t) => {
     if (t.shape.length < 2 || t.dtype === 'I32') return { name: t.name, scheme: 'keep' as const };
     if (t.name.includes('embed')) return { name: t.name, scheme: 'keep' as const };
+    // constant tensor sections (code book, quant state, weight_format): cut and written by workers all the same
+    if (t.name === 'model.layers.1.mlp.down_proj.weight') return { name: t.name, scheme: { format: 'bnb_nf4' } }; // F16: the quant state says float16
+    if (t.name === 'model.layers.1.self_attn.q_proj.weight') return { name: t.name, scheme: { format: 'bnb_int8' } };
     if (t.name.includes('up_proj')) return { name: t.name, scheme: { format: 'affine', bits: 4, groupSize: 64 } };
     if (t.name.includes('q_proj')) return { name: t.name, scheme: { format: 'int4' } };
     if (t.name.includes('k_proj')) return { name: t.name, scheme: { format: 'nf4', doubleQuant: true } };
@@ -132,16 +138,27 @@ describe('workers read the input and write the output themselves', () => {
       const out = join(dir, `out-${workers}-${budget ?? 'default'}.safetensors`);
       const r = await fileRun({ out, workers, maxInFlightBytes: budget });
       expect(sameBytes(r.bytes, reference)).toBe(true);
-      // No quantized tensor was read here, nothing was appended; the workers wrote the
-      // row-only formats, this thread the header, the kept tensors and nf4 (a tensor-level section).
+      // No quantized tensor was read here, nothing was appended; the workers wrote the rows of
+      // every format but nf4 with double quantization, this thread the header, the kept tensors,
+      // nf4-dq (tensor-level sections from the values) and the bitsandbytes constant sections.
       expect(readsOfQuantized(r.ck, r.plan, r.src.reads)).toEqual([]);
       expect(r.n.appended).toBe(0);
       const nf4 = r.result.tensors.filter((t) => t.format === 'nf4').reduce((a, t) => a + t.outputBytes, 0);
-      const rowOnly = r.result.tensors.filter((t) => t.format !== 'nf4' && t.format !== 'keep').reduce((a, t) => a + t.outputBytes, 0);
-      expect(r.n.workers).toBe(rowOnly);
-      expect(r.n.here).toBeGreaterThanOrEqual(nf4);
+      const constants = r.result.tensors.filter((t) => t.format.startsWith('bnb_')).reduce((a, t) => {
+        const [rows, cols] = r.ck.tensor(t.name).shape;
+        const spec = getFormat(t.format);
+        return a + layoutOf(spec, rows, cols, resolveOptions(spec, { format: t.format })).sections.filter((x) => x.perRow === 0).reduce((b, x) => b + x.bytes, 0);
+      }, 0);
+      expect(constants).toBeGreaterThan(0);
+      const byWorkers = r.result.tensors.filter((t) => t.format !== 'nf4' && t.format !== 'keep').reduce((a, t) => a + t.outputBytes, 0) - constants;
+      expect(r.n.workers).toBe(byWorkers);
+      expect(r.n.here).toBeGreaterThanOrEqual(nf4 + constants);
       expect(r.n.here + r.n.workers).toBe(r.bytes.byteLength);
-      if (budget) expect(r.result.tensors.find((t) => t.name === 'model.layers.1.mlp.up_proj.weight')!.chunks).toBeGreaterThan(2);
+      if (budget) {
+        for (const name of ['model.layers.1.mlp.up_proj.weight', 'model.layers.1.mlp.down_proj.weight', 'model.layers.1.self_attn.q_proj.weight']) {
+          expect(r.result.tensors.find((t) => t.name === name)!.chunks, name).toBeGreaterThan(1);
+        }
+      }
       // Held in memory on the way: only nf4's outputs (written here) and the I32 tensor (no ranged
       // copy); the rest costs no buffer.
       const i32 = r.ck.tensors.filter((t) => t.dtype === 'I32').reduce((a, t) => a + t.byteLength, 0);
@@ -266,13 +283,15 @@ describe('quantizeFrom with a row output', () => {
     const v = randomValues(48 * 256, 9);
     const src = new Uint8Array(v.buffer);
     const input = { length: v.length, dtype: 'f32' as const, copy: (dst: Uint8Array, at: number) => dst.set(src.subarray(at, at + dst.byteLength)) };
-    for (const opts of [{ format: 'q8_0' }, { format: 'affine', bits: 4, groupSize: 64 }, { format: 'int4' }]) {
+    for (const opts of [{ format: 'q8_0' }, { format: 'affine', bits: 4, groupSize: 64 }, { format: 'int4' }, { format: 'bnb_nf4' }, { format: 'bnb_int8' }]) {
       const want = await quantize(v, { ...opts, rowLength: 256 });
-      const got = new Uint8Array(want.data.byteLength);
+      // Constant tensor sections are not handed over: the caller writes them.
+      const rowBytes = want.layout.sections.filter((x) => x.perRow > 0).reduce((a, x) => a + x.bytes, 0);
+      const got = new Uint8Array(rowBytes);
       // Small chunks: several calls per section.
       const r = await quantizeFrom(k, input, { ...opts, rowLength: 256, chunkBytes: 4096 }, undefined, (s, at, bytes) => got.set(bytes, want.layout.sections[s].offset + at));
       expect(r.data.byteLength).toBe(0);
-      expect(sameBytes(got, want.data), opts.format).toBe(true);
+      expect(sameBytes(got, want.data.subarray(0, rowBytes)), opts.format).toBe(true);
     }
     await expect(quantizeFrom(k, input, { format: 'nf4', doubleQuant: true, rowLength: 256 }, undefined, () => undefined)).rejects.toMatchObject({ code: 'E_BAD_OPTION' });
   });
