@@ -122,13 +122,15 @@ export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
 /**
  * The input of a kernel call when it is not a JS array: `copy` fills `dst` with the stored bytes
  * that start `byteOffset` bytes into the input (little-endian f32/f16/bf16, as in a file). The
- * pipeline's workers read file ranges this way straight into wasm memory, sparing a buffer.
+ * pipeline's workers read file ranges this way straight into wasm memory, sparing a buffer, and
+ * Blob ranges chunk by chunk (an asynchronous copy: the caller must keep other calls off the
+ * same kernels until the promise settles, as `dst` is a view of their memory).
  */
 export interface ChunkSource {
   /** Number of elements. */
   readonly length: number;
   readonly dtype: DType;
-  copy(dst: Uint8Array, byteOffset: number): void;
+  copy(dst: Uint8Array, byteOffset: number): void | Promise<void>;
 }
 
 /** The kernels' FLAG_* bits of resolved options (quantize and dequantize alike). */
@@ -242,21 +244,26 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const st = SrcType[dtype];
 
   // The input is scanned for NaN/inf once, on the first pass over it; later passes (calibration
-  // reductions, then the quantize pass) only copy.
+  // reductions, then the quantize pass) only copy. A pass over synchronous copies runs without a
+  // single await, so that calls sharing these kernels on one thread never interleave in a pass.
   let scanned = false;
-  const forEachChunk = (cb: (r0: number, n: number) => void) => {
-    for (let r0 = 0; r0 < nrows; r0 += rows) {
+  const chunk = (r0: number, n: number, cb: (r0: number, n: number) => void) => {
+    const bad = scanned ? -1 : (findNonFinite(arena.input, st, n * rowLen) as number);
+    if (bad >= 0) {
+      const index = r0 * rowLen + bad;
+      // The element as the caller's array holds it (the raw bits for f16/bf16).
+      const at = arena.input + bad * eb;
+      const value = eb === 4 ? new Float32Array(k.buffer.slice(at, at + 4))[0] : new Uint16Array(k.buffer.slice(at, at + 2))[0];
+      fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(value) });
+    }
+    cb(r0, n);
+  };
+  const forEachChunk = (cb: (r0: number, n: number) => void, from = 0): void | Promise<void> => {
+    for (let r0 = from; r0 < nrows; r0 += rows) {
       const n = Math.min(rows, nrows - r0);
-      input.copy(k.u8(arena.input, n * rowLen * eb), r0 * rowLen * eb);
-      const bad = scanned ? -1 : (findNonFinite(arena.input, st, n * rowLen) as number);
-      if (bad >= 0) {
-        const index = r0 * rowLen + bad;
-        // The element as the caller's array holds it (the raw bits for f16/bf16).
-        const at = arena.input + bad * eb;
-        const value = eb === 4 ? new Float32Array(k.buffer.slice(at, at + 4))[0] : new Uint16Array(k.buffer.slice(at, at + 2))[0];
-        fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(value) });
-      }
-      cb(r0, n);
+      const copying = input.copy(k.u8(arena.input, n * rowLen * eb), r0 * rowLen * eb);
+      if (copying) return copying.then(() => { chunk(r0, n, cb); return forEachChunk(cb, r0 + rows); });
+      chunk(r0, n, cb);
     }
     scanned = true;
   };
@@ -270,10 +277,11 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       new Uint8Array(k.buffer, at, outBytes).fill(0);
       init?.(new DataView(k.buffer, at, outBytes));
       writeArgs(k.buffer, arena.args, args);
-      forEachChunk((r0, n) => {
+      const pass = forEachChunk((r0, n) => {
         setRow0(k.buffer, arena.args, r0);
         fn(arena.input, st, n, rowLen, at, arena.args);
       });
+      if (pass) await pass;
       return new DataView(k.buffer.slice(at, at + outBytes));
     },
   };
@@ -291,7 +299,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const metricsFn = k.fn('metrics_accumulate');
   const macc = arena.aux + auxBytes;
   if (acc) new Uint8Array(k.buffer, macc, 48).fill(0);
-  forEachChunk((r0, n) => {
+  const pass = forEachChunk((r0, n) => {
     setRow0(k.buffer, arena.args, r0);
     q(arena.input, st, n, rowLen, arena.out[0], arena.args);
     if (out) rowSecs.forEach((s, i) => out(i, s.perRow * r0, k.u8(arena.out[i], s.perRow * n)));
@@ -301,6 +309,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       metricsFn(arena.input, st, arena.deq, n * rowLen, macc);
     }
   });
+  if (pass) await pass;
   // Tensor-level sections the kernels wrote into aux (per-tensor scales and the like), and the
   // constant ones. Handed over by rows, the output has only constant ones, which the caller writes.
   if (!out) {

@@ -10,8 +10,8 @@
 // the file offset of its part of each section: every offset follows from the container plan. Kept
 // tensors are then copied here through one small reused buffer, at their offsets too.
 // Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
-// it from a file chunk by chunk into wasm memory, and its output until it is written unless the
-// worker writes it; `held` is what remains, what the pipeline's budget counts.
+// it from a file or a Blob chunk by chunk into wasm memory, and its output until it is written
+// unless the worker writes it; `held` is what remains, what the pipeline's budget counts.
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
 import { cutsByRows } from '../formats/types.js';
@@ -106,7 +106,9 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
       const r = await rangeOf(u);
       const out = outputOf(u);
       const input = u.rows * u.job.rowLen * u.job.elemBytes;
-      const held = (r?.range.source.kind === 'file' ? 0 : input) + (out ? 0 : u.cost - input);
+      // A file or Blob range is read by the worker chunk by chunk (worker.ts), a URL range whole.
+      const streamed = r?.range.source.kind === 'file' || r?.range.source.kind === 'blob';
+      const held = (streamed ? 0 : input) + (out ? 0 : u.cost - input);
       return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
     },
 

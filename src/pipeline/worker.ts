@@ -1,9 +1,10 @@
 // What every pool worker runs, whatever the runtime: the kernels are loaded once per worker, then
 // each call quantizes one tensor (or one chunk of rows) whose values arrive as a transferred
 // ArrayBuffer, or are read by the worker itself from a range of a source it is told about
-// (quantizeRange), and whose output leaves as a transferred ArrayBuffer, or is written by the
-// worker itself into the output file at offsets it is told (`out`, Node). The runtime entry points
-// (worker-node.ts, worker-browser.ts) only connect this object to their message port.
+// (quantizeRange: a file or a Blob chunk by chunk, a URL whole), and whose output leaves as a
+// transferred ArrayBuffer, or is written by the worker itself into the output file at offsets it
+// is told (`out`, Node). The runtime entry points (worker-node.ts, worker-browser.ts) only
+// connect this object to their message port.
 import { Comlink } from './transfer.js';
 import { configureWasm, loadKernels, type Kernels, type WasmBuild, type WasmSource } from '../kernels/loader.js';
 import { quantizeFrom, type Backend, type ChunkSource, type QuantizeOptions, type QuantizedTensor } from '../quantize.js';
@@ -81,24 +82,74 @@ async function quantizeTo(k: Kernels, input: ChunkSource, options: WorkerQuantiz
   }
 }
 
+/** Bytes a Blob range is read in (two at a time: the next is read while the kernels run). */
+const BLOB_BLOCK = 4 << 20;
+
+/**
+ * A Blob range read block by block as the kernels ask for it, so that a tensor that runs whole
+ * (a per-tensor scale, double quantization) is never held whole; calibration passes read it again.
+ */
+function blobInput(range: WorkerRange, dtype: WorkerDType): ChunkSource {
+  const src = openRef(range.source);
+  const blocks = new Map<number, Promise<Uint8Array>>();
+  const block = (b: number) => {
+    let p = blocks.get(b);
+    if (!p) {
+      const at = b * BLOB_BLOCK;
+      blocks.set(b, (p = src.read(range.offset + at, Math.min(BLOB_BLOCK, range.length - at))));
+      p.catch(() => undefined); // a read ahead that fails is reported when it is needed
+    }
+    return p;
+  };
+  return {
+    length: range.length / (dtype === 'f32' ? 4 : 2),
+    dtype,
+    async copy(dst, at) {
+      for (let done = 0; done < dst.byteLength;) {
+        const b = Math.floor((at + done) / BLOB_BLOCK);
+        const bytes = await block(b);
+        // Keep this block and the next one only.
+        for (const k of blocks.keys()) if (k < b) blocks.delete(k);
+        if ((b + 1) * BLOB_BLOCK < range.length) void block(b + 1);
+        const from = at + done - b * BLOB_BLOCK;
+        const n = Math.min(dst.byteLength - done, bytes.byteLength - from);
+        dst.set(bytes.subarray(from, from + n), done);
+        done += n;
+      }
+    },
+  };
+}
+
 function arrayInput(values: ArrayBuffer, dtype: WorkerDType): ChunkSource {
   const src = new Uint8Array(values);
   return { length: values.byteLength / (dtype === 'f32' ? 4 : 2), dtype, copy: (dst, at) => dst.set(src.subarray(at, at + dst.byteLength)) };
 }
 
+// Calls take turns on this thread's kernels (loadKernels shares one instance per thread, and
+// in-thread workers, src/edge/inline-spawner.ts, share the thread): a Blob range's chunks arrive
+// asynchronously, and another call must not reuse the kernels' memory in between (the pool may
+// send a call before the last one has ended).
+let turn: Promise<unknown> = Promise.resolve();
+function exclusive<T>(f: () => Promise<T>): Promise<T> {
+  const r = turn.then(f);
+  turn = r.catch(() => undefined);
+  return r;
+}
+
 export function createWorkerApi(): WorkerApi {
   let kernels: Promise<Kernels> | undefined;
+
   const api: WorkerApi = {
     async init(init) {
       if (init.wasm) configureWasm(init.wasm);
       kernels = loadKernels(init.backend ?? 'auto');
       return (await kernels).build;
     },
-    async quantizeTensor(values, options, out) {
+    quantizeTensor: (values, options, out) => exclusive(async () => {
       const k = await (kernels ??= loadKernels('auto'));
       return quantizeTo(k, arrayInput(values, options.dtype), options, out);
-    },
-    async quantizeRange(range, options, out) {
+    }),
+    quantizeRange: (range, options, out) => exclusive(async () => {
       const k = await (kernels ??= loadKernels('auto'));
       if (range.source.kind === 'file') {
         // Read chunk by chunk straight into wasm memory: no buffer of the whole range, and the
@@ -111,10 +162,12 @@ export function createWorkerApi(): WorkerApi {
           file.close();
         }
       }
+      if (range.source.kind === 'blob') return quantizeTo(k, blobInput(range, options.dtype), options, out);
+      // A URL range is read whole: calibration passes would fetch it again.
       const bytes = await openRef(range.source).read(range.offset, range.length);
       const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer as ArrayBuffer : bytes.slice().buffer;
       return quantizeTo(k, arrayInput(own, options.dtype), options, out);
-    },
+    }),
   };
   return api;
 }

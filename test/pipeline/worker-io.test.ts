@@ -221,6 +221,21 @@ describe('workers read the input and write the output themselves', () => {
     }
   });
 
+  it('a tensor that runs whole (double quantization) from a Blob holds only its output in memory, not its 2 MiB of input', async () => {
+    const v = randomValues(512 * 1024, 31);
+    const bytes = buildSafetensors([{ name: 'blk.0.ffn_up.weight', dtype: 'F32', shape: [512, 1024], data: f32Bytes(v) }]);
+    const ck = await openSafetensors(fromBlob(new Blob([bytes]), 'big.safetensors'));
+    const plan = [{ name: 'blk.0.ffn_up.weight', scheme: { format: 'nf4', doubleQuant: true } }];
+    const sink = memorySink();
+    const r = await quantizeCheckpoint({ input: ck, plan, sink, workers: 1, maxInFlightBytes: 64 << 10, poolOptions: { workerUrl: workerUrl() } });
+    expect(r.tensors[0].chunks).toBe(1);
+    expect(r.peakInFlightBytes).toBe(r.tensors[0].outputBytes);
+    expect(r.peakInFlightBytes).toBeLessThan(v.byteLength / 6);
+    const want = await quantize(v, { format: 'nf4', doubleQuant: true, rowLength: 1024 });
+    const out = await openSafetensors(fromBuffer(sink.bytes(), 'out'));
+    expect(sameBytes(await out.readRaw('blk.0.ffn_up.weight'), want.data.subarray(0, want.layout.sections[0].bytes))).toBe(true);
+  });
+
   it('a source without a reference (custom fetch, in-memory buffer) is read here, with the same bytes', async () => {
     const src = spied(fromBuffer(model.bytes, 'in.safetensors'));
     const ck = await openSafetensors(src);
