@@ -4,7 +4,7 @@ import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DTyp
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
 import { formats, getFormat } from './formats/registry.js';
-import { constantSections, cutsByRows, layoutOf, type FormatSpec, type Layout, type ResolvedOptions, type TensorContext } from './formats/types.js';
+import { constantSections, cutsByRows, layoutOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
 import type { GpuResult } from './webgpu/index.js';
@@ -39,6 +39,26 @@ export interface QuantizeOptions extends FormatOptions {
    * nvfp4's scale_2), so that tensors a runtime fuses into one matrix can share it.
    */
   tensorScale?: number;
+  /**
+   * Runs only the tensor-level calibration (the format's prepare step: per-tensor scales, double
+   * quantization's groups) and returns it as `prepared`, with empty data: the `slice.prepared` of
+   * every slice of this tensor.
+   */
+  prepareOnly?: boolean;
+  /**
+   * The values are rows `row0`.. of a tensor of `rows` rows, quantized as that tensor's rows are:
+   * its calibration comes from `prepared` (a prepareOnly call over the whole tensor; required
+   * where the layout has tensor sections computed from the values), double quantization's groups
+   * follow the whole tensor's rows, and errors name its rows. The result holds this slice's row
+   * sections, then the whole tensor's tensor sections (the same in every slice).
+   */
+  slice?: TensorSlice;
+}
+
+export interface TensorSlice {
+  row0: number;
+  rows: number;
+  prepared?: PreparedArgs;
 }
 
 export interface QuantizedTensor {
@@ -51,6 +71,8 @@ export interface QuantizedTensor {
   options: ResolvedOptions;
   metrics?: ErrorMetrics;
   backend: WasmBuild | 'webgpu';
+  /** The tensor-level calibration (QuantizeOptions.prepareOnly). */
+  prepared?: PreparedArgs;
 }
 
 const DEFAULT_CHUNK = 1 << 20;
@@ -116,7 +138,19 @@ export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
       fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: tensorScale must be a finite number >= 0 but got ${opts.tensorScale}`, { tensor: name, option: 'tensorScale', value: opts.tensorScale, expected: '>= 0' });
     }
   }
-  return { name, spec, dtype, rowLen, nrows: length / rowLen, o, layout: layoutOf(spec, length / rowLen, rowLen, o) };
+  const nrows = length / rowLen;
+  const slice = opts.slice;
+  if (slice !== undefined) {
+    if (!Number.isInteger(slice.rows) || !Number.isInteger(slice.row0) || slice.row0 < 0 || slice.row0 + nrows > slice.rows) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: slice rows ${slice.row0}..${slice.row0 + nrows} do not lie within a tensor of ${slice.rows} rows`, { tensor: name, option: 'slice', value: `${slice.row0}+${nrows}`, expected: `rows within 0..${slice.rows}` });
+    }
+    if (opts.prepareOnly) fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: prepareOnly runs over the whole tensor, not a slice`, { tensor: name, option: 'prepareOnly' });
+  }
+  const layout = layoutOf(spec, nrows, rowLen, o, slice?.rows);
+  if (slice && !slice.prepared && !cutsByRows(layout)) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: a slice of a ${spec.name} tensor with these options needs slice.prepared (its tensor-level calibration, from a prepareOnly call over the whole tensor)`, { tensor: name, option: 'slice.prepared', value: spec.name });
+  }
+  return { name, spec, dtype, rowLen, nrows, o, layout };
 }
 
 /**
@@ -231,6 +265,10 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
     fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections that depend on the values)`, { tensor: name, option: 'out', value: spec.name });
   }
   const eb = dtype === 'f32' ? 4 : 2;
+  // A slice's rows are numbered as the whole tensor's (kernels, errors), whose rows the tensor
+  // sections and finish() describe.
+  const row0 = opts.slice?.row0 ?? 0;
+  const tensorRows = opts.slice?.rows ?? nrows;
   const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
   const rowSecs = layout.sections.filter((s) => s.perRow > 0);
   const auxBytes = layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
@@ -250,7 +288,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const chunk = (r0: number, n: number, cb: (r0: number, n: number) => void) => {
     const bad = scanned ? -1 : (findNonFinite(arena.input, st, n * rowLen) as number);
     if (bad >= 0) {
-      const index = r0 * rowLen + bad;
+      const index = (row0 + r0) * rowLen + bad;
       // The element as the caller's array holds it (the raw bits for f16/bf16).
       const at = arena.input + bad * eb;
       const value = eb === 4 ? new Float32Array(k.buffer.slice(at, at + 4))[0] : new Uint16Array(k.buffer.slice(at, at + 2))[0];
@@ -269,7 +307,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   };
 
   const ctx: TensorContext = {
-    kernels: k, nrows, rowLen, opts: o, tensorScale: opts.tensorScale, dtype,
+    kernels: k, nrows: tensorRows, rowLen, opts: o, tensorScale: opts.tensorScale, dtype,
     async reduce(kernel, outBytes, init) {
       // The reduction buffer lives after the arena, sized by the caller.
       const at = k.reserve(arena.end + outBytes) + arena.end;
@@ -278,14 +316,17 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       init?.(new DataView(k.buffer, at, outBytes));
       writeArgs(k.buffer, arena.args, args);
       const pass = forEachChunk((r0, n) => {
-        setRow0(k.buffer, arena.args, r0);
+        setRow0(k.buffer, arena.args, row0 + r0);
         fn(arena.input, st, n, rowLen, at, arena.args);
       });
       if (pass) await pass;
       return new DataView(k.buffer.slice(at, at + outBytes));
     },
   };
-  const { auxInit, ...tensorArgs } = spec.prepare ? await spec.prepare(ctx) : {};
+  // A slice takes the whole tensor's calibration (none where the tensor sections are constant).
+  const prepared = opts.slice ? (opts.slice.prepared ?? {}) : spec.prepare ? await spec.prepare(ctx) : {};
+  if (opts.prepareOnly) return { format: spec.name, shape: [nrows, rowLen], data: new Uint8Array(0), layout, options: o, backend: k.build, prepared };
+  const { auxInit, ...tensorArgs } = prepared;
   Object.assign(args, tensorArgs);
   args.aux = arena.aux;
   if (auxInit) k.u8(arena.aux, auxInit.byteLength).set(auxInit);
@@ -300,7 +341,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   const macc = arena.aux + auxBytes;
   if (acc) new Uint8Array(k.buffer, macc, 48).fill(0);
   const pass = forEachChunk((r0, n) => {
-    setRow0(k.buffer, arena.args, r0);
+    setRow0(k.buffer, arena.args, row0 + r0);
     q(arena.input, st, n, rowLen, arena.out[0], arena.args);
     if (out) rowSecs.forEach((s, i) => out(i, s.perRow * r0, k.u8(arena.out[i], s.perRow * n)));
     else rowSecs.forEach((s, i) => data.set(k.u8(arena.out[i], s.perRow * n), s.offset + s.perRow * r0));
@@ -318,7 +359,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       data.set(k.u8(auxAt, s.bytes), s.offset);
       auxAt += s.bytes;
     }
-    for (const [i, bytes] of constantSections(spec, layout, { nrows, rowLen, opts: o, dtype })) data.set(bytes, layout.sections[i].offset);
+    for (const [i, bytes] of constantSections(spec, layout, { nrows: tensorRows, rowLen, opts: o, dtype })) data.set(bytes, layout.sections[i].offset);
     spec.finish?.(ctx, data, layout, tensorArgs);
   }
   const metrics = acc ? finishMetrics(new Float64Array(k.buffer.slice(macc, macc + 48))) : undefined;

@@ -105,7 +105,8 @@ export interface FormatSpec {
    * finish) may only change the bytes where the layout has tensor sections that are not constant:
    * a layout without such sections is cut into row chunks, each quantized by its own call (the
    * pipeline, quantizeFrom's output by rows), and the registry test checks that such chunks give
-   * the bytes of the whole.
+   * the bytes of the whole. Its result must be structured-cloneable: the pipeline computes it
+   * once in a worker (QuantizeOptions.prepareOnly) and hands it to every slice of the tensor.
    */
   prepare?(ctx: TensorContext): Promise<PreparedArgs>;
   /**
@@ -161,14 +162,18 @@ export function constantSections(spec: FormatSpec, layout: Layout, t: ConstantCo
   return out;
 }
 
-export function layoutOf(spec: FormatSpec, nrows: number, rowLen: number, o: ResolvedOptions): Layout {
+/**
+ * The row sections of `nrows` rows, then the tensor sections of a tensor of `tensorRows` rows (a
+ * slice of a larger tensor, QuantizeOptions.slice, carries the whole tensor's).
+ */
+export function layoutOf(spec: FormatSpec, nrows: number, rowLen: number, o: ResolvedOptions, tensorRows = nrows): Layout {
   const sections: Layout['sections'] = [];
   let offset = 0;
   for (const s of spec.rowSections(rowLen, o)) {
     sections.push({ name: s.name, offset, bytes: s.bytes * nrows, perRow: s.bytes });
     offset += s.bytes * nrows;
   }
-  for (const s of spec.tensorSections?.(nrows, rowLen, o) ?? []) {
+  for (const s of spec.tensorSections?.(tensorRows, rowLen, o) ?? []) {
     sections.push({ name: s.name, offset, bytes: s.bytes, perRow: 0, ...(s.constant ? { constant: true } : {}) });
     offset += s.bytes;
   }

@@ -5,7 +5,7 @@ import { isGgmlBlockType } from '../io/ggml-types.js';
 import { FOLDED_DTYPES, READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import { getFormat } from '../formats/registry.js';
-import { cutsByRows, layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
+import { cutsByRows, layoutOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions } from '../formats/types.js';
 import { resolveOptions, type FormatOptions } from '../options.js';
 import type { ErrorMetrics } from '../metrics.js';
 import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
@@ -45,6 +45,10 @@ export interface Job {
   /** readValues (F32/F16/BF16) or readF32 (everything else). */
   readAs: 'values' | 'f32';
   units: Unit[];
+  /** Cut into slices that share one calibration of the whole tensor (see buildJobs). */
+  sliced?: boolean;
+  /** A sliced job's calibration, computed when its first slice is sent. */
+  prepared?: Promise<PreparedArgs>;
   /** The dtype of the values the workers got (quantized tensors; set as they are sent). */
   valuesDtype?: TensorValues['dtype'];
   /** Without ranged reads: the whole tensor, read once for all its chunks. */
@@ -112,7 +116,7 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
  * tensor with one importance vector per expert): cut at every matrix boundary as well.
  */
 export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set(),
-  claims?: (name: string, format: string) => string[], onReplaced?: (dropped: string[]) => void): Job[] {
+  claims?: (name: string, format: string) => string[], onReplaced?: (dropped: string[]) => void, streamed: (name: string) => boolean = () => false): Job[] {
   const byName = new Map<string, PlannedTensor>();
   for (const p of planEntries(plan)) {
     input.tensor(p.name); // unknown names fail here, naming the tensor
@@ -198,15 +202,19 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
     const rowsF32 = stored === undefined && ROWS_F32_DTYPES.has(info.dtype) && typeof (input as { readRows?: unknown }).readRows === 'function';
     // Layouts without tensor sections that depend on the values are cut (prepare / finish only
     // work on those, see FormatSpec): int8 per channel, nf4 without double quantization, fp8 per
-    // row, bitsandbytes' layouts (their constant sections are written once), ...
-    const chunkable = cutsByRows(layout) && (stored !== undefined || rowsF32);
+    // row, bitsandbytes' layouts (their constant sections are written once), ... The others
+    // (per-tensor scales, double quantization) are cut into slices where the workers read the
+    // stored values themselves chunk by chunk: one of them calibrates over the whole tensor first
+    // (QuantizeOptions.prepareOnly), then every slice quantizes its rows with that calibration.
+    const rowsCut = cutsByRows(layout);
+    const chunkable = rowsCut ? stored !== undefined || rowsF32 : stored !== undefined && streamed(info.name);
     // Cut a tensor into row chunks when it exceeds one worker's share of the budget (so that it
     // fits, and so that all workers share a large tensor instead of one taking it alone) or
     // UNIT_BYTES (see there).
     const cap = Math.min(budget / poolSize, UNIT_BYTES);
     // Rows of one matrix of a tensor whose units may not span two.
     const period = perMatrix.has(info.name) && info.shape.length === 3 ? info.shape[1] : nrows;
-    if (perMatrix.has(info.name) && (info.shape.length !== 3 || !chunkable)) {
+    if (perMatrix.has(info.name) && (info.shape.length !== 3 || !chunkable || !rowsCut)) {
       throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${info.name}" ${info.dtype}[${info.shape}] cannot be quantized one matrix at a time (per-matrix importance needs a 3-D F32/F16/BF16 tensor)`, { tensor: info.name, value: info.shape, expected: '[matrices, rows, cols]' });
     }
     if ((whole <= cap || !chunkable || nrows <= 1) && period === nrows) {
@@ -219,6 +227,11 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
         // The id names the rows, so a resumed run that cuts differently never mixes chunks up.
         job.units.push({ job, chunk: c, r0, rows: n, cost: n * perRow, id: `${index}.${r0}+${n}` });
         r0 += n;
+      }
+      // The first slice carries the tensor sections (the same in every slice) and costs them.
+      if (!rowsCut) {
+        job.sliced = true;
+        job.units[0].cost += whole - nrows * perRow;
       }
     }
     return job;

@@ -4,12 +4,15 @@
 // Memory: every unit of work reserves the bytes it holds on its way, its input plus its output
 // (less what a worker reads from a file into wasm memory or writes itself, see worker-io.ts),
 // before it is read and releases them once written; reading waits while the reservation would
-// exceed maxInFlightBytes (a unit larger than the budget runs alone). A tensor larger than the budget is cut into chunks of whole
-// rows, each quantized by its own call: row sections are rows back to back, so the chunks' parts
-// concatenated per section give the bytes of one call over the whole tensor. A layout with
-// tensor-level sections (a per-tensor scale, double quantization, a quant state: what `prepare`
-// and `finish` compute) needs the whole tensor at once, so such tensors are never cut (they run
-// alone instead). With several row sections, the first section
+// exceed maxInFlightBytes (a unit larger than the budget runs alone). A tensor larger than the
+// budget is cut into chunks of whole rows, each quantized by its own call: row sections are rows
+// back to back, so the chunks' parts concatenated per section give the bytes of one call over the
+// whole tensor; constant tensor sections (bitsandbytes' quant state) are written here once. A
+// layout with tensor-level sections computed from the values (a per-tensor scale, double
+// quantization: what `prepare` and `finish` compute) needs the whole tensor's calibration: where
+// the workers read the tensor themselves chunk by chunk, one worker computes it first
+// (prepareOnly) and the chunks are slices that share it, the first slice bringing the tensor
+// sections; elsewhere such a tensor runs whole, alone. With several row sections, the first section
 // streams out chunk by chunk and the others (block scales: a small fraction) are held until the
 // last chunk. Row chunks need ranged reads (see RowReader); without one the whole tensor is read
 // and only the quantization is chunked.
@@ -23,10 +26,10 @@
 // exactly, cosine as the element-weighted mean of the chunks' cosines (an approximation).
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { ErrorMetrics } from '../metrics.js';
-import type { QuantizedTensor, TensorBackend } from '../quantize.js';
+import type { QuantizedTensor, QuantizeOptions, TensorBackend } from '../quantize.js';
 import { constantSections } from '../formats/types.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
-import { workerIo, type Route } from './worker-io.js';
+import { streamedTensors, workerIo, type Route } from './worker-io.js';
 import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -199,11 +202,14 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       return shape?.length === 3 && shape[0] > 1 && v.length === shape[0] * shape[2];
     }).map(([name]) => name));
     const container = opts.container ?? safetensorsContainer();
+    const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
+    // The GPU lane quantizes on this thread: it needs the values here and gives its bytes here.
+    const ownIo = (opts.workerIo ?? true) && lanes === pool;
+    const reads = ownIo && !opts.readRows;
     const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix, container.claims, (replaced) => emit({
       type: 'warning', kind: 'replaced',
       message: `${replaced.length} input tensors are replaced by the new scales of the weights they belonged to (${replaced.slice(0, 2).join(', ')}${replaced.length > 2 ? ', ...' : ''})`,
-    }));
-    const lanes = await withGpuLane(pool, { backend: opts.backend, preferGpu: opts.preferGpu, emit });
+    }), await streamedTensors(input, reads));
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
       ? await runKey({
@@ -252,11 +258,9 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     };
 
     const layoutPlan = container.plan(outputs, input);
-    // The GPU lane quantizes on this thread: it needs the values here and gives its bytes here.
-    const ownIo = (opts.workerIo ?? true) && lanes === pool;
     const io = workerIo({
       input, layoutPlan, signal: ctl.signal,
-      reads: ownIo && !opts.readRows,
+      reads,
       // The resume store needs the results' bytes: then they come back here.
       target: ownIo && !key ? sink.positional : undefined,
     });
@@ -289,14 +293,25 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const task = range
         ? { range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
-      // Wrapped: an async function returning a promise would wait for it.
-      const result = lanes.quantize(task, {
+      const qopts: QuantizeOptions = {
         format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant, scaleDtype: s.scaleDtype,
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
         tensorScale,
-      }).then(async (q: QuantizedTensor) => {
-        // A chunk's rows only: the constant tensor sections are written once, by consume().
-        const data = job.units.length > 1 ? q.data.subarray(0, rowBytes(job) * u.rows) : q.data;
+      };
+      // A slice waits for the calibration of the whole tensor, which a worker computes once,
+      // reading the tensor itself (streamedTensors); the pipeline goes on meanwhile.
+      if (job.sliced) {
+        job.prepared ??= io.wholeRange(job).then(({ range: whole, dtype }) => lanes.quantize({ range: whole, signal: ctl.signal }, { ...qopts, dtype, metrics: false, prepareOnly: true }))
+          .then((q) => q.prepared ?? {});
+      }
+      // Wrapped: an async function returning a promise would wait for it.
+      const quantized = job.sliced
+        ? job.prepared!.then((prepared) => lanes.quantize(task, { ...qopts, slice: { row0: u.r0, rows: job.nrows, prepared } }))
+        : lanes.quantize(task, qopts);
+      const result = quantized.then(async (q: QuantizedTensor) => {
+        // A chunk's rows only: the tensor sections come once, from a sliced tensor's first slice
+        // or (constant ones) from consume().
+        const data = job.units.length > 1 && !(job.sliced && u.chunk === 0) ? q.data.subarray(0, rowBytes(job) * u.rows) : q.data;
         if (key) await opts.resume!.put(key, u.id, { data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data, metrics: q.metrics, cached: false, written: !!out };
       });
@@ -361,10 +376,12 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           const r = await results[u]!.promise;
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
-            // Tensor sections come in a whole tensor's own bytes; where a worker wrote them or
-            // the tensor was cut, they are constant and added below.
-            if (secs[s].perRow === 0 && (r.written || job.units.length > 1)) continue;
-            const len = job.units.length === 1 ? secs[s].bytes : secs[s].perRow * unit.rows;
+            // Tensor sections come in a whole tensor's bytes and in a sliced one's first slice;
+            // where a worker wrote the rows or the tensor was cut by rows, they are constant and
+            // added below.
+            const tensorSec = secs[s].perRow === 0;
+            if (tensorSec && (r.written || (job.units.length > 1 && !(job.sliced && unit.chunk === 0)))) continue;
+            const len = job.units.length === 1 || tensorSec ? secs[s].bytes : secs[s].perRow * unit.rows;
             // A part the worker wrote itself is only skipped over (a number in `held`).
             const part = r.written ? len : r.data.subarray(at, at + len);
             if (!r.written) at += len;

@@ -331,7 +331,7 @@ export class WorkerPool {
     }
     if ('ok' in outcome) {
       const r = outcome.ok;
-      this.settle(job, () => job.resolve({ format: r.format, shape: r.shape, data: new Uint8Array(r.data), layout: r.layout, options: r.options, metrics: r.metrics, backend: r.backend }));
+      this.settle(job, () => job.resolve({ format: r.format, shape: r.shape, data: new Uint8Array(r.data), layout: r.layout, options: r.options, metrics: r.metrics, backend: r.backend, prepared: r.prepared }));
     } else {
       const e = outcome.err;
       this.settle(job, () => job.reject(e));

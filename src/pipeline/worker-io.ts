@@ -16,7 +16,8 @@ import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
 import { cutsByRows } from '../formats/types.js';
 import type { ContainerPlan } from './container.js';
-import type { Unit, UnitResult } from './jobs.js';
+import type { Job, Unit, UnitResult } from './jobs.js';
+import { ErrorCodes, WebquantError } from '../errors.js';
 import type { PositionalTarget } from './sink.js';
 import type { WorkerOutput, WorkerRange } from './worker.js';
 
@@ -49,8 +50,31 @@ export interface Route {
 export interface WorkerIo {
   target?: PositionalTarget;
   route(u: Unit): Promise<Route>;
+  /** The stored range of a whole sliced tensor, for its calibration (prepareOnly). */
+  wholeRange(job: Job): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] }>;
   /** Copies a kept unit whose route says `copy` into the target (result `written`). */
   copyKept(u: Unit): Promise<UnitResult>;
+}
+
+/**
+ * The tensors whose values the pool's workers would read themselves chunk by chunk (a file or
+ * Blob range; URL ranges are read whole): a layout with tensor sections computed from the values
+ * can then be cut into slices (jobs.ts), its calibration running once over the whole in a worker.
+ */
+export async function streamedTensors(input: Checkpoint, reads: boolean): Promise<(name: string) => boolean> {
+  const locate = input.locate?.bind(input);
+  if (!reads || !locate) return () => false;
+  const kinds = new Map<ByteSource, Promise<SourceRef['kind'] | undefined>>();
+  const names = new Set<string>();
+  for (const t of input.tensors) {
+    const at = locate(t.name, 0, 1);
+    if (!at) continue;
+    let kind = kinds.get(at.source);
+    if (!kind) kinds.set(at.source, (kind = at.source.ref ? at.source.ref().then((r) => r.kind) : Promise.resolve(undefined)));
+    const k = await kind;
+    if (k === 'file' || k === 'blob') names.add(t.name);
+  }
+  return (name) => names.has(name);
 }
 
 export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoOptions): WorkerIo {
@@ -72,9 +96,9 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
   // One copy after another, like this thread's reads.
   let copying: Promise<unknown> = Promise.resolve();
 
-  const rangeOf = async (u: Unit): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
-    if (!reads || !locate || u.job.readAs !== 'values') return undefined;
-    const at = locate(u.job.info.name, u.r0, u.rows);
+  const rangeOf = async (job: Job, r0: number, rows: number): Promise<{ range: WorkerRange; dtype: TensorValues['dtype'] } | undefined> => {
+    if (!reads || !locate || job.readAs !== 'values') return undefined;
+    const at = locate(job.info.name, r0, rows);
     const source = at && (await refOf(at.source));
     return source && { range: { source, offset: at.offset, length: at.length }, dtype: at.dtype };
   };
@@ -103,13 +127,19 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
         const copy = !!keptRange(u);
         return { copy, held: copy ? 0 : u.cost };
       }
-      const r = await rangeOf(u);
+      const r = await rangeOf(u.job, u.r0, u.rows);
       const out = outputOf(u);
       const input = u.rows * u.job.rowLen * u.job.elemBytes;
       // A file or Blob range is read by the worker chunk by chunk (worker.ts), a URL range whole.
       const streamed = r?.range.source.kind === 'file' || r?.range.source.kind === 'blob';
       const held = (streamed ? 0 : input) + (out ? 0 : u.cost - input);
       return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
+    },
+
+    async wholeRange(job) {
+      const r = await rangeOf(job, 0, job.nrows);
+      if (!r) throw new WebquantError(ErrorCodes.BAD_INPUT, `[pipeline] tensor "${job.info.name}" was cut into slices but its workers cannot read it`, { tensor: job.info.name });
+      return r;
     },
 
     copyKept(u) {

@@ -9,7 +9,7 @@ import { Comlink } from './transfer.js';
 import { configureWasm, loadKernels, type Kernels, type WasmBuild, type WasmSource } from '../kernels/loader.js';
 import { quantizeFrom, type Backend, type ChunkSource, type QuantizeOptions, type QuantizedTensor } from '../quantize.js';
 import { openRef, type SourceRef } from '../io/source.js';
-import type { Layout, ResolvedOptions } from '../formats/types.js';
+import type { Layout, PreparedArgs, ResolvedOptions } from '../formats/types.js';
 import type { ErrorMetrics } from '../metrics.js';
 
 export interface WorkerInit {
@@ -32,6 +32,8 @@ export interface WorkerResult {
   options: ResolvedOptions;
   metrics?: ErrorMetrics;
   backend: WasmBuild;
+  /** The tensor-level calibration (options.prepareOnly). */
+  prepared?: PreparedArgs;
 }
 
 /** Stored values the worker reads itself: `length` bytes at `offset` of `source`. */
@@ -67,7 +69,7 @@ function loadNodeIo(): Promise<NodeIo> {
 function result(qt: QuantizedTensor & { backend: WasmBuild }): WorkerResult {
   // quantizeFrom allocates `data` on its own, so its buffer is exactly the output and can move.
   const data = qt.data.byteOffset === 0 && qt.data.byteLength === qt.data.buffer.byteLength ? qt.data.buffer as ArrayBuffer : qt.data.slice().buffer;
-  const out: WorkerResult = { format: qt.format, shape: qt.shape, data, layout: qt.layout, options: qt.options, metrics: qt.metrics, backend: qt.backend };
+  const out: WorkerResult = { format: qt.format, shape: qt.shape, data, layout: qt.layout, options: qt.options, metrics: qt.metrics, backend: qt.backend, prepared: qt.prepared };
   return Comlink.transfer(out, [data]);
 }
 

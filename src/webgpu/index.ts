@@ -25,7 +25,7 @@ export { gpuUnsupported, GPU_FORMATS } from './kernels.js';
 export type GpuResult<T> = { ran: true; value: T } | { ran: false; build: 'auto' | WasmBuild };
 
 export async function maybeGpuQuantize(values: TensorValues, opts: QuantizeOptions & { preferGpu?: boolean }, p: ReturnType<typeof planTensor>): Promise<GpuResult<QuantizedTensor>> {
-  const why = gpuUnsupported(p.spec.name, p.o, 'quantize', !!opts.importance && p.spec.importance);
+  const why = opts.slice || opts.prepareOnly ? 'slices and prepareOnly run on wasm' : gpuUnsupported(p.spec.name, p.o, 'quantize', !!opts.importance && p.spec.importance);
   const sel = await selectBackend(opts.backend, opts.preferGpu, why, 'quantize');
   if (sel.kind === 'wasm') return { ran: false, build: sel.build };
   return { ran: true, value: await gpuQuantize(sel.gpu, values, opts, p) };

@@ -93,6 +93,38 @@ for (const f of formats.values()) {
       }
     });
 
+    it('slices of rows with the whole tensor\'s calibration (prepareOnly) give its row sections, and each its tensor sections', async () => {
+      const rowLen = 512;
+      // Rows of growing scale: a per-tensor scale or double quantization's groups from one slice
+      // alone would differ from the whole's.
+      // 72 rows: bitsandbytes' double quantization groups 256 blocks of the flattened tensor
+      // (32 rows here), so the slices' groups must follow their place in the whole.
+      const v = Float32Array.from(gaussian(rowLen * 72, 8), (x, i) => x * (1 + (i >> 12)));
+      // Per-tensor scales (with calibration passes) and double quantization where the format has them.
+      const variants: Record<string, unknown>[] = [{}];
+      if (f.granularities?.includes('tensor')) variants.push({ granularity: 'tensor' }, ...(f.calibrations.includes('mse') ? [{ granularity: 'tensor', calibration: 'mse' }] : []));
+      if (f.doubleQuant) variants.push({ doubleQuant: true });
+      for (const variant of variants) {
+        const label = `${f.name} ${JSON.stringify(variant)}`;
+        const whole = await quantize(v, { ...o, ...variant, rowLength: rowLen });
+        const { prepared } = await quantize(v, { ...o, ...variant, rowLength: rowLen, prepareOnly: true });
+        expect(prepared, label).toBeDefined();
+        const parts = [];
+        for (const [a, b] of [[0, 20], [20, 50], [50, 72]]) {
+          parts.push(await quantize(v.subarray(a * rowLen, b * rowLen), { ...o, ...variant, rowLength: rowLen, slice: { row0: a, rows: 72, prepared } }));
+        }
+        for (const sec of whole.layout.sections) {
+          const want = Buffer.from(whole.data.subarray(sec.offset, sec.offset + sec.bytes));
+          const got = parts.map((p) => {
+            const ps = p.layout.sections.find((x) => x.name === sec.name)!;
+            return Buffer.from(p.data.subarray(ps.offset, ps.offset + ps.bytes));
+          });
+          if (sec.perRow > 0) expect(Buffer.concat(got).equals(want), `${label} ${sec.name}`).toBe(true);
+          else got.forEach((g, i) => expect(g.equals(want), `${label} ${sec.name} slice ${i}`).toBe(true));
+        }
+      }
+    });
+
     it('zeros round-trip to zeros and gaussian data round-trips with bounded error', async () => {
       const rowLen = 512;
       const z = await dequantize(await quantize(new Float32Array(rowLen * 2), { ...o, rowLength: rowLen }));
@@ -192,5 +224,25 @@ describe('dequantizeInto', () => {
     expect(await dequantizeInto(qt, out)).toBe(out);
     expect(Buffer.from(out.buffer).equals(Buffer.from((await dequantize(qt)).buffer))).toBe(true);
     await expect(dequantizeInto(qt, new Float32Array(10))).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
+  });
+});
+
+describe('slices refuse what they cannot do', () => {
+  const v = gaussian(512 * 4, 2);
+  it('rows outside the tensor, a value-dependent layout without prepared, prepareOnly on a slice: E_BAD_OPTION naming the option', async () => {
+    await expect(quantize(v, { format: 'q8_0', rowLength: 512, slice: { row0: 2, rows: 5 } })).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'slice' } });
+    await expect(quantize(v, { format: 'q8_0', rowLength: 512, slice: { row0: -1, rows: 8 } })).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'slice' } });
+    await expect(quantize(v, { format: 'int8', granularity: 'tensor', rowLength: 512, slice: { row0: 0, rows: 8 } })).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'slice.prepared' } });
+    await expect(quantize(v, { format: 'int8', rowLength: 512, prepareOnly: true, slice: { row0: 0, rows: 8 } })).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'prepareOnly' } });
+    // rows-only layouts need no calibration: a slice of them is its rows
+    const whole = await quantize(v, { format: 'q8_0', rowLength: 512 });
+    const part = await quantize(v.subarray(1024), { format: 'q8_0', rowLength: 512, slice: { row0: 2, rows: 4 } });
+    expect(Buffer.from(part.data).equals(Buffer.from(whole.data.subarray(part.data.byteLength)))).toBe(true);
+  });
+
+  it('a slice names the whole tensor\'s row of a NaN', async () => {
+    const w = v.slice(1024);
+    w[700] = NaN;
+    await expect(quantize(w, { format: 'q8_0', rowLength: 512, slice: { row0: 2, rows: 4 } })).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { index: 2 * 512 + 700 } });
   });
 });

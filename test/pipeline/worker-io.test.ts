@@ -221,19 +221,52 @@ describe('workers read the input and write the output themselves', () => {
     }
   });
 
-  it('a tensor that runs whole (double quantization) from a Blob holds only its output in memory, not its 2 MiB of input', async () => {
+  it.each(['blob', 'file', 'url'])('a double-quantized 2 MiB tensor read from a %s: the workers calibrate it once and quantize it in slices within the budget (a URL: whole)', async (kind) => {
     const v = randomValues(512 * 1024, 31);
     const bytes = buildSafetensors([{ name: 'blk.0.ffn_up.weight', dtype: 'F32', shape: [512, 1024], data: f32Bytes(v) }]);
-    const ck = await openSafetensors(fromBlob(new Blob([bytes]), 'big.safetensors'));
-    const plan = [{ name: 'blk.0.ffn_up.weight', scheme: { format: 'nf4', doubleQuant: true } }];
-    const sink = memorySink();
-    const r = await quantizeCheckpoint({ input: ck, plan, sink, workers: 1, maxInFlightBytes: 64 << 10, poolOptions: { workerUrl: workerUrl() } });
-    expect(r.tensors[0].chunks).toBe(1);
-    expect(r.peakInFlightBytes).toBe(r.tensors[0].outputBytes);
-    expect(r.peakInFlightBytes).toBeLessThan(v.byteLength / 6);
-    const want = await quantize(v, { format: 'nf4', doubleQuant: true, rowLength: 1024 });
-    const out = await openSafetensors(fromBuffer(sink.bytes(), 'out'));
-    expect(sameBytes(await out.readRaw('blk.0.ffn_up.weight'), want.data.subarray(0, want.layout.sections[0].bytes))).toBe(true);
+    const path = join(dir, 'big.safetensors');
+    writeFileSync(path, bytes);
+    const server: Server = createServer((req, res) => {
+      const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      if (!m) { res.writeHead(200, { 'Content-Length': bytes.length }); res.end(bytes); return; }
+      res.writeHead(206, { 'Content-Range': `bytes ${m[1]}-${m[2]}/${bytes.length}` });
+      res.end(bytes.subarray(Number(m[1]), Number(m[2]) + 1));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const src = kind === 'blob' ? fromBlob(new Blob([bytes]), 'big.safetensors') : kind === 'file' ? fromPath(path)
+      : fromUrl(`http://127.0.0.1:${(server.address() as AddressInfo).port}/big.safetensors`);
+    try {
+      const ck = await openSafetensors(src);
+      for (const format of ['nf4', 'bnb_nf4', 'int8']) {
+        const scheme = format === 'int8' ? { format, granularity: 'tensor', calibration: 'mse' } : { format, doubleQuant: true };
+        const plan = [{ name: 'blk.0.ffn_up.weight', scheme }];
+        const sink = memorySink();
+        const r = await quantizeCheckpoint({ input: ck, plan, sink, workers: 2, maxInFlightBytes: 64 << 10, poolOptions: { workerUrl: workerUrl() } });
+        if (kind === 'url') {
+          expect(r.tensors[0].chunks, format).toBe(1);
+        } else {
+          expect(r.tensors[0].chunks, format).toBeGreaterThan(8);
+          expect(r.peakInFlightBytes, format).toBeLessThanOrEqual(64 << 10);
+        }
+        const want = memorySink();
+        await quantizeCheckpoint({ input: await openSafetensors(fromBuffer(bytes, 'big.safetensors')), plan, sink: want, workers: 1, workerIo: false, poolOptions: { workerUrl: workerUrl() } });
+        expect(sameBytes(sink.bytes(), want.bytes()), format).toBe(true);
+        if (kind === 'file') {
+          // Resumed: the first slice's tensor sections come from the store (a fresh calibration
+          // only for slices not stored).
+          const store = dirStore(mkdtempSync(join(dir, `resume-${format}-`)));
+          const base = { input: ck, plan, workers: 2, maxInFlightBytes: 64 << 10, poolOptions: { workerUrl: workerUrl() }, resume: store };
+          const a = memorySink(), b = memorySink();
+          await quantizeCheckpoint({ ...base, sink: a, keepResumeData: true });
+          const again = await quantizeCheckpoint({ ...base, sink: b });
+          expect(again.resumedUnits, format).toBe(r.tensors[0].chunks);
+          expect(sameBytes(a.bytes(), want.bytes()) && sameBytes(b.bytes(), want.bytes()), format).toBe(true);
+        }
+      }
+    } finally {
+      await src.close?.();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it('a source without a reference (custom fetch, in-memory buffer) is read here, with the same bytes', async () => {
