@@ -56,6 +56,9 @@ export interface WorkerIo {
   copyKept(u: Unit): Promise<UnitResult>;
 }
 
+/** References whose ranges a worker reads chunk by chunk (worker.ts): a URL range is read whole. */
+const STREAMED: ReadonlySet<SourceRef['kind']> = new Set(['file', 'blob']);
+
 /**
  * The tensors whose values the pool's workers would read themselves chunk by chunk (a file or
  * Blob range; URL ranges are read whole): a layout with tensor sections computed from the values
@@ -72,7 +75,7 @@ export async function streamedTensors(input: Checkpoint, reads: boolean): Promis
     let kind = kinds.get(at.source);
     if (!kind) kinds.set(at.source, (kind = at.source.ref ? at.source.ref().then((r) => r.kind) : Promise.resolve(undefined)));
     const k = await kind;
-    if (k === 'file' || k === 'blob') names.add(t.name);
+    if (k && STREAMED.has(k)) names.add(t.name);
   }
   return (name) => names.has(name);
 }
@@ -130,9 +133,7 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
       const r = await rangeOf(u.job, u.r0, u.rows);
       const out = outputOf(u);
       const input = u.rows * u.job.rowLen * u.job.elemBytes;
-      // A file or Blob range is read by the worker chunk by chunk (worker.ts), a URL range whole.
-      const streamed = r?.range.source.kind === 'file' || r?.range.source.kind === 'blob';
-      const held = (streamed ? 0 : input) + (out ? 0 : u.cost - input);
+      const held = (r && STREAMED.has(r.range.source.kind) ? 0 : input) + (out ? 0 : u.cost - input);
       return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
     },
 

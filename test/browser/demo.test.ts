@@ -213,6 +213,24 @@ describe.each([
     await page.setInputFiles('#files', []);
   });
 
+  it.each(['bnb-nf4-dq', 'bnb-int8'] as const)('a chosen file under a 16 KiB budget, preset %s: tensors cut into slices the Web Workers read as Blob slices (double quantization calibrated once over the whole): the same bytes', async (preset) => {
+    await page.fill('#url', '');
+    await page.setInputFiles('#files', [MODEL, STORIES_CONFIG]);
+    await page.fill('#budget', String(16 / 1024));
+    try {
+      await page.selectOption('#scheme', `preset:${preset}`);
+      await page.click('#run');
+      await page.waitForFunction(() => ['done', 'error'].includes(document.getElementById('status')?.dataset.state ?? ''));
+      const state = await page.evaluate(() => (globalThis as unknown as { webquantDemo: DemoState }).webquantDemo);
+      expect(state.error).toBeUndefined();
+      expect(state.result!.chunked).toBeGreaterThan(10);
+      expect(firstDifference((await outputOfPage(page)).bytes, await reference(preset, 'safetensors'))).toBe(-1);
+    } finally {
+      await page.fill('#budget', '256');
+      await page.setInputFiles('#files', []);
+    }
+  });
+
   it('a sharded checkpoint (index, shards and config.json chosen together) gives the bytes of the single file; a missing shard is named', async () => {
     const { openSafetensors } = await import('../../src/io/safetensors.js');
     const { writeSafetensors } = await import('../../src/io/safetensors-writer.js');
