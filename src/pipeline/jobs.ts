@@ -238,6 +238,14 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
   });
 }
 
+/**
+ * Whether a unit's result holds the tensor sections: a whole tensor's, and a sliced tensor's
+ * first slice (every slice computes the same ones); other chunks give their rows only.
+ */
+export function bringsTensorSections(job: Job, chunk: number): boolean {
+  return job.units.length === 1 || (!!job.sliced && chunk === 0);
+}
+
 /** Output bytes per row of a quantized job (its row sections). */
 export function rowBytes(job: Job): number {
   return job.out.layout!.sections.reduce((a, s) => a + s.perRow, 0);

@@ -30,7 +30,7 @@ import type { QuantizedTensor, QuantizeOptions, TensorBackend } from '../quantiz
 import { constantSections } from '../formats/types.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import { streamedTensors, workerIo, type Route } from './worker-io.js';
-import { buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
+import { bringsTensorSections, buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
 import { safetensorsContainer, type Container } from './container.js';
@@ -311,7 +311,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const result = quantized.then(async (q: QuantizedTensor) => {
         // A chunk's rows only: the tensor sections come once, from a sliced tensor's first slice
         // or (constant ones) from consume().
-        const data = job.units.length > 1 && !(job.sliced && u.chunk === 0) ? q.data.subarray(0, rowBytes(job) * u.rows) : q.data;
+        const data = bringsTensorSections(job, u.chunk) ? q.data : q.data.subarray(0, rowBytes(job) * u.rows);
         if (key) await opts.resume!.put(key, u.id, { data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data, metrics: q.metrics, cached: false, written: !!out };
       });
@@ -380,7 +380,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
             // where a worker wrote the rows or the tensor was cut by rows, they are constant and
             // added below.
             const tensorSec = secs[s].perRow === 0;
-            if (tensorSec && (r.written || (job.units.length > 1 && !(job.sliced && unit.chunk === 0)))) continue;
+            if (tensorSec && (r.written || !bringsTensorSections(job, unit.chunk))) continue;
             const len = job.units.length === 1 || tensorSec ? secs[s].bytes : secs[s].perRow * unit.rows;
             // A part the worker wrote itself is only skipped over (a number in `held`).
             const part = r.written ? len : r.data.subarray(at, at + len);

@@ -88,8 +88,9 @@ async function quantizeTo(k: Kernels, input: ChunkSource, options: WorkerQuantiz
 const BLOB_BLOCK = 4 << 20;
 
 /**
- * A Blob range read block by block as the kernels ask for it, so that a tensor that runs whole
- * (a per-tensor scale, double quantization) is never held whole; calibration passes read it again.
+ * A Blob range read block by block as the kernels ask for it, so that a whole tensor (the
+ * calibration pass of a sliced one, or one that runs whole) is never held whole; each
+ * calibration pass reads it again.
  */
 function blobInput(range: WorkerRange, dtype: WorkerDType): ChunkSource {
   const src = openRef(range.source);
@@ -110,7 +111,7 @@ function blobInput(range: WorkerRange, dtype: WorkerDType): ChunkSource {
       for (let done = 0; done < dst.byteLength;) {
         const b = Math.floor((at + done) / BLOB_BLOCK);
         const bytes = await block(b);
-        // Keep this block and the next one only.
+        // Drop the blocks behind this one (a new pass starts over from its first block).
         for (const k of blocks.keys()) if (k < b) blocks.delete(k);
         if ((b + 1) * BLOB_BLOCK < range.length) void block(b + 1);
         const from = at + done - b * BLOB_BLOCK;
