@@ -75,8 +75,9 @@ async function run(scheme, workers, budget) {
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const mib = (b) => (b / 2 ** 20).toFixed(1);
+const kib = (b) => (b / 1024).toFixed(1);
 console.log(`one ${rows} x ${cols} BF16 tensor (${mib(rows * cols * 2)} MiB), ${reps} runs each, medians`);
-console.log('| format | workers | 256 MiB budget: units | peak MiB | ms | 8 MiB budget: units | peak MiB | ms |');
+console.log('| format | workers | 256 MiB budget: units | peak KiB | ms | 8 MiB budget: units | peak KiB | ms |');
 console.log('|---|---|---|---|---|---|---|---|');
 for (const [label, scheme] of Object.entries(schemes)) {
   for (const workers of workerCounts) {
@@ -85,7 +86,7 @@ for (const [label, scheme] of Object.entries(schemes)) {
       wide.push(await run(scheme, workers, 256 << 20));
       small.push(await run(scheme, workers, 8 << 20));
     }
-    const row = (rs) => `${rs[0].chunks} | ${mib(Math.max(...rs.map((r) => r.peak)))} | ${median(rs.map((r) => r.ms)).toFixed(0)}`;
+    const row = (rs) => `${rs[0].chunks} | ${kib(Math.max(...rs.map((r) => r.peak)))} | ${median(rs.map((r) => r.ms)).toFixed(0)}`;
     console.log(`| ${label} | ${workers} | ${row(wide)} | ${row(small)} |`);
   }
 }

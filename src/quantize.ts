@@ -4,7 +4,7 @@ import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DTyp
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
 import { formats, getFormat } from './formats/registry.js';
-import { constantSections, cutsByRows, layoutOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions, type TensorContext } from './formats/types.js';
+import { constantSections, cutsByRows, layoutOf, tensorSectionsOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
 import type { GpuResult } from './webgpu/index.js';
@@ -248,10 +248,11 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
 }
 
 /**
- * Where row-section bytes go instead of the result's `data` (which is then empty): `at` is the
- * byte offset within row section `section` (layout.sections[section]; the layout's tensor
- * sections, if any, are constant, and the caller writes them). The bytes are a view of wasm
- * memory, valid only during the call.
+ * Where row-section bytes go instead of the result's `data`, which then holds the tensor
+ * sections only (laid out as tensorSectionsOf(layout) says; empty for rows-only layouts): `at` is
+ * the byte offset within row section `section` (layout.sections[section]). The bytes are a view
+ * of wasm memory, valid only during the call. Layouts with tensor sections computed from the
+ * values take it only in slices (QuantizeOptions.slice with `prepared`).
  */
 export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void;
 
@@ -261,8 +262,8 @@ export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void
  */
 export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
-  if (out && !cutsByRows(layout)) {
-    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections that depend on the values)`, { tensor: name, option: 'out', value: spec.name });
+  if (out && !cutsByRows(layout) && !opts.slice?.prepared) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} output cannot be handed over row by row (it has tensor-level sections that depend on the values: quantize it in slices)`, { tensor: name, option: 'out', value: spec.name });
   }
   const eb = dtype === 'f32' ? 4 : 2;
   // A slice's rows are numbered as the whole tensor's (kernels, errors), whose rows the tensor
@@ -333,7 +334,9 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   Object.assign(args, arena.sectionArgs());
   writeArgs(k.buffer, arena.args, args);
 
-  const data = new Uint8Array(out ? 0 : layout.bytes);
+  // Handed over by rows, the output keeps its tensor sections only.
+  const tensorLayout = out ? tensorSectionsOf(layout) : layout;
+  const data = new Uint8Array(tensorLayout.bytes);
   const q = k.fn(`${spec.kernel}_quantize`);
   const dq = opts.metrics ? k.fn(`${spec.kernel}_dequantize`) : undefined;
   const acc = opts.metrics ? newMetricsAccumulator() : undefined;
@@ -352,16 +355,14 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   });
   if (pass) await pass;
   // Tensor-level sections the kernels wrote into aux (per-tensor scales and the like), and the
-  // constant ones. Handed over by rows, the output has only constant ones, which the caller writes.
-  if (!out) {
-    let auxAt = arena.aux;
-    for (const s of layout.sections.filter((x) => x.perRow === 0)) {
-      data.set(k.u8(auxAt, s.bytes), s.offset);
-      auxAt += s.bytes;
-    }
-    for (const [i, bytes] of constantSections(spec, layout, { nrows: tensorRows, rowLen, opts: o, dtype })) data.set(bytes, layout.sections[i].offset);
-    spec.finish?.(ctx, data, layout, tensorArgs);
+  // constant ones.
+  let auxAt = arena.aux;
+  for (const s of tensorLayout.sections.filter((x) => x.perRow === 0)) {
+    data.set(k.u8(auxAt, s.bytes), s.offset);
+    auxAt += s.bytes;
   }
+  for (const [i, bytes] of constantSections(spec, tensorLayout, { nrows: tensorRows, rowLen, opts: o, dtype })) data.set(bytes, tensorLayout.sections[i].offset);
+  spec.finish?.(ctx, data, tensorLayout, tensorArgs);
   const metrics = acc ? finishMetrics(new Float64Array(k.buffer.slice(macc, macc + 48))) : undefined;
   return { format: spec.name, shape: [nrows, rowLen], data, layout, options: o, metrics, backend: k.build };
 }

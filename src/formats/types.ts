@@ -154,6 +154,13 @@ export function cutsByRows(layout: Layout): boolean {
   return layout.sections.every((s) => s.perRow > 0 || s.constant);
 }
 
+/** The tensor sections of a layout alone, from offset 0 (what a result handed over by rows keeps). */
+export function tensorSectionsOf(layout: Layout): Layout {
+  const secs = layout.sections.filter((s) => s.perRow === 0);
+  const start = secs.length ? secs[0].offset : layout.bytes;
+  return { bytes: layout.bytes - start, sections: secs.map((s) => ({ ...s, offset: s.offset - start })) };
+}
+
 /** The constant tensor sections' bytes, by section index. */
 export function constantSections(spec: FormatSpec, layout: Layout, t: ConstantContext): Map<number, Uint8Array> {
   const out = new Map<number, Uint8Array>();

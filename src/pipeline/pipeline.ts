@@ -311,7 +311,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const result = quantized.then(async (q: QuantizedTensor) => {
         // A chunk's rows only: the tensor sections come once, from a sliced tensor's first slice
         // or (constant ones) from consume().
-        const data = bringsTensorSections(job, u.chunk) ? q.data : q.data.subarray(0, rowBytes(job) * u.rows);
+        // Written by the worker, the result holds the tensor sections only.
+        const data = bringsTensorSections(job, u.chunk) ? q.data : q.data.subarray(0, out ? 0 : rowBytes(job) * u.rows);
         if (key) await opts.resume!.put(key, u.id, { data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data, metrics: q.metrics, cached: false, written: !!out };
       });
@@ -376,15 +377,16 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           const r = await results[u]!.promise;
           let at = 0;
           for (let s = 0; s < secs.length; s++) {
-            // Tensor sections come in a whole tensor's bytes and in a sliced one's first slice;
-            // where a worker wrote the rows or the tensor was cut by rows, they are constant and
-            // added below.
+            // Tensor sections come in a whole tensor's result and in a sliced one's first slice
+            // (also where the worker wrote the rows); where the tensor was cut by rows, they are
+            // constant and added below.
             const tensorSec = secs[s].perRow === 0;
-            if (tensorSec && (r.written || !bringsTensorSections(job, unit.chunk))) continue;
+            if (tensorSec && !bringsTensorSections(job, unit.chunk)) continue;
             const len = job.units.length === 1 || tensorSec ? secs[s].bytes : secs[s].perRow * unit.rows;
-            // A part the worker wrote itself is only skipped over (a number in `held`).
-            const part = r.written ? len : r.data.subarray(at, at + len);
-            if (!r.written) at += len;
+            // Rows the worker wrote itself are only skipped over (a number in `held`).
+            const inData = !r.written || tensorSec;
+            const part = inData ? r.data.subarray(at, at + len) : len;
+            if (inData) at += len;
             // The first section streams out as chunks arrive; later ones wait for the last chunk.
             if (s > 0) held[s].push(part);
             else if (typeof part === 'number') skip(part, job.out.kind === 'quantized');

@@ -6,17 +6,19 @@
 // its source can be described to another thread (ByteSource.ref: a file path, a Blob, a URL),
 // the worker is sent that range instead of the values.
 // Writing: where the sink is a file that workers can write (Sink.positional, Node's fileSink) and
-// the format's tensor-level sections (if any) are constant, the worker is sent
-// the file offset of its part of each section: every offset follows from the container plan. Kept
-// tensors are then copied here through one small reused buffer, at their offsets too.
+// the unit's rows can be quantized apart from the rest of its tensor (a layout whose tensor-level
+// sections are constant, or a sliced tensor), the worker is sent the file offset of its part of
+// each row section: every offset follows from the container plan. Tensor sections come back in
+// the result (they are small) and are written here. Kept tensors are then copied here through one
+// small reused buffer, at their offsets too.
 // Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
 // it from a file or a Blob chunk by chunk into wasm memory, and its output until it is written
 // unless the worker writes it; `held` is what remains, what the pipeline's budget counts.
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
-import { cutsByRows } from '../formats/types.js';
+import { cutsByRows, tensorSectionsOf } from '../formats/types.js';
 import type { ContainerPlan } from './container.js';
-import type { Job, Unit, UnitResult } from './jobs.js';
+import { bringsTensorSections, type Job, type Unit, type UnitResult } from './jobs.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { PositionalTarget } from './sink.js';
 import type { WorkerOutput, WorkerRange } from './worker.js';
@@ -108,8 +110,8 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
 
   const outputOf = ({ job, r0 }: Unit): WorkerOutput | undefined => {
     const layout = job.out.layout;
-    if (!target || !layout || !cutsByRows(layout)) return undefined;
-    // Constant tensor sections (after the row sections) are written by the pipeline.
+    if (!target || !layout || !(cutsByRows(layout) || job.sliced)) return undefined;
+    // Tensor sections (after the row sections) come back in the result and are written here.
     const rowSecs = layout.sections.filter((sec) => sec.perRow > 0);
     return { path: target.path, at: rowSecs.map((sec, i) => entryAt[job.index][i] + sec.perRow * r0) };
   };
@@ -133,7 +135,9 @@ export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoO
       const r = await rangeOf(u.job, u.r0, u.rows);
       const out = outputOf(u);
       const input = u.rows * u.job.rowLen * u.job.elemBytes;
-      const held = (r && STREAMED.has(r.range.source.kind) ? 0 : input) + (out ? 0 : u.cost - input);
+      // Written by the worker, only the tensor sections come back (tensorSectionsOf).
+      const back = out && bringsTensorSections(u.job, u.chunk) ? tensorSectionsOf(u.job.out.layout!).bytes : 0;
+      const held = (r && STREAMED.has(r.range.source.kind) ? 0 : input) + (out ? back : u.cost - input);
       return { range: r?.range, dtype: r?.dtype, out, copy: false, held };
     },
 

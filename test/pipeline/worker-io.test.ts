@@ -139,31 +139,38 @@ describe('workers read the input and write the output themselves', () => {
       const r = await fileRun({ out, workers, maxInFlightBytes: budget });
       expect(sameBytes(r.bytes, reference)).toBe(true);
       // No quantized tensor was read here, nothing was appended; the workers wrote the rows of
-      // every format but nf4 with double quantization, this thread the header, the kept tensors,
-      // nf4-dq (tensor-level sections from the values) and the bitsandbytes constant sections.
+      // every quantized tensor but a whole nf4-dq one (tensor-level sections from the values),
+      // this thread the header, the kept tensors, the whole nf4-dq tensors and every tensor
+      // section (bitsandbytes' constant ones, a sliced nf4-dq tensor's from its first slice).
       expect(readsOfQuantized(r.ck, r.plan, r.src.reads)).toEqual([]);
       expect(r.n.appended).toBe(0);
-      const nf4 = r.result.tensors.filter((t) => t.format === 'nf4').reduce((a, t) => a + t.outputBytes, 0);
-      const constants = r.result.tensors.filter((t) => t.format.startsWith('bnb_')).reduce((a, t) => {
+      const quantized = r.result.tensors.filter((t) => t.format !== 'keep');
+      const tensorSecs = (t: (typeof quantized)[number]) => {
         const [rows, cols] = r.ck.tensor(t.name).shape;
         const spec = getFormat(t.format);
-        return a + layoutOf(spec, rows, cols, resolveOptions(spec, { format: t.format })).sections.filter((x) => x.perRow === 0).reduce((b, x) => b + x.bytes, 0);
-      }, 0);
-      expect(constants).toBeGreaterThan(0);
-      const byWorkers = r.result.tensors.filter((t) => t.format !== 'nf4' && t.format !== 'keep').reduce((a, t) => a + t.outputBytes, 0) - constants;
-      expect(r.n.workers).toBe(byWorkers);
-      expect(r.n.here).toBeGreaterThanOrEqual(nf4 + constants);
+        const scheme = r.plan.find((p) => p.name === t.name)!.scheme as Record<string, unknown>;
+        return layoutOf(spec, rows, cols, resolveOptions(spec, scheme as never)).sections.filter((x) => x.perRow === 0).reduce((b, x) => b + x.bytes, 0);
+      };
+      const wholeDq = quantized.filter((t) => t.format === 'nf4' && t.chunks === 1);
+      const sum = (ts: typeof quantized, f: (t: (typeof quantized)[number]) => number) => ts.reduce((acc, t) => acc + f(t), 0);
+      const heldWhole = sum(wholeDq, (t) => t.outputBytes);
+      const sections = sum(quantized.filter((t) => !wholeDq.includes(t)), tensorSecs);
+      expect(sum(quantized.filter((t) => t.format.startsWith('bnb_')), tensorSecs)).toBeGreaterThan(0);
+      expect(r.n.workers).toBe(sum(quantized.filter((t) => !wholeDq.includes(t)), (t) => t.outputBytes) - sections);
+      expect(r.n.here).toBeGreaterThanOrEqual(heldWhole + sections);
       expect(r.n.here + r.n.workers).toBe(r.bytes.byteLength);
       if (budget) {
         for (const name of ['model.layers.1.mlp.up_proj.weight', 'model.layers.1.mlp.down_proj.weight', 'model.layers.1.self_attn.q_proj.weight']) {
           expect(r.result.tensors.find((t) => t.name === name)!.chunks, name).toBeGreaterThan(1);
         }
+        // with two workers and more, each gets 12 KiB or less: the nf4-dq tensors are sliced too
+        if (workers > 1) expect(wholeDq).toEqual([]);
       }
-      // Held in memory on the way: only nf4's outputs (written here) and the I32 tensor (no ranged
-      // copy); the rest costs no buffer.
-      const i32 = r.ck.tensors.filter((t) => t.dtype === 'I32').reduce((a, t) => a + t.byteLength, 0);
+      // Held in memory on the way: the whole nf4-dq outputs, the tensor sections that come back
+      // and the I32 tensor (no ranged copy); the rest costs no buffer.
+      const i32 = r.ck.tensors.filter((t) => t.dtype === 'I32').reduce((acc, t) => acc + t.byteLength, 0);
       expect(r.result.peakInFlightBytes).toBeGreaterThan(0);
-      expect(r.result.peakInFlightBytes).toBeLessThanOrEqual(nf4 + i32);
+      expect(r.result.peakInFlightBytes).toBeLessThanOrEqual(heldWhole + sections + i32);
       expect(readdirSync(dir).filter((f) => f.includes('.partial-'))).toEqual([]);
     }
   });
@@ -338,9 +345,26 @@ describe('quantizeFrom with a row output', () => {
       const got = new Uint8Array(rowBytes);
       // Small chunks: several calls per section.
       const r = await quantizeFrom(k, input, { ...opts, rowLength: 256, chunkBytes: 4096 }, undefined, (s, at, bytes) => got.set(bytes, want.layout.sections[s].offset + at));
-      expect(r.data.byteLength).toBe(0);
       expect(sameBytes(got, want.data.subarray(0, rowBytes)), opts.format).toBe(true);
+      // The result keeps the tensor sections (none for rows-only layouts).
+      expect(sameBytes(r.data, want.data.subarray(rowBytes)), opts.format).toBe(true);
     }
     await expect(quantizeFrom(k, input, { format: 'nf4', doubleQuant: true, rowLength: 256 }, undefined, () => undefined)).rejects.toMatchObject({ code: 'E_BAD_OPTION' });
+    // ... unless in slices with the whole tensor's calibration: then its rows are handed over too
+    const dq = { format: 'nf4', doubleQuant: true, rowLength: 256 };
+    const want = await quantize(v, dq);
+    const { prepared } = await quantize(v, { ...dq, prepareOnly: true });
+    const rowBytes = want.layout.sections.filter((x) => x.perRow > 0).reduce((a, x) => a + x.bytes, 0);
+    const got = new Uint8Array(rowBytes);
+    const half = (v.length / 256 / 2) * 256;
+    for (const [a, b] of [[0, half], [half, v.length]]) {
+      const part = { length: b - a, dtype: 'f32' as const, copy: (dst: Uint8Array, at: number) => dst.set(src.subarray(a * 4 + at, a * 4 + at + dst.byteLength)) };
+      const r = await quantizeFrom(k, part, { ...dq, chunkBytes: 4096, slice: { row0: a / 256, rows: v.length / 256, prepared } }, undefined, (s, at, bytes) => {
+        const sec = want.layout.sections[s];
+        got.set(bytes, sec.offset + sec.perRow * (a / 256) + at);
+      });
+      expect(sameBytes(r.data, want.data.subarray(rowBytes))).toBe(true);
+    }
+    expect(sameBytes(got, want.data.subarray(0, rowBytes))).toBe(true);
   });
 });
