@@ -45,6 +45,7 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   rules: { type: 'string', value: 'plan.json', help: 'a plan file (webquant or MaxText form); with --preset/--format its rules come first' },
   strict: { type: 'boolean', help: 'fail instead of falling back when a block size does not divide a row' },
   workers: { type: 'int', short: 'j', value: 'n', help: 'worker threads (default: number of cores)' },
+  budget: { type: 'string', value: 'MiB', help: 'memory for tensor data read and not yet written (default 256); larger tensors go through in row chunks' },
   imatrix: { type: 'string', value: 'file', help: "llama.cpp importance matrix (imatrix.dat or imatrix .gguf)" },
   gpu: { type: 'boolean', help: "a WebGPU lane beside the workers (Node's webgpu package); same bytes; an error without a GPU" },
   fsync: { type: 'boolean', help: 'flush the output to disk before renaming it into place (survives a power loss right after; waits for the disk)' },
@@ -118,7 +119,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -127,7 +128,7 @@ const COMMANDS: Record<string, Command> = {
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
-        strict: !!o.strict, workers: num(o.workers), imatrix: str(o.imatrix), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
+        strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);
       if (o.json) io.stdout.write(toJSON(r) + '\n');
     },

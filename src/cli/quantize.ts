@@ -25,6 +25,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   output: string;
   strict?: boolean;
   workers?: number;
+  /** --budget: MiB of tensor data read and not yet written (the pipeline's maxInFlightBytes). */
+  budget?: string | number;
   imatrix?: string;
   /** --gpu: run the pipeline's WebGPU lane beside the workers (backend 'webgpu'). */
   gpu?: boolean;
@@ -61,6 +63,8 @@ export interface QuantizeReport {
   warnings: string[];
   notes: string[];
   elapsedMs: number;
+  /** The most bytes that were in memory between reading and writing (the budget's measure). */
+  peakInFlightBytes: number;
 }
 
 /** Per-role totals; RMSE and SQNR are recombined from each tensor's sums (exact, not averaged). */
@@ -199,8 +203,19 @@ function nvfp4Note(planned: readonly { name: string; role: string; scheme: unkno
   return `NVFP4 in ModelOpt's layout: runtimes that load it (vLLM, TensorRT-LLM) take the scheme from config.json, e.g. "quantization_config": ${JSON.stringify(config)}; only weights are quantized (no activation scales are written)`;
 }
 
+/** --budget in MiB (a positive number, fractions allowed) as bytes. */
+function budgetBytes(v: string | number): number {
+  const mib = typeof v === 'number' ? v : /^\s*[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?\s*$/i.test(v) ? Number(v) : NaN;
+  const bytes = Math.floor(mib * 2 ** 20);
+  if (!Number.isFinite(mib) || bytes < 1) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --budget must be a positive number of MiB but is "${v}"`, { option: 'budget', value: v, expected: 'MiB > 0' });
+  }
+  return bytes;
+}
+
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
+  const budget = a.budget === undefined ? undefined : budgetBytes(a.budget);
   // -o <folder>/: model.safetensors, config.json and the tokenizer files in a folder (hf-dir.ts).
   const folder = await folderOutput(a.output, io);
   const kind = folder ? 'safetensors' : outputKind(a.output);
@@ -276,7 +291,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     let result;
     try {
       result = await quantizeCheckpoint({
-        input: ck, plan: resolved, sink, container, workers: a.workers, importance, signal: io.signal,
+        input: ck, plan: resolved, sink, container, workers: a.workers, importance, signal: io.signal, maxInFlightBytes: budget,
         poolOptions: io.workerUrl ? { workerUrl: io.workerUrl } : undefined,
         inputSize: input.size,
         ...(a.gpu ? { backend: 'webgpu' as const } : {}),
@@ -301,7 +316,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       command: 'quantize', input: input.file, output: out, container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,
       tensors, roles: byRole,
       totals: { ...total, params, bpw: params ? (8 * total.bytesOut) / params : 0, fileBytes: result.bytesWritten },
-      warnings, notes, elapsedMs: result.elapsedMs,
+      warnings, notes, elapsedMs: result.elapsedMs, peakInFlightBytes: result.peakInFlightBytes,
     };
     if (!json) {
       io.stdout.write('\n' + summaryTable(report));

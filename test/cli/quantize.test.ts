@@ -452,6 +452,20 @@ describe.skipIf(!hasShared)('webquant quantize: options', () => {
     expect(same(readFileSync(lane), readFileSync(plain))).toBe(true);
   }, 300_000);
 
+  it('--budget: a 16 KiB budget cuts rows and slices (double quantization) and writes the bytes of the default run, its peak within the budget', async () => {
+    for (const preset of ['q8_0', 'bnb-nf4-dq']) {
+      const ext = preset === 'q8_0' ? 'gguf' : 'safetensors';
+      const wide = join(tmp, `budget-wide-${preset}.${ext}`), small = join(tmp, `budget-small-${preset}.${ext}`);
+      expect((await cli(['quantize', MODEL, '-o', wide, '--preset', preset], { cwd: tmp })).code).toBe(0);
+      const r = await cli(['quantize', MODEL, '-o', small, '--preset', preset, '--budget', '0.015625', '--json'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      const report = JSON.parse(r.stdout);
+      expect(report.tensors.filter((t: { chunks: number }) => t.chunks > 1).length, preset).toBeGreaterThan(10);
+      expect(report.peakInFlightBytes, preset).toBeLessThanOrEqual(16 << 10);
+      expect(same(readFileSync(small), readFileSync(wide)), preset).toBe(true);
+    }
+  }, 300_000);
+
   it('--imatrix: importance (sums / ncall) reaches the quantizers by GGUF tensor name', async () => {
     const view = await hfView();
     const entries = view.tensors.filter((t) => t.shape.length === 2).map((t, k) => {
@@ -550,6 +564,8 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
       [['quantize', MODEL, '-o', out, '--format', 'mxfp4'], /writes safetensors.*mxfp4_gguf is MXFP4 as GGUF stores it/],
       [['quantize', MODEL, '-o', out, '--format', 'nvfp4'], /writes safetensors.*nvfp4_gguf is NVFP4 as GGUF stores it/],
       [['quantize', MODEL, '-o', out], /--preset <name>, --format <format> or --rules/],
+      [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--budget', '-1'], /--budget must be a positive number of MiB but is "-1"/],
+      [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--budget', 'lots'], /--budget must be a positive number of MiB/],
       [['quantize', MODEL, '-o', out, '--presett', 'q8_0'], /unknown option --presett; valid options: -o\/--output, -p\/--preset/],
       [['quantise', MODEL], /unknown command "quantise"; valid commands: inspect, quantize, presets/],
       [['inspect', join(tmp, 'nope.gguf')], /does not exist/],
