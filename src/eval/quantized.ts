@@ -94,18 +94,25 @@ export interface QuantizedWeightsOptions {
   serve?: OpenQuantizedOptions;
 }
 
-/** The served tensors of `q` as a Checkpoint of their dequantized F32 values, under their stored names. */
+/**
+ * The served tensors of `q` under their stored names: the quantized ones as their dequantized F32
+ * values, the others as the checkpoint stores them (gpt-oss's kept MXFP4 blocks and scales stay
+ * U8, for its view to decode).
+ */
 function servedValues(q: QuantizedModel, ckpt: Checkpoint): Checkpoint {
-  const tensors: TensorInfo[] = q.tensors.map((t) => ({ name: t.name, dtype: 'F32', shape: t.shape.slice(), offset: 0, byteLength: 4 * t.shape.reduce((a, b) => a * b, 1) }));
+  const quantized = new Set(q.tensors.filter((t) => t.quantized).map((t) => t.name));
+  const tensors: TensorInfo[] = q.tensors.map((t) => (quantized.has(t.name)
+    ? { name: t.name, dtype: 'F32', shape: t.shape.slice(), offset: 0, byteLength: 4 * t.shape.reduce((a, b) => a * b, 1) }
+    : ckpt.tensor(t.name)));
   const byName = new Map(tensors.map((t) => [t.name, t]));
   const info = (name: string) => byName.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${name}"`, { file: ckpt.source, tensor: name });
-  const readF32 = (name: string) => (info(name), q.tensor(name).dequantize());
+  const readF32 = (name: string) => (info(name), quantized.has(name) ? q.tensor(name).dequantize() : ckpt.readF32(name));
   return {
     format: ckpt.format, source: ckpt.source, metadata: ckpt.metadata, tensors,
     tensor: info,
     readF32,
-    readValues: async (name) => ({ values: await readF32(name), dtype: 'f32' }),
-    readRaw: async (name) => new Uint8Array((await readF32(name)).buffer),
+    readValues: async (name) => (quantized.has(info(name).name) ? { values: await readF32(name), dtype: 'f32' } : ckpt.readValues(name)),
+    readRaw: async (name) => (quantized.has(info(name).name) ? new Uint8Array((await readF32(name)).buffer) : ckpt.readRaw(name)),
   };
 }
 

@@ -885,10 +885,11 @@ describe('llama.cpp runs generated checkpoints as webquant\'s reference forward 
 });
 
 // The families read through a view (src/convert): their safetensors outputs keep the stored names
-// and layouts, and eval reads them through the same view (src/eval/quantized.ts). A wrong layout
-// would give unrelated logits; int8's error is a few percent at most.
+// and layouts (gpt-oss: its MXFP4 experts kept as U8 blocks and scales), and eval reads them
+// through the same view (src/eval/quantized.ts). A wrong layout would give unrelated logits;
+// int8's error is a few percent at most.
 describe('safetensors outputs of the families stored otherwise run close to their originals', () => {
-  for (const c of CASES.filter((x) => ['gpt2', 'gpt_neox', 'phi', 'starcoder2'].includes(String(x.config.model_type)))) {
+  for (const c of CASES.filter((x) => ['gpt2', 'gpt_neox', 'phi', 'starcoder2', 'gpt_oss'].includes(String(x.config.model_type)))) {
     it(`${c.title.split(':')[0]}: an int8 safetensors output, read through the original's view`, async () => {
       const dir = tempDir(`st${c.seed}`);
       const tensors = typeof c.decoder === 'function' ? c.decoder(c.seed) : decoder(c.seed, c.decoder);
