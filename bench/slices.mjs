@@ -4,13 +4,14 @@
 // chunk), then the workers quantize slices that share the calibration. Under the default 256 MiB
 // budget the slices are the pipeline's largest units (32 MiB of input and output); under 8 MiB
 // they are small enough for the budget. Prints units, the pipeline's peak bytes in flight and the
-// wall time (median of --reps runs, default 5, the two budgets interleaved).
+// wall time (median of --reps runs, default 5, the two budgets interleaved) with the pool's
+// workers started beforehand.
 //   node bench/slices.mjs [--rows 32768] [--cols 2048] [--reps 5] [--workers 1,2] [--keep]
 // Plain JavaScript on dist/ (run `npm run build` first; the npm script does).
 import { existsSync, mkdirSync, openSync, rmSync, writeSync, closeSync } from 'node:fs';
 
 const dist = (p) => new URL(`../dist/${p}`, import.meta.url).href;
-const { quantizeCheckpoint, openSafetensors } = await import(dist('index.js'));
+const { quantizeCheckpoint, openSafetensors, createPool } = await import(dist('index.js'));
 const { fromPath } = await import(dist('io/node.js'));
 const { fileSink } = await import(dist('pipeline/node.js'));
 
@@ -61,12 +62,22 @@ const schemes = {
   'fp8_e4m3 per tensor': { format: 'fp8_e4m3', granularity: 'tensor' },
 };
 
+// One pool per worker count, its workers started before any timing (a pool starts a worker when
+// a task first needs it: a tensor that runs whole would otherwise start one worker where slices
+// start them all, and a single-tensor run would time the start-ups).
+const pools = new Map();
+for (const workers of workerCounts) {
+  const pool = await createPool({ size: workers });
+  await Promise.all(Array.from({ length: workers }, () => pool.quantize({ values: new Float32Array(4 * 256) }, { format: 'q8_0', rowLength: 256 })));
+  pools.set(workers, pool);
+}
+
 async function run(scheme, workers, budget) {
   const src = fromPath(input);
   try {
     const ck = await openSafetensors(src);
     const t0 = performance.now();
-    const r = await quantizeCheckpoint({ input: ck, plan: [{ name, scheme }], sink: await fileSink(output), workers, maxInFlightBytes: budget });
+    const r = await quantizeCheckpoint({ input: ck, plan: [{ name, scheme }], sink: await fileSink(output), pool: pools.get(workers), maxInFlightBytes: budget });
     return { ms: performance.now() - t0, peak: r.peakInFlightBytes, chunks: r.tensors[0].chunks };
   } finally {
     await src.close();
@@ -90,5 +101,6 @@ for (const [label, scheme] of Object.entries(schemes)) {
     console.log(`| ${label} | ${workers} | ${row(wide)} | ${row(small)} |`);
   }
 }
+for (const pool of pools.values()) await pool.terminate();
 rmSync(output, { force: true });
 if (!process.argv.includes('--keep')) rmSync(input, { force: true });
