@@ -29,7 +29,7 @@ import type { ErrorMetrics } from '../metrics.js';
 import type { QuantizedTensor, QuantizeOptions, TensorBackend } from '../quantize.js';
 import { constantSections } from '../formats/types.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
-import { streamedTensors, workerIo, type Route } from './worker-io.js';
+import { sourceRefs, streamedTensors, workerIo, type Route } from './worker-io.js';
 import { bringsTensorSections, buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
@@ -206,10 +206,11 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     // The GPU lane quantizes on this thread: it needs the values here and gives its bytes here.
     const ownIo = (opts.workerIo ?? true) && lanes === pool;
     const reads = ownIo && !opts.readRows;
+    const refOf = sourceRefs();
     const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix, container.claims, (replaced) => emit({
       type: 'warning', kind: 'replaced',
       message: `${replaced.length} input tensors are replaced by the new scales of the weights they belonged to (${replaced.slice(0, 2).join(', ')}${replaced.length > 2 ? ', ...' : ''})`,
-    }), await streamedTensors(input, reads));
+    }), await streamedTensors(input, reads, refOf));
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
       ? await runKey({
@@ -259,7 +260,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
 
     const layoutPlan = container.plan(outputs, input);
     const io = workerIo({
-      input, layoutPlan, signal: ctl.signal,
+      input, layoutPlan, signal: ctl.signal, refOf,
       reads,
       // The resume store needs the results' bytes: then they come back here.
       target: ownIo && !key ? sink.positional : undefined,

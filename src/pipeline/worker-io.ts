@@ -34,6 +34,8 @@ export interface WorkerIoOptions {
   /** The sink's positional side, when the workers may write into it. */
   target?: PositionalTarget;
   signal: AbortSignal;
+  /** The sources' references (shared with streamedTensors, so each source is asked once). */
+  refOf: SourceRefs;
 }
 
 /** How one unit is read and written. */
@@ -61,35 +63,37 @@ export interface WorkerIo {
 /** References whose ranges a worker reads chunk by chunk (worker.ts): a URL range is read whole. */
 const STREAMED: ReadonlySet<SourceRef['kind']> = new Set(['file', 'blob']);
 
+/** Each source's reference for the workers (ByteSource.ref), asked once per source and run. */
+export type SourceRefs = (src: ByteSource) => Promise<SourceRef | undefined>;
+
+export function sourceRefs(): SourceRefs {
+  const refs = new Map<ByteSource, Promise<SourceRef | undefined>>();
+  return (src) => {
+    let ref = refs.get(src);
+    if (!ref) refs.set(src, (ref = src.ref ? src.ref() : Promise.resolve(undefined)));
+    return ref;
+  };
+}
+
 /**
  * The tensors whose values the pool's workers would read themselves chunk by chunk (a file or
  * Blob range; URL ranges are read whole): a layout with tensor sections computed from the values
  * can then be cut into slices (jobs.ts), its calibration running once over the whole in a worker.
  */
-export async function streamedTensors(input: Checkpoint, reads: boolean): Promise<(name: string) => boolean> {
+export async function streamedTensors(input: Checkpoint, reads: boolean, refOf: SourceRefs): Promise<(name: string) => boolean> {
   const locate = input.locate?.bind(input);
   if (!reads || !locate) return () => false;
-  const kinds = new Map<ByteSource, Promise<SourceRef['kind'] | undefined>>();
   const names = new Set<string>();
   for (const t of input.tensors) {
     const at = locate(t.name, 0, 1);
-    if (!at) continue;
-    let kind = kinds.get(at.source);
-    if (!kind) kinds.set(at.source, (kind = at.source.ref ? at.source.ref().then((r) => r.kind) : Promise.resolve(undefined)));
-    const k = await kind;
-    if (k && STREAMED.has(k)) names.add(t.name);
+    const kind = at && (await refOf(at.source))?.kind;
+    if (kind && STREAMED.has(kind)) names.add(t.name);
   }
   return (name) => names.has(name);
 }
 
-export function workerIo({ input, layoutPlan, reads, target, signal }: WorkerIoOptions): WorkerIo {
-  const refs = new Map<ByteSource, Promise<SourceRef | undefined>>();
+export function workerIo({ input, layoutPlan, reads, target, signal, refOf }: WorkerIoOptions): WorkerIo {
   const locate = input.locate?.bind(input);
-  const refOf = (src: ByteSource) => {
-    let ref = refs.get(src);
-    if (!ref) refs.set(src, (ref = src.ref ? src.ref() : Promise.resolve(undefined)));
-    return ref;
-  };
 
   // File offset of every container entry: the header, then each entry's bytes and padding.
   const entryAt: number[][] = [];
