@@ -57,10 +57,13 @@ export function mlxSwitchView(input: Checkpoint): Checkpoint {
 
   const entry = (name: string) => made.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[mlx] ${input.source}: no tensor named "${name}"`, { file: input.source, tensor: name });
   const rowsOf = (info: TensorInfo) => (info.shape.length > 1 ? info.shape[0] : 1);
+  const inputRows = (name: string, r0: number, n: number) => {
+    if (!input.readRows) fail(ErrorCodes.BAD_INPUT, `[mlx] ${input.source} reads no row ranges`, { file: input.source, tensor: name });
+    return input.readRows!(name, r0, n);
+  };
   /** Rows [r0, r0 + n) of an expert, as the input reads the stack's rows (a bias: one row). */
   const sliceRows = async (s: Slice, r0: number, n: number): Promise<TensorValues> => {
-    if (!input.readRows) fail(ErrorCodes.BAD_INPUT, `[mlx] ${input.source} reads no row ranges`, { file: input.source, tensor: s.src.name });
-    const v = await input.readRows!(s.src.name, s.e * s.rows + r0, n);
+    const v = await inputRows(s.src.name, s.e * s.rows + r0, n);
     return FLOAT.has(s.src.dtype) || v.dtype === 'f32' ? v : { values: floatValues(v, s.src.name), dtype: 'f32' };
   };
   const floatValues = (v: TensorValues, name: string): Float32Array =>
@@ -93,10 +96,7 @@ export function mlxSwitchView(input: Checkpoint): Checkpoint {
     },
     async readRows(name, firstRow, rows): Promise<TensorValues> {
       const { info, slice } = entry(name);
-      if (!slice) {
-        if (!input.readRows) fail(ErrorCodes.BAD_INPUT, `[mlx] ${input.source} reads no row ranges`, { file: input.source, tensor: name });
-        return input.readRows!(name, firstRow, rows);
-      }
+      if (!slice) return inputRows(name, firstRow, rows);
       const total = rowsOf(info);
       if (!Number.isSafeInteger(firstRow) || !Number.isSafeInteger(rows) || firstRow < 0 || rows < 0 || firstRow + rows > total) {
         fail(ErrorCodes.BAD_INPUT, `[mlx] ${input.source}: rows [${firstRow}, ${firstRow + rows}) are outside the ${total} rows of "${name}"`, { file: input.source, tensor: name, value: [firstRow, rows] });

@@ -8,7 +8,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
 import { deepseekKvBJoin } from '../convert/deepseek-gguf.js';
 import { unpermuteRows } from '../convert/hf-view.js';
-import type { Checkpoint, TensorInfo } from '../io/checkpoint.js';
+import { numel, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedModel, type QuantizedWeightSource } from '../serve/index.js';
 import { checkpointWeights, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from './llama.js';
 
@@ -102,7 +102,7 @@ export interface QuantizedWeightsOptions {
 function servedValues(q: QuantizedModel, ckpt: Checkpoint): Checkpoint {
   const quantized = new Set(q.tensors.filter((t) => t.quantized).map((t) => t.name));
   const tensors: TensorInfo[] = q.tensors.map((t) => (quantized.has(t.name)
-    ? { name: t.name, dtype: 'F32', shape: t.shape.slice(), offset: 0, byteLength: 4 * t.shape.reduce((a, b) => a * b, 1) }
+    ? { name: t.name, dtype: 'F32', shape: t.shape.slice(), offset: 0, byteLength: 4 * numel(t.shape) }
     : ckpt.tensor(t.name)));
   const byName = new Map(tensors.map((t) => [t.name, t]));
   const info = (name: string) => byName.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${name}"`, { file: ckpt.source, tensor: name });

@@ -2,6 +2,7 @@
 // rounding rules are documented beside the kernels: assembly/bnb/bnb4.ts, dq.ts, fp8.ts, mxfp4.ts, nvfp4.ts.
 import { moduleName, type FormatSpec, type PreparedArgs, type ResolvedOptions, type Section, type TensorContext } from './types.js';
 import type { KernelArgs } from '../kernels/args.js';
+import { numel } from '../io/checkpoint.js';
 import { ErrorCodes, fail } from '../errors.js';
 
 const GROUP_SIZES = [32, 64, 128, 256] as const;
@@ -60,8 +61,6 @@ function flatBlocks(nrows: number, rowLen: number, o: ResolvedOptions) {
   return { blocks, groups: Math.ceil(blocks / NESTED_BLOCK) };
 }
 
-const numelOf = (s: number[]) => s.reduce((a, b) => a * b, 1);
-
 /**
  * 4-bit NF4 / FP4 as transformers saves bitsandbytes' Linear4bit (the "-bnb-4bit" checkpoints):
  * the nf4 / fp4 kernels' codes and f32 absmax per block, then bitsandbytes' code book (quant_map)
@@ -118,13 +117,13 @@ function bnbSaved(type: 'nf4' | 'fp4'): FormatSpec {
     // The codes over the flattened tensor as [values / 2, 1] and one absmax per block, as
     // Params4bit keeps them; shapes of any rank are flattened the same way.
     safetensorsEntries: {
-      codes: { name: (n) => n, dtype: () => 'U8', shape: (s) => [numelOf(s) / 2, 1] },
-      scales: { name: (n) => `${n}.absmax`, dtype: () => 'F32', shape: (s, o) => [numelOf(s) / o.groupSize] },
-      absmax_codes: { name: (n) => `${n}.absmax`, dtype: () => 'U8', shape: (s, o) => [numelOf(s) / o.groupSize] },
-      nested_absmax: { name: (n) => `${n}.nested_absmax`, dtype: () => 'F32', shape: (s, o) => [Math.ceil(numelOf(s) / o.groupSize / NESTED_BLOCK)] },
+      codes: { name: (n) => n, dtype: () => 'U8', shape: (s) => [numel(s) / 2, 1] },
+      scales: { name: (n) => `${n}.absmax`, dtype: () => 'F32', shape: (s, o) => [numel(s) / o.groupSize] },
+      absmax_codes: { name: (n) => `${n}.absmax`, dtype: () => 'U8', shape: (s, o) => [numel(s) / o.groupSize] },
+      nested_absmax: { name: (n) => `${n}.nested_absmax`, dtype: () => 'F32', shape: (s, o) => [Math.ceil(numel(s) / o.groupSize / NESTED_BLOCK)] },
       nested_quant_map: { name: (n) => `${n}.nested_quant_map`, dtype: () => 'F32', shape: () => [256] },
       quant_map: { name: (n) => `${n}.quant_map`, dtype: () => 'F32', shape: () => [16] },
-      quant_state: { name: (n) => `${n}.quant_state.bitsandbytes__${type}`, dtype: () => 'U8', shape: (s, o) => [stateBytes(type, numelOf(s) / s[s.length - 1], s[s.length - 1], o)] },
+      quant_state: { name: (n) => `${n}.quant_state.bitsandbytes__${type}`, dtype: () => 'U8', shape: (s, o) => [stateBytes(type, numel(s) / s[s.length - 1], s[s.length - 1], o)] },
     },
   };
 }
@@ -146,8 +145,8 @@ const bnbInt8: FormatSpec = {
   tensorSections: () => [{ name: 'weight_format', bytes: 1, constant: true }],
   constantBytes: () => new Uint8Array(1),
   safetensorsEntries: {
-    codes: { name: (n) => n, dtype: () => 'I8', shape: (s) => [numelOf(s) / s[s.length - 1], s[s.length - 1]] },
-    scb: { name: (n) => `${moduleName(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numelOf(s) / s[s.length - 1]] },
+    codes: { name: (n) => n, dtype: () => 'I8', shape: (s) => [numel(s) / s[s.length - 1], s[s.length - 1]] },
+    scb: { name: (n) => `${moduleName(n)}.SCB`, dtype: () => 'F32', shape: (s) => [numel(s) / s[s.length - 1]] },
     weight_format: { name: (n) => `${moduleName(n)}.weight_format`, dtype: () => 'U8', shape: () => [] },
   },
 };

@@ -176,7 +176,6 @@ export const intFormats: FormatSpec[] = [
   },
 ];
 
-
 function mlxScaleDtype(o: ResolvedOptions): string {
   return o.scaleDtype === 'f32' ? 'F32' : o.scaleDtype === 'f16' ? 'F16' : 'BF16';
 }

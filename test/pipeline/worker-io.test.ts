@@ -12,7 +12,7 @@ import { quantize, WebquantError } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { quantizeFrom } from '../../src/quantize.js';
 import { getFormat } from '../../src/formats/registry.js';
-import { layoutOf } from '../../src/formats/types.js';
+import { layoutOf, tensorSectionsOf } from '../../src/formats/types.js';
 import { resolveOptions } from '../../src/options.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
 import { fromBlob, fromBuffer, fromUrl, type ByteSource } from '../../src/io/source.js';
@@ -149,7 +149,7 @@ describe('workers read the input and write the output themselves', () => {
         const [rows, cols] = r.ck.tensor(t.name).shape;
         const spec = getFormat(t.format);
         const scheme = r.plan.find((p) => p.name === t.name)!.scheme as Record<string, unknown>;
-        return layoutOf(spec, rows, cols, resolveOptions(spec, scheme as never)).sections.filter((x) => x.perRow === 0).reduce((b, x) => b + x.bytes, 0);
+        return tensorSectionsOf(layoutOf(spec, rows, cols, resolveOptions(spec, scheme as never))).bytes;
       };
       const wholeDq = quantized.filter((t) => t.format === 'nf4' && t.chunks === 1);
       const sum = (ts: typeof quantized, f: (t: (typeof quantized)[number]) => number) => ts.reduce((acc, t) => acc + f(t), 0);
