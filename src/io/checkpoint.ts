@@ -153,6 +153,11 @@ export abstract class BaseCheckpoint implements Checkpoint {
 
 const STORED: Record<string, TensorValues['dtype'] | undefined> = { F32: 'f32', F16: 'f16', BF16: 'bf16' };
 
+/** The TensorValues dtype readValues gives a tensor stored as `dtype` (F32 / F16 / BF16), else undefined. */
+export function valuesDtypeOf(dtype: string): TensorValues['dtype'] | undefined {
+  return STORED[dtype];
+}
+
 /**
  * Stored F32 / F16 / BF16 bytes as a typed array the caller owns (copied unless the source's reads
  * are already fresh, whole buffers); other dtypes are E_UNSUPPORTED_DTYPE.

@@ -8,7 +8,7 @@ import { getFormat } from '../formats/registry.js';
 import { cutsByRows, layoutOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions } from '../formats/types.js';
 import { resolveOptions, type FormatOptions } from '../options.js';
 import type { ErrorMetrics } from '../metrics.js';
-import type { Checkpoint, TensorInfo, TensorValues } from '../io/checkpoint.js';
+import { valuesDtypeOf, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import { detectRole } from '../plan/roles.js';
 import type { OutputTensor } from './container.js';
 
@@ -49,8 +49,6 @@ export interface Job {
   sliced?: boolean;
   /** A sliced job's calibration, computed when its first slice is sent. */
   prepared?: Promise<PreparedArgs>;
-  /** The dtype of the values the workers got (quantized tensors; set as they are sent). */
-  valuesDtype?: TensorValues['dtype'];
   /** Without ranged reads: the whole tensor, read once for all its chunks. */
   whole?: Promise<TensorValues>;
   chunksRead?: number;
@@ -251,10 +249,9 @@ export function rowBytes(job: Job): number {
   return job.out.layout!.sections.reduce((a, s) => a + s.perRow, 0);
 }
 
-/** The dtype the workers get a quantized job's values in, from the stored dtype. */
-export function storedDtype(job: Job): TensorValues['dtype'] {
-  if (job.readAs === 'f32') return 'f32';
-  return job.info.dtype === 'BF16' ? 'bf16' : job.info.dtype === 'F16' ? 'f16' : 'f32';
+/** The dtype the workers get a quantized job's values in (what its constant sections record). */
+export function valuesDtype(job: Job): TensorValues['dtype'] {
+  return (job.readAs === 'values' && valuesDtypeOf(job.info.dtype)) || 'f32';
 }
 
 export function combineMetrics(parts: (ErrorMetrics | undefined)[]): ErrorMetrics | undefined {

@@ -30,7 +30,7 @@ import type { QuantizedTensor, QuantizeOptions, TensorBackend } from '../quantiz
 import { constantSections } from '../formats/types.js';
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import { sourceRefs, streamedTensors, workerIo, type Route } from './worker-io.js';
-import { bringsTensorSections, buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, storedDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
+import { bringsTensorSections, buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, valuesDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
 import { safetensorsContainer, type Container } from './container.js';
@@ -290,7 +290,6 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
       const first = range ? undefined : await read(u);
       if (ctl.signal.aborted) throw ctl.signal.reason;
       const s = job.scheme!;
-      job.valuesDtype ??= range ? route.dtype : first!.dtype;
       const task = range
         ? { range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
@@ -404,7 +403,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
           u++;
         }
         if (job.out.kind === 'quantized') {
-          const t = { nrows: job.nrows, rowLen: job.rowLen, opts: job.out.options!, dtype: job.valuesDtype ?? storedDtype(job) };
+          const t = { nrows: job.nrows, rowLen: job.rowLen, opts: job.out.options!, dtype: valuesDtype(job) };
           for (const [s, bytes] of constantSections(job.spec!, job.out.layout!, t)) if (!held[s].length) held[s].push(bytes);
         }
         await zeros(entries[0].padAfter);
