@@ -150,6 +150,8 @@ interface Entry {
   kind: Kind;
   /** The tensor's row that row 0 of this entry is (a rows() view): kernels that number rows across the tensor (double quantization) take it. */
   row0?: number;
+  /** The whole tensor's rows (a rows() view), whose tensor sections the view shares. */
+  tensorRows?: number;
 }
 
 interface WebquantMeta {
@@ -514,12 +516,14 @@ function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chu
         });
       }
       let kind = e.kind;
-      if (kind.type === 'quant') kind = { ...kind, layout: layoutOf(kind.spec, count, rowLength, kind.options) };
+      // The view's rows, then the whole tensor's sections.
+      const tensorRows = e.tensorRows ?? e.info.rows;
+      if (kind.type === 'quant') kind = { ...kind, layout: layoutOf(kind.spec, count, rowLength, kind.options, tensorRows) };
       const perRow = rowSectionBytes(e);
       const info = { ...e.info, name: `${e.info.name}[${first}:${first + count}]`, shape: [count, rowLength], rows: count, byteLength: perRow.reduce((a, b) => a + b, 0) * count };
       // Row sections cut to the rows; whole-tensor sections (after them) as they are.
       const cut = sections.map((sec, i) => (i < perRow.length ? sec.subarray(perRow[i] * first, perRow[i] * (first + count)) : sec));
-      return loadedTensor(k, { info, kind, row0: (e.row0 ?? 0) + first }, cut, chunkBytes, q8);
+      return loadedTensor(k, { info, kind, row0: (e.row0 ?? 0) + first, tensorRows }, cut, chunkBytes, q8);
     },
   };
 }
