@@ -55,10 +55,10 @@ export function quantizeBlockRows(
 @inline export function storeAQB(y: usize, c: v128, va: v128, vb: v128): void {
   const lo = i16x8.extend_low_i8x16_u(c);
   const hi = i16x8.extend_high_i8x16_u(c);
-  v128.store(y, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(lo))), vb));
-  v128.store(y + 16, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(lo))), vb));
-  v128.store(y + 32, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_low_i16x8_u(hi))), vb));
-  v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_u(i32x4.extend_high_i16x8_u(hi))), vb));
+  v128.store(y, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(lo))), vb));
+  v128.store(y + 16, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(lo))), vb));
+  v128.store(y + 32, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(hi))), vb));
+  v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(hi))), vb));
 }
 
 // 16 signed byte codes -> 16 floats a*q (Q3_K, Q6_K, IQ4).

@@ -152,6 +152,10 @@ export function q4_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const qh = blk + 16;
     const qs = blk + (five ? 48 : 16);
     const y = dst + (b << 10);
+    if (ASC_FEATURE_SIMD) {
+      dequantizeK4Simd(d, dmin, sc, qh, qs, y, five);
+      continue;
+    }
     for (let c = 0; c < 4; c++) {
       const d1: f32 = d * <f32>k4Scale(sc, 2 * c);
       const m1: f32 = dmin * <f32>k4Min(sc, 2 * c);
@@ -159,36 +163,55 @@ export function q4_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const m2: f32 = dmin * <f32>k4Min(sc, 2 * c + 1);
       const qc = qs + (<usize>c << 5);
       const yc = y + (<usize>c << 8);
-      if (ASC_FEATURE_SIMD) {
-        const vd1 = f32x4.splat(d1), vm1 = f32x4.splat(m1), vd2 = f32x4.splat(d2), vm2 = f32x4.splat(m2);
-        const mask = i8x16.splat(15);
-        for (let h = 0; h < 2; h++) {
-          const bytes = v128.load(qc + (<usize>h << 4));
-          let lo = v128.and(bytes, mask);
-          let hi = i8x16.shr_u(bytes, 4);
-          if (five) {
-            const bit = i8x16.splat(16);
-            const hb = v128.load(qh + (<usize>h << 4));
-            lo = v128.or(lo, v128.and(i8x16.shl(i8x16.shr_u(hb, 2 * c), 4), bit));
-            hi = v128.or(hi, v128.and(i8x16.shl(i8x16.shr_u(hb, 2 * c + 1), 4), bit));
-          }
-          storeAQB(yc + (<usize>h << 6), lo, vd1, vm1);
-          storeAQB(yc + 128 + (<usize>h << 6), hi, vd2, vm2);
+      for (let l = 0; l < 32; l++) {
+        const v = <u32>load<u8>(qc + <usize>l);
+        let lo = v & 15;
+        let hi = v >> 4;
+        if (five) {
+          const h = <u32>load<u8>(qh + <usize>l);
+          lo |= ((h >> (2 * c)) & 1) << 4;
+          hi |= ((h >> (2 * c + 1)) & 1) << 4;
         }
-      } else {
-        for (let l = 0; l < 32; l++) {
-          const v = <u32>load<u8>(qc + <usize>l);
-          let lo = v & 15;
-          let hi = v >> 4;
-          if (five) {
-            const h = <u32>load<u8>(qh + <usize>l);
-            lo |= ((h >> (2 * c)) & 1) << 4;
-            hi |= ((h >> (2 * c + 1)) & 1) << 4;
-          }
-          store<f32>(yc + (<usize>l << 2), d1 * <f32>lo - m1);
-          store<f32>(yc + 128 + (<usize>l << 2), d2 * <f32>hi - m2);
-        }
+        store<f32>(yc + (<usize>l << 2), d1 * <f32>lo - m1);
+        store<f32>(yc + 128 + (<usize>l << 2), d2 * <f32>hi - m2);
       }
+    }
+  }
+}
+
+/**
+ * One super-block of dequantizeK4 in the SIMD build. Nibbles and high bits are taken with 16-bit
+ * shifts and byte masks (x64 has no byte shifts; V8 emulates them). Q5_K's bit 2c (2c+1) of qh
+ * byte l is bit 4 of code l of sub-block 2c (2c+1): qh is shifted 2 per pair as 16-bit lanes,
+ * and the bits read (0 and 1 of each byte) never come from the neighbouring byte.
+ */
+@inline function dequantizeK4Simd(d: f32, dmin: f32, sc: usize, qh: usize, qs: usize, y: usize, five: bool): void {
+  const mask = i8x16.splat(15);
+  const bit = i8x16.splat(16);
+  let hb0 = five ? v128.load(qh) : mask;
+  let hb1 = five ? v128.load(qh + 16) : mask;
+  for (let c = 0; c < 4; c++) {
+    const vd1 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c));
+    const vm1 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c));
+    const vd2 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c + 1));
+    const vm2 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c + 1));
+    const qc = qs + (<usize>c << 5);
+    const yc = y + (<usize>c << 8);
+    for (let h = 0; h < 2; h++) {
+      const bytes = v128.load(qc + (<usize>h << 4));
+      let lo = v128.and(bytes, mask);
+      let hi = v128.and(i16x8.shr_u(bytes, 4), mask);
+      if (five) {
+        const hb = h ? hb1 : hb0;
+        lo = v128.or(lo, v128.and(i16x8.shl(hb, 4), bit));
+        hi = v128.or(hi, v128.and(i16x8.shl(hb, 3), bit));
+      }
+      storeAQB(yc + (<usize>h << 6), lo, vd1, vm1);
+      storeAQB(yc + 128 + (<usize>h << 6), hi, vd2, vm2);
+    }
+    if (five) {
+      hb0 = i16x8.shr_u(hb0, 2);
+      hb1 = i16x8.shr_u(hb1, 2);
     }
   }
 }
