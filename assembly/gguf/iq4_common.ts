@@ -41,44 +41,37 @@ export function absmax32(x: usize): f32 {
   }
 }
 
-// Spec §0 first min / first max (Q4_1, Q5_1): start from x0, replace on strictly smaller/larger.
-// The SIMD build maps each float to an integer key with the same order (negative patterns get
-// their magnitude bits flipped) and takes lane minima/maxima. That gives the same values except
-// for the sign of a zero extreme (-0 orders below +0 here, the scan keeps the first), so a zero
-// extreme, like NaN (keys beyond the infinities), takes the literal scan.
+// Block minimum and maximum of the Q4_1 / Q5_1 reference (spec §3): from +FLT_MAX / -FLT_MAX,
+// replaced on strictly smaller / larger, so a NaN is skipped and among equal values (±0 included)
+// the first is kept. The SIMD build takes lane minima/maxima with pmin/pmax (one instruction each
+// on x64), which keep their first operand when either is NaN: with ±FLT_MAX as the first operand
+// of the leftmost step, every NaN is a second operand somewhere and is dropped, as the scan skips
+// it. Only the sign of a zero extreme may differ: that case takes the scan.
 export let blockMin: f32 = 0;
 export let blockMax: f32 = 0;
-@inline function orderKey(v: v128): v128 {
-  return v128.xor(v, i32x4.shr_u(i32x4.shr_s(v, 31), 1));
-}
 export function minMax32(x: usize): void {
   if (ASC_FEATURE_SIMD) {
-    const k0 = orderKey(v128.load(x));
-    const k1 = orderKey(v128.load(x, 16));
-    const k2 = orderKey(v128.load(x, 32));
-    const k3 = orderKey(v128.load(x, 48));
-    const k4 = orderKey(v128.load(x, 64));
-    const k5 = orderKey(v128.load(x, 80));
-    const k6 = orderKey(v128.load(x, 96));
-    const k7 = orderKey(v128.load(x, 112));
-    let lo = i32x4.min_s(i32x4.min_s(i32x4.min_s(k0, k1), i32x4.min_s(k2, k3)), i32x4.min_s(i32x4.min_s(k4, k5), i32x4.min_s(k6, k7)));
-    let hi = i32x4.max_s(i32x4.max_s(i32x4.max_s(k0, k1), i32x4.max_s(k2, k3)), i32x4.max_s(i32x4.max_s(k4, k5), i32x4.max_s(k6, k7)));
-    lo = i32x4.min_s(lo, v128.shuffle<i32>(lo, lo, 2, 3, 0, 1));
-    lo = i32x4.min_s(lo, v128.shuffle<i32>(lo, lo, 1, 0, 3, 2));
-    hi = i32x4.max_s(hi, v128.shuffle<i32>(hi, hi, 2, 3, 0, 1));
-    hi = i32x4.max_s(hi, v128.shuffle<i32>(hi, hi, 1, 0, 3, 2));
-    const kmn = i32x4.extract_lane(lo, 0);
-    const kmx = i32x4.extract_lane(hi, 0);
-    // Keys: +0 -> 0, -0 -> -1, +inf -> 0x7f800000, -inf -> 0x807fffff; beyond those: NaN.
-    if (kmn != 0 && kmn != -1 && kmx != 0 && kmx != -1 && kmn >= <i32>0x807fffff && kmx <= 0x7f800000) {
-      blockMin = reinterpret<f32>(kmn ^ (<i32>(<u32>(kmn >> 31) >> 1)));
-      blockMax = reinterpret<f32>(kmx ^ (<i32>(<u32>(kmx >> 31) >> 1)));
+    const v0 = v128.load(x), v1 = v128.load(x, 16), v2 = v128.load(x, 32), v3 = v128.load(x, 48);
+    const v4 = v128.load(x, 64), v5 = v128.load(x, 80), v6 = v128.load(x, 96), v7 = v128.load(x, 112);
+    const l0 = f32x4.pmin(f32x4.splat(f32.MAX_VALUE), v0);
+    const h0 = f32x4.pmax(f32x4.splat(-f32.MAX_VALUE), v0);
+    let lo = f32x4.pmin(f32x4.pmin(f32x4.pmin(l0, v1), f32x4.pmin(v2, v3)), f32x4.pmin(f32x4.pmin(v4, v5), f32x4.pmin(v6, v7)));
+    let hi = f32x4.pmax(f32x4.pmax(f32x4.pmax(h0, v1), f32x4.pmax(v2, v3)), f32x4.pmax(f32x4.pmax(v4, v5), f32x4.pmax(v6, v7)));
+    lo = f32x4.pmin(lo, v128.shuffle<f32>(lo, lo, 2, 3, 0, 1));
+    lo = f32x4.pmin(lo, v128.shuffle<f32>(lo, lo, 1, 0, 3, 2));
+    hi = f32x4.pmax(hi, v128.shuffle<f32>(hi, hi, 2, 3, 0, 1));
+    hi = f32x4.pmax(hi, v128.shuffle<f32>(hi, hi, 1, 0, 3, 2));
+    const mn = f32x4.extract_lane(lo, 0);
+    const mx = f32x4.extract_lane(hi, 0);
+    if (mn != 0 && mx != 0) {
+      blockMin = mn;
+      blockMax = mx;
       return;
     }
   }
-  let mn = load<f32>(x);
-  let mx = mn;
-  for (let i = 1; i < 32; i++) {
+  let mn = f32.MAX_VALUE;
+  let mx = -f32.MAX_VALUE;
+  for (let i = 0; i < 32; i++) {
     const v = load<f32>(x + (<usize>i << 2));
     if (v < mn) mn = v;
     if (v > mx) mx = v;
