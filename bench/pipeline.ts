@@ -4,7 +4,8 @@
 // workers, each run in its own process so that peak RSS (VmHWM from /proc) belongs to that run.
 // Every configuration runs --reps times, the repetitions interleaved (so that a change in the
 // machine's load touches every configuration alike); the table shows medians, and the ratios are
-// of medians from the same invocation. Prints wall time, GB of input per second, the
+// of medians from the same invocation ("speedup per round": the median of each round's ratio, the
+// round's runs being back to back). Prints wall time, GB of input per second, the
 // single-thread kernel throughput for the same work (median of 3 calls on one FFN matrix, measured
 // in the same process after the run), the kernel throughput of as many threads as workers running
 // that call at once (what a shared machine gives that many threads at the time: a control for the
@@ -74,10 +75,12 @@ async function main(): Promise<void> {
       const one = configs.find((x) => x.format === c.format && x.io === c.io && x.pool === c.pool && x.workers === 1);
       const gbps = m((r) => r.gbps), kernel = m((r) => r.kernelGBs);
       const speedup = c.workers > 1 && one ? gbps / median(one.runs.map((r) => r.gbps)) : NaN;
+      // Each round runs the configurations back to back: a round's ratio sees one machine state.
+      const roundSpeedup = c.workers > 1 && one ? median(c.runs.map((r, i) => r.gbps / one.runs[i].gbps)) : NaN;
       const all = m((r) => r.kernelAllGBs);
       const cpu = m((r) => r.cpuPerGB), kcpu = m((r) => r.kernelCpuPerGB);
       const share = (f: (r: Run) => number) => m((r) => f(r) / (r.wall * c.workers));
-      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.pool, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, cpu, kcpu / cpu,
+      rows.push([`${(c.runs[0].inBytes / 1e9).toFixed(2)} GB (${layers}L)`, c.format, c.io, c.pool, c.workers, m((r) => r.wall), gbps, kernel, gbps / (kernel * c.workers), all, gbps / all, speedup, roundSpeedup, cpu, kcpu / cpu,
         share((r) => r.workerCpu), share((r) => r.workerWait), share((r) => r.workerIdle),
         m((r) => r.workerCpu), m((r) => r.workerSys / r.workerCpu), m((r) => r.otherCpu), m((r) => r.wallFloor), c.workers > 1 && one ? median(one.runs.map((r) => r.wall)) / m((r) => r.wallFloor) : NaN,
         Math.max(...c.runs.map((r) => r.peakRssMB)), m((r) => r.peakInFlightMB)]);
@@ -86,7 +89,7 @@ async function main(): Promise<void> {
   }
   console.log(`\nwebquant pipeline, BF16 safetensors in (in the page cache), file out, budget ${budget} MiB in flight; medians of ${reps} interleaved runs, peak RSS the highest`);
   console.log(`load average (1, 5, 15 min) at the start and after each round: ${loads.join(' | ')}\n`);
-  console.log(table(['input', 'format', 'I/O', 'pool', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'worker CPU s', 'of it in the OS', 'other threads CPU s', 'CPU floor s', 'speedup the CPU allows', 'peak RSS MB', 'peak in flight MB'], rows));
+  console.log(table(['input', 'format', 'I/O', 'pool', 'workers', 'wall s', 'GB/s in', 'kernel GB/s (1 thread)', 'vs kernel x workers', 'kernel GB/s (all threads at once)', 'vs that', 'speedup vs 1', 'speedup per round', 'CPU s per GB', 'kernel CPU / CPU', 'workers running', 'waiting for a CPU', 'without work', 'worker CPU s', 'of it in the OS', 'other threads CPU s', 'CPU floor s', 'speedup the CPU allows', 'peak RSS MB', 'peak in flight MB'], rows));
   writeJson('bench/results/pipeline.json', { date: new Date().toISOString(), reps, loads, results });
 }
 
