@@ -186,32 +186,35 @@ export function q4_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
  * and the bits read (0 and 1 of each byte) never come from the neighbouring byte.
  */
 @inline function dequantizeK4Simd(d: f32, dmin: f32, sc: usize, qh: usize, qs: usize, y: usize, five: bool): void {
+  const hb0 = five ? v128.load(qh) : i8x16.splat(0);
+  const hb1 = five ? v128.load(qh + 16) : i8x16.splat(0);
+  // Unrolled by hand: constant sub-block indices fold k4Scale / k4Min's branches away.
+  k4PairSimd(d, dmin, sc, qs, y, five, 0, hb0, hb1);
+  k4PairSimd(d, dmin, sc, qs, y, five, 1, i16x8.shr_u(hb0, 2), i16x8.shr_u(hb1, 2));
+  k4PairSimd(d, dmin, sc, qs, y, five, 2, i16x8.shr_u(hb0, 4), i16x8.shr_u(hb1, 4));
+  k4PairSimd(d, dmin, sc, qs, y, five, 3, i16x8.shr_u(hb0, 6), i16x8.shr_u(hb1, 6));
+}
+
+/** Sub-blocks 2c and 2c + 1 of a super-block; hb0 / hb1: qh shifted right by 2c as 16-bit lanes. */
+@inline function k4PairSimd(d: f32, dmin: f32, sc: usize, qs: usize, y: usize, five: bool, c: i32, hb0: v128, hb1: v128): void {
   const mask = i8x16.splat(15);
   const bit = i8x16.splat(16);
-  let hb0 = five ? v128.load(qh) : mask;
-  let hb1 = five ? v128.load(qh + 16) : mask;
-  for (let c = 0; c < 4; c++) {
-    const vd1 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c));
-    const vm1 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c));
-    const vd2 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c + 1));
-    const vm2 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c + 1));
-    const qc = qs + (<usize>c << 5);
-    const yc = y + (<usize>c << 8);
-    for (let h = 0; h < 2; h++) {
-      const bytes = v128.load(qc + (<usize>h << 4));
-      let lo = v128.and(bytes, mask);
-      let hi = v128.and(i16x8.shr_u(bytes, 4), mask);
-      if (five) {
-        const hb = h ? hb1 : hb0;
-        lo = v128.or(lo, v128.and(i16x8.shl(hb, 4), bit));
-        hi = v128.or(hi, v128.and(i16x8.shl(hb, 3), bit));
-      }
-      storeAQB(yc + (<usize>h << 6), lo, vd1, vm1);
-      storeAQB(yc + 128 + (<usize>h << 6), hi, vd2, vm2);
-    }
+  const vd1 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c));
+  const vm1 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c));
+  const vd2 = f32x4.splat(d * <f32>k4Scale(sc, 2 * c + 1));
+  const vm2 = f32x4.splat(dmin * <f32>k4Min(sc, 2 * c + 1));
+  const qc = qs + (<usize>c << 5);
+  const yc = y + (<usize>c << 8);
+  for (let h = 0; h < 2; h++) {
+    const bytes = v128.load(qc + (<usize>h << 4));
+    let lo = v128.and(bytes, mask);
+    let hi = v128.and(i16x8.shr_u(bytes, 4), mask);
     if (five) {
-      hb0 = i16x8.shr_u(hb0, 2);
-      hb1 = i16x8.shr_u(hb1, 2);
+      const hb = h ? hb1 : hb0;
+      lo = v128.or(lo, v128.and(i16x8.shl(hb, 4), bit));
+      hi = v128.or(hi, v128.and(i16x8.shl(hb, 3), bit));
     }
+    storeAQB(yc + (<usize>h << 6), lo, vd1, vm1);
+    storeAQB(yc + 128 + (<usize>h << 6), hi, vd2, vm2);
   }
 }
