@@ -89,10 +89,41 @@ export interface ImportanceTarget {
 }
 
 /**
+ * Columns per unit over which an importance vector that is all zero makes llama.cpp b4747's search
+ * divide 0 by 0 (spec §16.2), by format: IQ4_NL's blocks get d = NaN, Q2_K / Q4_K / Q5_K's
+ * super-blocks d = dmin = NaN. webquant writes those bytes too (they are what the spec and b4747
+ * define; newer llama.cpp releases write zeros instead), so such blocks dequantize to NaN.
+ */
+const NAN_UNITS: Readonly<Record<string, number>> = { iq4_nl: 32, q2_k: 256, q4_k: 256, q5_k: 256 };
+
+/** A warning when `v` is all zero over a whole unit of a format in NAN_UNITS. */
+function zeroUnitWarning(t: ImportanceTarget, v: Float32Array, file: string): string | undefined {
+  const format = typeof t.scheme === 'object' && t.scheme !== null ? (t.scheme as { format?: unknown }).format : undefined;
+  const unit = typeof format === 'string' ? NAN_UNITS[format] : undefined;
+  if (!unit || t.rowLength % unit) return undefined;
+  let count = 0;
+  let first = -1;
+  for (let at = 0; at < v.length; at += unit) {
+    let zero = true;
+    for (let i = at; i < at + unit && zero; i++) zero = v[i] === 0;
+    if (zero) {
+      count++;
+      if (first < 0) first = at;
+    }
+  }
+  if (!count) return undefined;
+  const col = first % t.rowLength;
+  const where = v.length > t.rowLength ? ` of expert ${Math.floor(first / t.rowLength)}` : '';
+  return `imatrix ${file}: "${t.name}" has zero importance over ${count} whole ${unit}-column block${count > 1 ? 's' : ''} (first: columns ${col}-${col + unit - 1}${where}); ` +
+    `${format} then stores a NaN scale there, as llama.cpp b4747 does (newer releases store zeros), and those weights dequantize to NaN: quantize this tensor without the imatrix or in another format`;
+}
+
+/**
  * An importance matrix's vectors for the tensors a plan quantizes, by name: one of the row length,
  * or for a [matrices, rows, cols] tensor (MoE experts) one per matrix. A vector of another length
  * is E_IMPORTANCE_LENGTH naming the file and the tensor; entries naming no tensor, and quantized
- * tensors without an entry, are counted in `warnings`.
+ * tensors without an entry, are counted in `warnings`, which also names each tensor whose format
+ * would store NaN scales for blocks of all-zero importance (NAN_UNITS).
  */
 export function importanceFor(matrix: ReadonlyMap<string, Float32Array>, tensors: readonly ImportanceTarget[], file: string, checkpoint: string): { importance: Record<string, Float32Array>; warnings: string[] } {
   const importance: Record<string, Float32Array> = {};
@@ -110,6 +141,11 @@ export function importanceFor(matrix: ReadonlyMap<string, Float32Array>, tensors
   }
   const missing = tensors.filter((t) => t.scheme !== 'keep' && !importance[t.name]).length;
   const warnings: string[] = [];
+  for (const t of tensors) {
+    const v = importance[t.name];
+    const w = v && zeroUnitWarning(t, v, file);
+    if (w) warnings.push(w);
+  }
   if (unused) warnings.push(`imatrix ${file}: ${unused} entries name no tensor of ${checkpoint}`);
   if (missing) warnings.push(`imatrix ${file}: no importance for ${missing} quantized tensors`);
   return { importance, warnings };

@@ -1,0 +1,53 @@
+// importanceFor: which vectors go to which planned tensors, and the warnings it gives.
+import { describe, expect, it } from 'vitest';
+import { importanceFor, type ImportanceTarget } from '../../src/io/imatrix.js';
+import { quantize, dequantize } from '../../src/index.js';
+
+const target = (name: string, format: string | 'keep', rowLength = 512, shape: number[] = [4, rowLength]): ImportanceTarget =>
+  ({ name, shape, rowLength, scheme: format === 'keep' ? 'keep' : { format } });
+
+/** Importance 1 everywhere but columns [from, to). */
+function withZeros(n: number, from: number, to: number): Float32Array {
+  return new Float32Array(n).map((_, i) => (i >= from && i < to ? 0 : 1));
+}
+
+describe('importanceFor: blocks of all-zero importance in formats that store NaN scales for them', () => {
+  it('names the tensor, the count and the first columns for IQ4_NL (32) and Q4_K (256)', () => {
+    const m = new Map([
+      ['a', withZeros(512, 32, 96)], // two IQ4_NL blocks
+      ['b', withZeros(512, 256, 512)], // one Q4_K super-block
+      ['c', withZeros(512, 0, 255)], // 255 columns: no whole super-block
+    ]);
+    const r = importanceFor(m, [target('a', 'iq4_nl'), target('b', 'q4_k'), target('c', 'q5_k')], 'im.gguf', 'model');
+    expect(r.warnings).toHaveLength(2);
+    expect(r.warnings[0]).toMatch(/imatrix im\.gguf: "a" has zero importance over 2 whole 32-column blocks \(first: columns 32-63\); iq4_nl then stores a NaN scale/);
+    expect(r.warnings[1]).toMatch(/"b" has zero importance over 1 whole 256-column block \(first: columns 256-511\); q4_k/);
+  });
+
+  it('says nothing for formats whose all-zero blocks are finite, kept tensors and partial zeros', () => {
+    const z = withZeros(512, 0, 512);
+    const m = new Map([['a', z], ['b', z], ['c', z], ['d', withZeros(512, 1, 32)]]);
+    const r = importanceFor(m, [target('a', 'q6_k'), target('b', 'iq4_xs'), target('c', 'keep'), target('d', 'iq4_nl')], 'im.gguf', 'model');
+    expect(r.warnings).toEqual([]);
+  });
+
+  it('names the expert of a stacked MoE tensor', () => {
+    const v = new Float32Array(3 * 256).fill(1);
+    v.fill(0, 2 * 256 + 32, 2 * 256 + 64);
+    const r = importanceFor(new Map([['e', v]]), [target('e', 'iq4_nl', 256, [3, 8, 256])], 'im.gguf', 'model');
+    expect(r.warnings[0]).toMatch(/over 1 whole 32-column block \(first: columns 32-63 of expert 2\)/);
+  });
+
+  it('the warning is true: such a block dequantizes to NaN (spec §16.2), a block with one nonzero weight does not', async () => {
+    const x = new Float32Array(512).map((_, i) => Math.sin(i) * 0.02);
+    for (const [format, imp] of [['iq4_nl', withZeros(512, 32, 64)], ['q4_k', withZeros(512, 256, 512)]] as const) {
+      const y = await dequantize(await quantize(x, { format, rowLength: 512, importance: imp }));
+      const nan = [...y].map((v, i) => (Number.isNaN(v) ? i : -1)).filter((i) => i >= 0);
+      expect(nan.length, format).toBeGreaterThan(0);
+      expect(Math.min(...nan), format).toBe(format === 'iq4_nl' ? 32 : 256);
+      const one = imp.slice();
+      one[format === 'iq4_nl' ? 40 : 300] = 1;
+      expect((await dequantize(await quantize(x, { format, rowLength: 512, importance: one }))).some(Number.isNaN), format).toBe(false);
+    }
+  });
+});
