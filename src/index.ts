@@ -20,7 +20,7 @@ export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type Weig
 export { readTokens, splitDocuments, BOS } from './eval/tokens.js';
 export { quantizedWeights, type QuantizedWeightsOptions } from './eval/quantized.js';
 export { computeImatrix, imatrixGguf, type ImatrixOptions, type ImatrixResult, type ImatrixEntry } from './eval/imatrix.js';
-export { readImatrix } from './io/imatrix.js';
+export { readImatrix, imatrixMetadata, Imatrix } from './io/imatrix.js';
 export * from './serve/index.js';
 export { asValues } from './serve/as-values.js';
 export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';

@@ -4,7 +4,6 @@ import { readFile, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
-import type { Checkpoint } from '../io/checkpoint.js';
 import { fromPath } from '../io/node.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
@@ -12,7 +11,7 @@ import { fileSink } from '../pipeline/sink-node.js';
 import { asValues } from '../serve/as-values.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
-import { importanceFor, readImatrix } from '../io/imatrix.js';
+import { importanceFor, imatrixMetadata, readImatrix, type Imatrix } from '../io/imatrix.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
@@ -147,13 +146,10 @@ function progressPrinter(io: CliIO, json: boolean, roles: Map<string, PlannedTen
   };
 }
 
-async function loadImportance(path: string, io: CliIO, ck: Checkpoint, resolved: ResolvedPlan, warnings: string[]): Promise<Record<string, Float32Array>> {
-  const file = absPath(path, io);
-  const src = fromPath(file);
+async function loadImatrix(path: string, io: CliIO): Promise<Imatrix> {
+  const src = fromPath(absPath(path, io));
   try {
-    const r = importanceFor(await readImatrix(src), resolved.tensors, basename(file), ck.source);
-    warnings.push(...r.warnings);
-    return r.importance;
+    return await readImatrix(src);
   } finally {
     await src.close();
   }
@@ -252,8 +248,10 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
     const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
     // A webquant output is read as its values, so that it can be quantized again.
+    const imatrix = a.imatrix !== undefined ? await loadImatrix(a.imatrix, io) : undefined;
     const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
+      ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
     });
     if (tokenizer?.kind === 'none') {
       notes.push(a.tokenizer === 'none'
@@ -279,7 +277,12 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         value: errors.map((e) => e.message), tensor: errors[0].tensor,
       });
     }
-    const importance = a.imatrix !== undefined ? await loadImportance(a.imatrix, io, ck, resolved, warnings) : undefined;
+    let importance: Record<string, Float32Array> | undefined;
+    if (imatrix) {
+      const r = importanceFor(imatrix, resolved.tensors, basename(a.imatrix!), ck.source);
+      warnings.push(...r.warnings);
+      importance = r.importance;
+    }
     const roles = new Map(resolved.tensors.map((t) => [t.name, t]));
     if (!json) {
       io.stdout.write(`webquant: ${baseName(input.file)} (${ck.format}, ${ck.tensors.length} tensors) -> ${basename(out)} (${kind}) with ${choice.label}\n`);

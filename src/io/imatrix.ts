@@ -1,18 +1,48 @@
 // Importance matrices as llama.cpp's llama-imatrix writes them, by GGUF tensor name:
 // - the legacy binary file (imatrix.dat): i32 n_entries, then per entry i32 name length, name,
 //   i32 ncall, i32 nval, f32 values[nval] (sums of squared activations over ncall chunks), and an
-//   optional trailer (last call, dataset name) that is ignored;
+//   optional trailer (i32 chunk count, i32 length and the dataset's name);
 // - the GGUF file (imatrix.gguf): per weight `<name>.in_sum2` (sums, [matrices, cols]) and
-//   `<name>.counts` ([matrices, 1]); a MoE tensor has one matrix per expert.
+//   `<name>.counts` ([matrices, 1]); a MoE tensor has one matrix per expert; `imatrix.datasets`
+//   and `imatrix.chunk_count` say what it was computed on.
 // Both become per-column means, the values llama-quantize passes to the quantizers; a MoE
 // tensor's are the experts' means back to back. An expert no position reached (count 0) has no
 // means: it gets ones (every column alike) rather than zeros, which would leave its quantizer
 // nothing to weigh.
 import { ErrorCodes, fail } from '../errors.js';
 import { GGUF_MAGIC, openGguf } from './gguf.js';
+import type { GgufWriteKV } from './gguf-writer.js';
 import type { ByteSource } from './source.js';
 
-export async function readImatrix(src: ByteSource): Promise<Map<string, Float32Array>> {
+/** An importance matrix: per-column means by tensor name, and what it was computed on. */
+export class Imatrix extends Map<string, Float32Array> {
+  /** Calibration datasets named in the file (llama-imatrix records its input file's name). */
+  datasets: string[] = [];
+  /** Chunks of calibration text it was computed on; 0 where the file does not say. */
+  chunks = 0;
+}
+
+/**
+ * The four keys llama-quantize adds to a GGUF it quantizes with an imatrix: the imatrix file, its
+ * first dataset, its entry count and its chunk count (both u32, the last only when known), strings
+ * cut to 127 bytes as its overrides hold them. llama-quantize writes the path as given; here it is
+ * the file's name alone (`file` may be a path or a URL), which a page, a Worker and the CLI all
+ * know alike, so their outputs stay identical, and which leaks no local directory.
+ */
+export function imatrixMetadata(file: string, m: ReadonlyMap<string, Float32Array> & Partial<Pick<Imatrix, 'datasets' | 'chunks'>>): GgufWriteKV[] {
+  const str = (v: string) => {
+    const b = new TextEncoder().encode(v);
+    return b.length <= 127 ? v : new TextDecoder().decode(b.subarray(0, 127)).replace(/\uFFFD$/, '');
+  };
+  const name = file.replace(/[?#].*$/, '').split(/[\\/]/).pop() || file;
+  const kv: GgufWriteKV[] = [{ key: 'quantize.imatrix.file', type: 'string', value: str(name) }];
+  if (m.datasets?.length) kv.push({ key: 'quantize.imatrix.dataset', type: 'string', value: str(m.datasets[0]) });
+  kv.push({ key: 'quantize.imatrix.entries_count', type: 'u32', value: m.size });
+  if (m.chunks) kv.push({ key: 'quantize.imatrix.chunks_count', type: 'u32', value: m.chunks });
+  return kv;
+}
+
+export async function readImatrix(src: ByteSource): Promise<Imatrix> {
   const size = await src.size();
   if (size >= 4) {
     const m = await src.read(0, 4);
@@ -21,7 +51,7 @@ export async function readImatrix(src: ByteSource): Promise<Map<string, Float32A
   return readLegacy(src, size);
 }
 
-function readLegacy(src: ByteSource, size: number): Promise<Map<string, Float32Array>> {
+function readLegacy(src: ByteSource, size: number): Promise<Imatrix> {
   const file = src.name;
   const bad = (msg: string, at: number): never => fail(ErrorCodes.BAD_INPUT, `[imatrix] ${file}: ${msg} (at byte ${at})`, { file, index: at });
   return src.read(0, size).then((bytes) => {
@@ -33,7 +63,7 @@ function readLegacy(src: ByteSource, size: number): Promise<Map<string, Float32A
       at += 4;
       return v;
     };
-    const out = new Map<string, Float32Array>();
+    const out = new Imatrix();
     const n = i32();
     if (n < 0 || n * 12 > size) bad(`${n} entries cannot fit in ${size} bytes; not an imatrix file`, 0);
     for (let e = 0; e < n; e++) {
@@ -55,13 +85,23 @@ function readLegacy(src: ByteSource, size: number): Promise<Map<string, Float32A
       if (out.has(name)) bad(`entry "${name}" appears twice`, at);
       out.set(name, v);
     }
+    // The trailer, where present: older files end after the entries.
+    if (at + 4 <= size) out.chunks = Math.max(0, i32());
+    if (at + 4 <= size) {
+      const len = i32();
+      if (len > 0 && at + len <= size) out.datasets = [new TextDecoder().decode(bytes.subarray(at, at + len))];
+    }
     return out;
   });
 }
 
-async function readGgufImatrix(src: ByteSource): Promise<Map<string, Float32Array>> {
+async function readGgufImatrix(src: ByteSource): Promise<Imatrix> {
   const g = await openGguf(src);
-  const out = new Map<string, Float32Array>();
+  const out = new Imatrix();
+  const datasets = g.metadata['imatrix.datasets'];
+  if (Array.isArray(datasets)) out.datasets = datasets.filter((d): d is string => typeof d === 'string');
+  const chunks = Number(g.metadata['imatrix.chunk_count'] ?? 0);
+  if (Number.isInteger(chunks) && chunks > 0) out.chunks = chunks;
   for (const t of g.tensors) {
     if (!t.name.endsWith('.in_sum2')) continue;
     const name = t.name.slice(0, -'.in_sum2'.length);

@@ -9,7 +9,7 @@ import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.j
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
-import { importanceFor } from '../io/imatrix.js';
+import { importanceFor, imatrixMetadata } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
 import { resolvePlan } from '../plan/plan.js';
 import type { ResolvedPlan } from '../plan/types.js';
@@ -49,7 +49,10 @@ export interface PreparedOutput {
 }
 
 export interface PrepareOptions {
-  /** An importance matrix (readImatrix) and the name of its file, as `webquant quantize --imatrix`. */
+  /**
+   * An importance matrix (readImatrix) and the name of its file, as `webquant quantize --imatrix`;
+   * a GGUF output records them in llama-quantize's quantize.imatrix.* keys.
+   */
   imatrix?: { matrix: ReadonlyMap<string, Float32Array>; file: string };
 }
 
@@ -114,13 +117,13 @@ export function chooseContainer(
   ck: Checkpoint,
   kind: ContainerKind,
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
-  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string },
+  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[] },
 ): ContainerChoice {
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
   if (ck.format === 'gguf') {
     const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
     if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    return { input: ck, container: ggufContainer({ metadata: kv }) };
+    return { input: ck, container: ggufContainer({ metadata: [...kv, ...(src.imatrix ?? [])] }) };
   }
   if (!src.config) {
     throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
@@ -129,7 +132,7 @@ export function chooseContainer(
   }
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
-  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name) }), tokenizer };
+  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: [...hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name), ...(src.imatrix ?? [])] }), tokenizer };
 }
 
 /**
@@ -156,6 +159,7 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
   const { input, container, tokenizer } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
     config: src.config, vocab, name: src.name, file: src.checkpoint.source,
+    ...(opts.imatrix ? { imatrix: imatrixMetadata(opts.imatrix.file, opts.imatrix.matrix) } : {}),
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
   if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);

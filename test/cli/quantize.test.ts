@@ -495,11 +495,24 @@ describe.skipIf(!hasShared)('webquant quantize: options', () => {
       { name: `${e.name}.in_sum2`, ggmlType: 'F32', shape: [1, e.values.length], data: e.values },
       { name: `${e.name}.counts`, ggmlType: 'F32', shape: [1, 1], data: new Float32Array([e.ncall]) },
     ]);
-    writeFileSync(join(tmp, 'imatrix.gguf'), await collect(writeGguf({ metadata: [{ key: 'general.type', type: 'string', value: 'imatrix' }], tensors })));
+    writeFileSync(join(tmp, 'imatrix.gguf'), await collect(writeGguf({
+      metadata: [
+        { key: 'general.type', type: 'string', value: 'imatrix' },
+        { key: 'imatrix.datasets', type: 'array', itemType: 'string', value: ['test'] },
+        { key: 'imatrix.chunk_count', type: 'u32', value: 7 },
+      ],
+      tensors,
+    })));
     const out2 = join(tmp, 'imx2.gguf');
     const r2 = await cli(['quantize', MODEL, '-o', out2, '--preset', 'q4_0', '--imatrix', 'imatrix.gguf'], { cwd: tmp });
     expect(r2.code, r2.stderr).toBe(0);
-    expect(same(readFileSync(out2), readFileSync(out))).toBe(true);
+    const g2 = await openFile(out2);
+    for (const t of g.tensors) expect(same(await g2.readRaw(t.name), await g.readRaw(t.name)), t.name).toBe(true);
+    // llama-quantize's four keys: the imatrix as given, its dataset, entry and chunk counts
+    // (the .dat file's trailer says 7 chunks of "test"; the GGUF its imatrix.* keys).
+    const keys = (c: typeof g) => Object.fromEntries(Object.entries(c.metadata).filter(([k]) => k.startsWith('quantize.imatrix.')));
+    expect(keys(g)).toEqual({ 'quantize.imatrix.file': 'imatrix.dat', 'quantize.imatrix.dataset': 'test', 'quantize.imatrix.entries_count': entries.length, 'quantize.imatrix.chunks_count': 7 });
+    expect(keys(g2)).toEqual({ ...keys(g), 'quantize.imatrix.file': 'imatrix.gguf' });
     writeFileSync(join(tmp, 'short.dat'), imatrixDat([{ name: 'blk.0.attn_q.weight', ncall: 1, values: new Float32Array(10).fill(1) }]));
     const bad = await cli(['quantize', MODEL, '-o', out, '--preset', 'q4_0', '--imatrix', 'short.dat'], { cwd: tmp });
     expect(bad.code).toBe(2);

@@ -1,6 +1,7 @@
 // importanceFor: which vectors go to which planned tensors, and the warnings it gives.
 import { describe, expect, it } from 'vitest';
-import { importanceFor, type ImportanceTarget } from '../../src/io/imatrix.js';
+import { importanceFor, imatrixMetadata, readImatrix, type ImportanceTarget } from '../../src/io/imatrix.js';
+import { fromBuffer } from '../../src/io/source.js';
 import { quantize, dequantize } from '../../src/index.js';
 
 const target = (name: string, format: string | 'keep', rowLength = 512, shape: number[] = [4, rowLength]): ImportanceTarget =>
@@ -49,5 +50,41 @@ describe('importanceFor: blocks of all-zero importance in formats that store NaN
       one[format === 'iq4_nl' ? 40 : 300] = 1;
       expect((await dequantize(await quantize(x, { format, rowLength: 512, importance: one }))).some(Number.isNaN), format).toBe(false);
     }
+  });
+});
+
+describe('readImatrix records what an imatrix was computed on; imatrixMetadata writes it as llama-quantize does', () => {
+  const i32 = (v: number) => new Uint8Array(new Int32Array([v]).buffer);
+  const legacy = (trailer: Uint8Array[]) => {
+    const name = new TextEncoder().encode('w');
+    const parts = [i32(1), i32(name.length), name, i32(2), i32(2), new Uint8Array(new Float32Array([4, 6]).buffer), ...trailer];
+    return new Uint8Array(parts.flatMap((p) => [...p]));
+  };
+
+  it('a legacy file with and without its trailer', async () => {
+    const m = await readImatrix(fromBuffer(legacy([i32(12), i32(8), new TextEncoder().encode('wiki.txt')]), 'a.dat'));
+    expect([...m.get('w')!]).toEqual([2, 3]);
+    expect([m.chunks, m.datasets]).toEqual([12, ['wiki.txt']]);
+    const bare = await readImatrix(fromBuffer(legacy([]), 'b.dat'));
+    expect([bare.size, bare.chunks, bare.datasets]).toEqual([1, 0, []]);
+    expect(imatrixMetadata('b.dat', bare)).toEqual([
+      { key: 'quantize.imatrix.file', type: 'string', value: 'b.dat' },
+      { key: 'quantize.imatrix.entries_count', type: 'u32', value: 1 },
+    ]);
+  });
+
+  it('the keys, with strings cut to 127 bytes as llama.cpp\'s overrides hold them', async () => {
+    const m = await readImatrix(fromBuffer(legacy([i32(3), i32(4), new TextEncoder().encode('text')]), 'c.dat'));
+    const long = 'd'.repeat(140) + '.dat';
+    expect(imatrixMetadata(long, m)).toEqual([
+      { key: 'quantize.imatrix.file', type: 'string', value: long.slice(0, 127) },
+      { key: 'quantize.imatrix.dataset', type: 'string', value: 'text' },
+      { key: 'quantize.imatrix.entries_count', type: 'u32', value: 1 },
+      { key: 'quantize.imatrix.chunks_count', type: 'u32', value: 3 },
+    ]);
+    // The name alone, from a path or a URL.
+    for (const f of ['/home/u/cal/im.gguf', 'C:\\cal\\im.gguf', 'https://h/x/im.gguf?download=1']) expect(imatrixMetadata(f, m)[0].value, f).toBe('im.gguf');
+    // A multi-byte character across byte 127 is dropped whole.
+    expect(imatrixMetadata('a'.repeat(126) + 'é', m)[0].value).toBe('a'.repeat(126));
   });
 });
