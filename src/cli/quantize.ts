@@ -247,8 +247,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
     const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
     const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
-    // A webquant output is read as its values, so that it can be quantized again.
     const imatrix = a.imatrix !== undefined ? await loadImatrix(a.imatrix, io) : undefined;
+    // A webquant output is read as its values, so that it can be quantized again.
     const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
