@@ -309,9 +309,8 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         ? job.prepared!.then((prepared) => lanes.quantize(task, { ...qopts, slice: { row0: u.r0, rows: job.nrows, prepared } }))
         : lanes.quantize(task, qopts);
       const result = quantized.then(async (q: QuantizedTensor) => {
-        // A chunk's rows only: the tensor sections come once, from a sliced tensor's first slice
-        // or (constant ones) from consume().
-        // Written by the worker, the result holds the tensor sections only.
+        // A chunk keeps its rows only (none where the worker wrote them): the tensor sections
+        // come once, from a sliced tensor's first slice or (constant ones) from consume().
         const data = bringsTensorSections(job, u.chunk) ? q.data : q.data.subarray(0, out ? 0 : rowBytes(job) * u.rows);
         if (key) await opts.resume!.put(key, u.id, { data, meta: { metrics: encodeMetrics(q.metrics) } });
         return { data, metrics: q.metrics, cached: false, written: !!out };
