@@ -125,7 +125,7 @@ export interface ImportanceTarget {
   shape: readonly number[];
   rowLength: number;
   /** 'keep' for tensors the plan does not quantize. */
-  scheme: unknown;
+  scheme: 'keep' | { format: string };
 }
 
 /**
@@ -138,8 +138,9 @@ const NAN_UNITS: Readonly<Record<string, number>> = { iq4_nl: 32, q2_k: 256, q4_
 
 /** A warning when `v` is all zero over a whole unit of a format in NAN_UNITS. */
 function zeroUnitWarning(t: ImportanceTarget, v: Float32Array, file: string): string | undefined {
-  const format = typeof t.scheme === 'object' && t.scheme !== null ? (t.scheme as { format?: unknown }).format : undefined;
-  const unit = typeof format === 'string' ? NAN_UNITS[format] : undefined;
+  if (t.scheme === 'keep') return undefined;
+  const format = t.scheme.format;
+  const unit = NAN_UNITS[format];
   if (!unit || t.rowLength % unit) return undefined;
   let count = 0;
   let first = -1;
