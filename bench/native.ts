@@ -31,6 +31,8 @@ const jsonPath = arg('json', 'bench/results/native.json');
 const maxRows = values / ROW;
 const big = weightData(values);
 const k = await loadKernels('wasm-simd', 'bench');
+// llama.cpp's dequantized values, all rows of every format.
+const deq = new Float32Array(values);
 
 const secs = (f: () => unknown) => {
   const t0 = performance.now();
@@ -66,7 +68,6 @@ for (const f of formats.values()) {
   const q = ggml.quantize(t);
   const dq = ggml.dequantize(t);
   const dst = new Uint8Array(outBytes(maxRows));
-  const deq = new Float32Array(values);
   const nativeQ = (n: number) => q(big.subarray(0, n * ROW), dst, n, ROW, null);
   const nN = rowsFor(nativeQ);
   const args = await kernelOnlyArgs(f, k, big);
