@@ -1,9 +1,10 @@
 // Importance matrices from the reference forward (src/eval/imatrix.ts): what each entry sums,
 // checked against quantities computed here without the forward; the GGUF file it writes, read
-// back by the reader that `quantize --imatrix` uses; per-expert matrices of a MoE model.
+// back by the reader that `quantize --imatrix` uses; per-expert matrices of a MoE model; and
+// stories260K against the file llama.cpp's llama-imatrix writes for the same tokens.
 import { describe, expect, it } from 'vitest';
 import { computeImatrix, imatrixCollector, imatrixGguf, mergeImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
-import { llamaConfig, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
+import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { openGguf } from '../../src/io/gguf.js';
 import { fromBuffer } from '../../src/io/source.js';
@@ -11,6 +12,15 @@ import { collect } from '../../src/io/stream.js';
 import { readImatrix } from '../../src/io/imatrix.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { lcg, mapSource, randomWeights } from './naive.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readTokens } from '../../src/eval/tokens.js';
+import { readConfig } from '../../src/io/config.js';
+import { fromPath } from '../../src/io/node.js';
+import { openSafetensors } from '../../src/io/safetensors.js';
+import { SHARED } from '../helpers/shared.js';
+
+const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
 
 const tiny = (over: Record<string, unknown> = {}): LlamaConfig => llamaConfig({
   hidden_size: 8, intermediate_size: 12, num_hidden_layers: 2, num_attention_heads: 2, num_key_value_heads: 1,
@@ -146,6 +156,33 @@ describe('computeImatrix', () => {
         const want = gate.counts[e] > 0 ? Math.fround(gate.sums[e][j]) / gate.counts[e] : 1;
         expect(means[e * 8 + j]).toBeCloseTo(want, 6);
       }
+    }
+  });
+});
+
+describe('computeImatrix against llama.cpp', () => {
+  it("gives llama-imatrix's importance for stories260K (float32 forward there, float64 here: within 5e-5)", async () => {
+    const MODEL = join(SHARED, 'models/stories260K');
+    const cfg = fromPath(join(MODEL, 'config.json'));
+    const model = fromPath(join(MODEL, 'model.safetensors'));
+    try {
+      const config = llamaConfig(await readConfig(cfg));
+      const tokens = readTokens(fixture('llama-imatrix-calib.u16'));
+      const res = await computeImatrix({ config, weights: checkpointWeights(await openSafetensors(model)), tokens, contextLength: 256 });
+      const ours = await readImatrix(fromBuffer(await collect(writeGguf(imatrixGguf(res, 'calib.u16'))), 'ours.gguf'));
+      const theirs = await readImatrix(fromBuffer(fixture('llama-imatrix-stories260k.gguf'), 'llama-imatrix-stories260k.gguf'));
+      expect([ours.chunks, theirs.chunks]).toEqual([20, 20]);
+      expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
+      expect(ours.size).toBe(35);
+      for (const [name, want] of theirs) {
+        const got = ours.get(name)!;
+        expect(got.length, name).toBe(want.length);
+        let worst = 0;
+        for (let j = 0; j < want.length; j++) worst = Math.max(worst, Math.abs(got[j] - want[j]) / want[j]);
+        expect(worst, name).toBeLessThan(5e-5);
+      }
+    } finally {
+      await Promise.all([cfg.close(), model.close()]);
     }
   });
 });
