@@ -2,6 +2,8 @@
 // checked against quantities computed here without the forward; the GGUF file it writes, read
 // back by the reader that `quantize --imatrix` uses; per-expert matrices of a MoE model; and
 // stories260K against the file llama.cpp's llama-imatrix writes for the same tokens.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { computeImatrix, imatrixCollector, imatrixGguf, mergeImatrixChunk, type ImatrixEntry } from '../../src/eval/imatrix.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../../src/eval/llama.js';
@@ -11,14 +13,12 @@ import { fromBuffer } from '../../src/io/source.js';
 import { collect } from '../../src/io/stream.js';
 import { readImatrix } from '../../src/io/imatrix.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
-import { lcg, mapSource, randomWeights } from './naive.js';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { readTokens } from '../../src/eval/tokens.js';
 import { readConfig } from '../../src/io/config.js';
 import { fromPath } from '../../src/io/node.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
 import { SHARED } from '../helpers/shared.js';
+import { lcg, mapSource, randomWeights } from './naive.js';
 
 const fixture = (name: string) => new Uint8Array(readFileSync(new URL(`./fixtures/${name}`, import.meta.url)));
 
