@@ -13,8 +13,7 @@ import { loadKernels } from '../src/kernels/loader.js';
 import { resolveOptions } from '../src/options.js';
 import { loadGgml, nativeLibs } from './llamacpp.js';
 import { kernelOnlyArgs, Resident, ROW } from './resident.js';
-import { median } from './stats.js';
-import { arg, table, weightData, writeJson } from './util.js';
+import { alternate, arg, median, table, weightData, writeJson } from './util.js';
 
 /** Our format name -> ggml's function suffix. */
 const GGML: Record<string, string> = {
@@ -46,15 +45,10 @@ const gbps = (rows: number, s: number) => (rows * ROW * 4) / s / 1e9;
 interface Pair { native: number; ours: number; ratio: number }
 /** Interleaved samples of two runs; medians of each rate and of the per-sample ratios. */
 function pair(native: () => number, ours: () => number): Pair {
-  const n: number[] = [], o: number[] = [], r: number[] = [];
   // Warm-up: V8 runs a wasm function in its baseline tier until it is hot.
   for (let i = 0; i < 2; i++) { native(); ours(); }
-  for (let i = 0; i < reps; i++) {
-    let a: number, b: number;
-    if (i % 2) { a = native(); b = ours(); } else { b = ours(); a = native(); }
-    n.push(a); o.push(b); r.push(b / a);
-  }
-  return { native: median(n), ours: median(o), ratio: median(r) };
+  const { a: o, b: n } = alternate(reps, ours, native);
+  return { native: median(n), ours: median(o), ratio: median(o.map((x, i) => x / n[i])) };
 }
 
 const rows: (string | number)[][] = [];

@@ -14,7 +14,7 @@ import { formats } from '../src/formats/registry.js';
 import { readFileSync } from 'node:fs';
 import { configureWasm, loadKernels } from '../src/kernels/loader.js';
 import { kernelOnlyArgs, Resident, ROW } from './resident.js';
-import { arg, median, table, weightData } from './util.js';
+import { alternate, arg, median, table, weightData } from './util.js';
 
 const only = arg('formats', 'q3_k,q2_k,fp8_e4m3,fp8_e5m2').split(',').filter(Boolean);
 const values = Number(arg('values', String(4 << 20)));
@@ -55,13 +55,8 @@ for (const name of only) {
     const same = Buffer.compare(a.bytes(rows), b.bytes(rows)) === 0;
     const t1 = sample(a, rows, 1);
     const reps = Math.max(1, Math.ceil(minMs / 1000 / t1));
-    const ts: number[] = [], tc: number[] = [], ratio: number[] = [];
-    for (let p = 0; p < pairs; p++) {
-      let s: number, c: number;
-      if (p % 2 === 0) { s = sample(a, rows, reps); c = sample(b, rows, reps); }
-      else { c = sample(b, rows, reps); s = sample(a, rows, reps); }
-      ts.push(s); tc.push(c); ratio.push(c / s);
-    }
+    const { a: ts, b: tc } = alternate(pairs, () => sample(a, rows, reps), () => sample(b, rows, reps));
+    const ratio = tc.map((c, i) => c / ts[i]);
     const gbs = (t: number) => (rows * ROW * 4 * reps) / t / 1e9;
     const sorted = [...ratio].sort((x, y) => x - y);
     const q = (k: number) => sorted[Math.min(sorted.length - 1, Math.floor(k * sorted.length))];

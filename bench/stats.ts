@@ -6,6 +6,18 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/**
+ * `n` samples of each of two measurements, taken alternately (a, b, then b, a, ...) so that a
+ * change in the machine's load falls on both; sample i of each belongs to pair i.
+ */
+export function alternate(n: number, a: () => number, b: () => number): { a: number[]; b: number[] } {
+  const as: number[] = [], bs: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (i % 2 === 0) { as.push(a()); bs.push(b()); } else { bs.push(b()); as.push(a()); }
+  }
+  return { a: as, b: bs };
+}
+
 /** Weight-like test data: the sum of two seeded uniforms (a bell around 0, std about 0.008). */
 export function weightData(n: number, seed = 12345): Float32Array {
   const v = new Float32Array(n);

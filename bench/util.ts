@@ -2,7 +2,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { median } from './stats.js';
 
-export { median, weightData } from './stats.js';
+export { alternate, median, weightData } from './stats.js';
 
 /** Runs fn until `reps` runs or `budgetMs` elapsed (at least `minReps`), returns the median seconds. */
 export async function timeIt(fn: () => unknown | Promise<unknown>, reps: number, budgetMs: number, minReps = 3): Promise<number> {
