@@ -2,18 +2,9 @@
 // on either side, tensor types, tensor bytes, and metadata keys and values (the token list is
 // compared by length). Used to compare `webquant quantize --preset P` with `llama-quantize` of the
 // same F32 GGUF (README, "Presets against llama-quantize"). Exit status 1 when anything differs.
-import { readFileSync } from 'node:fs';
 import { readGgufHeader, type GgufHeader } from '../src/io/gguf.js';
 import { fromPath } from '../src/io/node.js';
 
-async function header(path: string): Promise<GgufHeader> {
-  const src = fromPath(path);
-  try {
-    return await readGgufHeader(src);
-  } finally {
-    await src.close();
-  }
-}
 
 /** Each tensor's bytes: from its offset to the next tensor's (alignment padding included). */
 function spans(h: GgufHeader, size: number): Map<string, [number, number]> {
@@ -28,9 +19,10 @@ const show = (v: unknown) => {
 
 const [pa, pb] = process.argv.slice(2);
 if (!pa || !pb) throw new Error('usage: npx tsx bench/gguf-diff.ts a.gguf b.gguf');
-const [ha, hb] = [await header(pa), await header(pb)];
-const [fa, fb] = [readFileSync(pa), readFileSync(pb)];
-const [sa, sb] = [spans(ha, fa.length), spans(hb, fb.length)];
+// Tensors are read one at a time: files of any size compare in the memory of their largest tensor.
+const [fa, fb] = [fromPath(pa), fromPath(pb)];
+const [ha, hb] = [await readGgufHeader(fa), await readGgufHeader(fb)];
+const [sa, sb] = [spans(ha, await fa.size()), spans(hb, await fb.size())];
 const tb = new Map(hb.tensors.map((t) => [t.name, t]));
 const out: string[] = [];
 let same = 0;
@@ -40,10 +32,12 @@ for (const t of ha.tensors) {
   if (t.ggmlType !== u.ggmlType) { out.push(`tensor ${t.name}: ggml type ${t.ggmlType} against ${u.ggmlType}`); continue; }
   const [a0, a1] = sa.get(t.name)!, [b0, b1] = sb.get(t.name)!;
   const n = Math.min(a1 - a0, b1 - b0); // the shorter span: the tensor plus the smaller padding
-  if (Buffer.compare(fa.subarray(a0, a0 + n), fb.subarray(b0, b0 + n)) === 0) same++;
+  if (Buffer.compare(await fa.read(a0, n), await fb.read(b0, n)) === 0) same++;
   else out.push(`tensor ${t.name}: bytes differ`);
 }
-for (const u of hb.tensors) if (!ha.tensors.some((t) => t.name === u.name)) out.push(`tensor ${u.name}: only in ${pb}`);
+await Promise.all([fa.close(), fb.close()]);
+const inA = new Set(ha.tensors.map((t) => t.name));
+for (const u of hb.tensors) if (!inA.has(u.name)) out.push(`tensor ${u.name}: only in ${pb}`);
 const [ka, kb] = [new Map(ha.kv.map((k) => [k.key, k.value])), new Map(hb.kv.map((k) => [k.key, k.value]))];
 for (const [k, v] of ka) {
   if (!kb.has(k)) out.push(`key ${k}: only in ${pa} (${show(v)})`);
