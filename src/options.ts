@@ -19,6 +19,11 @@ export interface FormatOptions {
   doubleQuant?: boolean;
   /** Storage dtype of the scales and biases (mlx: 'bf16' default, 'f16', 'f32'). */
   scaleDtype?: ScaleDtype;
+  /**
+   * The static scale of the layer's input activations, stored beside the weight for runtimes that
+   * quantize activations too (nvfp4: ModelOpt's `input_scale`, amax / 2688 from calibration data).
+   */
+  inputScale?: number;
 }
 
 export function parseCalibration(c: CalibrationOption | undefined, spec: FormatSpec): ResolvedOptions['calibration'] {
@@ -114,6 +119,15 @@ export function resolveOptions(spec: FormatSpec, o: FormatOptions): ResolvedOpti
     r.scaleDtype = d;
   } else if (o.scaleDtype !== undefined) {
     fail(ErrorCodes.BAD_OPTION, `[quantize] format ${spec.name} has no option scaleDtype`, { option: 'scaleDtype', value: o.scaleDtype });
+  }
+  if (o.inputScale !== undefined) {
+    if (!spec.inputScale) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] format ${spec.name} stores no activation scale (inputScale is for nvfp4)`, { option: 'inputScale', value: o.inputScale });
+    }
+    if (typeof o.inputScale !== 'number' || !Number.isFinite(o.inputScale) || !(o.inputScale > 0)) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] inputScale must be a finite number > 0 but got ${String(o.inputScale)}`, { option: 'inputScale', value: o.inputScale, expected: '> 0' });
+    }
+    r.inputScale = o.inputScale;
   }
   return r;
 }

@@ -260,7 +260,11 @@ export const bnbFormats: FormatSpec[] = [
     calibrations: ['absmax'],
     importance: false,
     rowSections: (rowLen) => [{ name: 'codes', bytes: rowLen / 2 }, { name: 'scales', bytes: rowLen / 16 }],
-    tensorSections: () => [{ name: 'scale_2', bytes: 4 }],
+    // input_scale (amax of the layer's input over calibration data / 2688) only when given:
+    // runtimes that quantize activations (W4A4) need it, weight-only ones ignore it.
+    inputScale: true,
+    tensorSections: (_n, _r, o) => [{ name: 'scale_2', bytes: 4 }, ...(o.inputScale !== undefined ? [{ name: 'input_scale', bytes: 4, constant: true }] : [])],
+    constantBytes: (_section, t) => { const b = new Uint8Array(4); new DataView(b.buffer).setFloat32(0, t.opts.inputScale!, true); return b; },
     // Named in the GGUF refusal: ggml's NVFP4 (64-value blocks, no tensor scale, its own rounding).
     ggufTwin: 'nvfp4_gguf',
     sharedScale: { of: nvfp4Scale2 },
@@ -272,6 +276,7 @@ export const bnbFormats: FormatSpec[] = [
       codes: { name: (n) => n, dtype: () => 'U8', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 2] },
       scales: { name: (n) => `${n}_scale`, dtype: () => 'F8_E4M3', shape: (s) => [...s.slice(0, -1), s[s.length - 1] / 16] },
       scale_2: { name: (n) => `${n}_scale_2`, dtype: () => 'F32', shape: () => [] },
+      input_scale: { name: (n) => `${moduleName(n)}.input_scale`, dtype: () => 'F32', shape: () => [] },
     },
   },
 ];

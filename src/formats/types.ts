@@ -15,6 +15,8 @@ export interface ResolvedOptions {
   doubleQuant: boolean;
   /** Storage dtype of the scales and biases of formats that offer a choice (mlx). */
   scaleDtype?: ScaleDtype;
+  /** Static input activation scale, stored as a tensor section (formats with FormatSpec.inputScale). */
+  inputScale?: number;
 }
 
 export type ScaleDtype = 'f16' | 'bf16' | 'f32';
@@ -77,6 +79,8 @@ export interface FormatSpec {
   readonly groupSizes?: readonly number[];
   readonly granularities?: readonly ResolvedOptions['granularity'][];
   readonly doubleQuant?: boolean;
+  /** Whether it stores an input activation scale when given one (FormatOptions.inputScale). */
+  readonly inputScale?: boolean;
   /** Scale dtypes it can store; the first is the default. */
   readonly scaleDtypes?: readonly ScaleDtype[];
   /** Defaults for the options above. */

@@ -294,7 +294,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         ? { range, out, signal: ctl.signal }
         : { values: first!.values, reload: async () => (await read(u)).values, out, signal: ctl.signal };
       const qopts: QuantizeOptions = {
-        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant, scaleDtype: s.scaleDtype,
+        format: s.format, groupSize: s.groupSize, bits: s.bits, calibration: s.calibration, granularity: s.granularity, doubleQuant: s.doubleQuant, scaleDtype: s.scaleDtype, inputScale: s.inputScale,
         rowLength: job.rowLen, dtype: range ? route.dtype : first!.dtype, name: job.info.name, metrics: wantMetrics, importance: importanceOf(u),
         tensorScale,
       };

@@ -47,7 +47,7 @@ async function tensorAbsmax(input: Checkpoint, job: Job, readRows: RowReader | u
 
 /**
  * The tensorScale of each quantized tensor whose format shares its scale and that has a fused
- * partner with the same format and options (undefined for any other). A group's members are read
+ * partner with the same format and options, its input scale aside (undefined for any other). A group's members are read
  * (in row chunks of at most `chunkBytes`) when the first of them is asked for, i.e. when the
  * pipeline reaches their layer: progress goes on layer by layer, and the members are read again
  * for quantization right after, from the page cache for a file.
@@ -58,7 +58,8 @@ export function sharedScales(input: Checkpoint, jobs: Job[], readRows: RowReader
   for (const j of jobs) {
     const g = j.out.kind === 'quantized' && j.spec?.sharedScale ? fusedGroup(j.info.name) : undefined;
     if (!g) continue;
-    const key = `${g}\u0000${j.out.format}\u0000${JSON.stringify(j.out.options)}`;
+    // Members read one input, so their input scales agree when calibrated; a runtime takes the largest anyway.
+    const key = `${g}\u0000${j.out.format}\u0000${JSON.stringify({ ...j.out.options, inputScale: undefined })}`;
     const members = groups.get(key) ?? [];
     if (!groups.has(key)) groups.set(key, members);
     members.push(j);

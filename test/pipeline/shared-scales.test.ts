@@ -7,7 +7,7 @@ import { readableStreamSink } from '../../src/pipeline/sink.js';
 import { fusedGroup } from '../../src/pipeline/shared-scales.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
-import { quantize } from '../../src/quantize.js';
+import { dequantize, quantize } from '../../src/quantize.js';
 import { WebquantError } from '../../src/errors.js';
 import { buildSafetensors, compiledUrl, f32Bytes, randomValues, sameBytes, type SynthTensor } from './helpers.js';
 
@@ -35,9 +35,9 @@ function checkpoint(): Uint8Array {
   return buildSafetensors(t);
 }
 
-async function run(bytes: Uint8Array, maxInFlightBytes?: number): Promise<Uint8Array> {
+async function run(bytes: Uint8Array, maxInFlightBytes?: number, inputScale?: (name: string) => number): Promise<Uint8Array> {
   const input = await openCheckpoint(fromBuffer(bytes, 'fused.safetensors'));
-  const plan = input.tensors.filter((t) => t.shape.length === 2).map((t) => ({ name: t.name, scheme: { format: 'nvfp4' } }));
+  const plan = input.tensors.filter((t) => t.shape.length === 2).map((t) => ({ name: t.name, scheme: { format: 'nvfp4', ...(inputScale ? { inputScale: inputScale(t.name) } : {}) } }));
   const { sink, stream } = readableStreamSink();
   const [out] = await Promise.all([
     new Response(stream).arrayBuffer().then((b) => new Uint8Array(b)),
@@ -88,6 +88,39 @@ describe('shared NVFP4 scale_2', () => {
       [{ format: 'q8_0', tensorScale: 1 }, /q8_0 takes no tensorScale.*nvfp4/],
       [{ format: 'nvfp4', tensorScale: -1 }, /tensorScale must be a finite number >= 0/],
       [{ format: 'nvfp4', tensorScale: NaN }, /tensorScale must be a finite number >= 0/],
+    ] as const) {
+      const e = await quantize(x, { ...o, rowLength: DIM }).catch((err: unknown) => err);
+      expect(e).toBeInstanceOf(WebquantError);
+      expect((e as WebquantError).code).toBe('E_BAD_OPTION');
+      expect((e as Error).message).toMatch(re);
+    }
+  });
+
+  it('inputScale: a constant F32 section <module>.input_scale after the weight\'s own, which stay the same; whole or in row chunks', async () => {
+    const bytes = checkpoint();
+    const scaleOf = (n: string) => 0.001 * (1 + n.length);
+    const plain = await openCheckpoint(fromBuffer(await run(bytes), 'plain'));
+    const out = await run(bytes, undefined, scaleOf);
+    expect(sameBytes(await run(bytes, 8 << 10, scaleOf), out)).toBe(true);
+    const q = await openCheckpoint(fromBuffer(out, 'scaled'));
+    const names = plain.tensors.filter((t) => t.dtype === 'U8' && t.name.endsWith('.weight')).map((t) => t.name);
+    expect(names.length).toBe(12);
+    for (const n of names) {
+      const m = n.slice(0, -'.weight'.length);
+      expect(q.tensor(`${m}.input_scale`)).toMatchObject({ dtype: 'F32', shape: [] });
+      expect(new DataView((await q.readRaw(`${m}.input_scale`)).slice().buffer).getFloat32(0, true)).toBe(Math.fround(scaleOf(n)));
+      for (const part of [n, `${n}_scale`, `${n}_scale_2`]) expect(sameBytes(await q.readRaw(part), await plain.readRaw(part)), part).toBe(true);
+    }
+    // quantize() puts it last, after scale_2, and dequantizes to the same values
+    const x = randomValues(4 * DIM, 3);
+    const a = await quantize(x, { format: 'nvfp4', rowLength: DIM });
+    const b = await quantize(x, { format: 'nvfp4', rowLength: DIM, inputScale: 0.25 });
+    expect(sameBytes(b.data, Uint8Array.from([...a.data, ...new Uint8Array(Float32Array.of(0.25).buffer)]))).toBe(true);
+    expect([...await dequantize(b)]).toEqual([...await dequantize(a)]);
+    for (const [o, re] of [
+      [{ format: 'q8_0', inputScale: 1 }, /format q8_0 stores no activation scale/],
+      [{ format: 'nvfp4', inputScale: 0 }, /inputScale must be a finite number > 0/],
+      [{ format: 'nvfp4', inputScale: Infinity }, /inputScale must be a finite number > 0/],
     ] as const) {
       const e = await quantize(x, { ...o, rowLength: DIM }).catch((err: unknown) => err);
       expect(e).toBeInstanceOf(WebquantError);
