@@ -21,6 +21,8 @@ export { readTokens, splitDocuments, BOS } from './eval/tokens.js';
 export { quantizedWeights, type QuantizedWeightsOptions } from './eval/quantized.js';
 export { computeImatrix, imatrixGguf, type ImatrixOptions, type ImatrixResult, type ImatrixEntry } from './eval/imatrix.js';
 export { readImatrix, imatrixMetadata, Imatrix } from './io/imatrix.js';
+export { activationAmax, nvfp4InputScale, withInputScales, type ActivationOptions } from './eval/activations.js';
+export { runtimeConfig, modeloptQuantizationConfig, type RuntimeConfig } from './io/runtime-config.js';
 export * from './serve/index.js';
 export { asValues } from './serve/as-values.js';
 export { setBackendPreference, webgpuEvents, gpuState, type WebgpuWarning, type GpuInfo } from './webgpu/index.js';

@@ -135,16 +135,16 @@ export function mergeImatrixChunk(totals: Map<string, ImatrixEntry>, chunk: Imat
 }
 
 /** Checks the options and returns the number of chunks to run. */
-export function imatrixChunks(opts: Pick<ImatrixOptions, 'tokens' | 'contextLength' | 'maxChunks'>): { ctx: number; chunks: number } {
+export function imatrixChunks(opts: Pick<ImatrixOptions, 'tokens' | 'contextLength' | 'maxChunks'>, who = 'imatrix'): { ctx: number; chunks: number } {
   const { tokens } = opts;
   const ctx = opts.contextLength ?? 512;
-  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[imatrix] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
+  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[${who}] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
   if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
-    fail(ErrorCodes.BAD_OPTION, `[imatrix] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
+    fail(ErrorCodes.BAD_OPTION, `[${who}] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
   }
   const total = Math.floor(tokens.length / ctx);
   if (total === 0) {
-    fail(ErrorCodes.BAD_INPUT, `[imatrix] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
+    fail(ErrorCodes.BAD_INPUT, `[${who}] ${tokens.length} calibration tokens make no chunk of ${ctx}; give more text or a smaller context`, { value: tokens.length, expected: `>= ${ctx} tokens` });
   }
   return { ctx, chunks: Math.min(total, opts.maxChunks ?? total) };
 }

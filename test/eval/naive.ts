@@ -22,8 +22,15 @@ function applyRope(x: number[], pos: number, headDim: number, theta: number): nu
   return x.map((a, i) => a * Math.cos(emb[i]) + rotated[i] * Math.sin(emb[i]));
 }
 
-/** Logits [T][vocab] and the residual stream after every layer [L][T][hidden]. */
-export async function naiveForward(c: LlamaConfig, src: WeightSource, tokens: number[]): Promise<{ logits: M; layers: M[] }> {
+/**
+ * Logits [T][vocab] and the residual stream after every layer [L][T][hidden]; `observe` sees the
+ * input [T][cols] of every weight matrix the layers multiply.
+ */
+export async function naiveForward(c: LlamaConfig, src: WeightSource, tokens: number[], observe?: (name: string, x: M) => void): Promise<{ logits: M; layers: M[] }> {
+  const mm = async (x: M, name: string, rows: number, cols: number) => {
+    observe?.(name, x);
+    return matT(x, await src.get(name), rows, cols);
+  };
   const hd = c.head_dim ?? c.hidden_size / c.num_attention_heads;
   const H = c.num_attention_heads, KV = c.num_key_value_heads, D = c.hidden_size, F = c.intermediate_size;
   const emb = await src.get('model.embed_tokens.weight');
@@ -33,9 +40,9 @@ export async function naiveForward(c: LlamaConfig, src: WeightSource, tokens: nu
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
     const h = rmsNorm(x, await src.get(p + 'input_layernorm.weight'), c.rms_norm_eps);
-    const q = matT(h, await src.get(p + 'self_attn.q_proj.weight'), H * hd, D);
-    const k = matT(h, await src.get(p + 'self_attn.k_proj.weight'), KV * hd, D);
-    const v = matT(h, await src.get(p + 'self_attn.v_proj.weight'), KV * hd, D);
+    const q = await mm(h, p + 'self_attn.q_proj.weight', H * hd, D);
+    const k = await mm(h, p + 'self_attn.k_proj.weight', KV * hd, D);
+    const v = await mm(h, p + 'self_attn.v_proj.weight', KV * hd, D);
     const head = (m: M, t: number, i: number) => m[t].slice(i * hd, (i + 1) * hd);
     const attnOut: M = Array.from({ length: T }, () => new Array(H * hd).fill(0));
     for (let i = 0; i < H; i++) {
@@ -50,13 +57,13 @@ export async function naiveForward(c: LlamaConfig, src: WeightSource, tokens: nu
         for (let j = 0; j < hd; j++) attnOut[t][i * hd + j] = e.reduce((a, w, s) => a + (w / z) * v[s][kvHead * hd + j], 0);
       }
     }
-    const o = matT(attnOut, await src.get(p + 'self_attn.o_proj.weight'), D, H * hd);
+    const o = await mm(attnOut, p + 'self_attn.o_proj.weight', D, H * hd);
     x = x.map((row, t) => row.map((a, j) => a + o[t][j]));
     const h2 = rmsNorm(x, await src.get(p + 'post_attention_layernorm.weight'), c.rms_norm_eps);
-    const g = matT(h2, await src.get(p + 'mlp.gate_proj.weight'), F, D);
-    const u = matT(h2, await src.get(p + 'mlp.up_proj.weight'), F, D);
+    const g = await mm(h2, p + 'mlp.gate_proj.weight', F, D);
+    const u = await mm(h2, p + 'mlp.up_proj.weight', F, D);
     const act = g.map((row, t) => row.map((a, j) => (a / (1 + Math.exp(-a))) * u[t][j]));
-    const down = matT(act, await src.get(p + 'mlp.down_proj.weight'), D, F);
+    const down = await mm(act, p + 'mlp.down_proj.weight', D, F);
     x = x.map((row, t) => row.map((a, j) => a + down[t][j]));
     layers.push(x.map((r) => r.slice()));
   }
