@@ -1,7 +1,8 @@
 // `webquant quantize <in> -o <folder>/`: the output as a Hugging Face style folder, which is how
 // MLX (mlx_lm.load), transformers and vLLM take a model: model.safetensors, the input's
 // config.json (for MLX outputs with the "quantization" entry mlx_lm reads, for bitsandbytes
-// outputs with transformers' quantization_config) and the tokenizer files beside the input.
+// outputs with transformers' quantization_config, for NVFP4 outputs with ModelOpt's) and the
+// tokenizer files beside the input.
 // Each file is written whole or not at all (writeFileAtomic); a folder made for a run that then
 // fails is removed again.
 import { readdir, mkdir, readFile, rmdir, stat } from 'node:fs/promises';
@@ -77,7 +78,8 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
   const text = await configText(input, io);
   let rc = runtimeConfig({}, tensors);
   if (text === undefined) {
-    warnings.push(`no config.json beside the input: ${dir} holds the weights${rc.runtime ? ` (${rc.runtime === 'mlx' ? 'mlx_lm' : 'transformers'} needs a config.json with its quantization entry to load them)` : ''} and the tokenizer files only`);
+    const who = { mlx: 'mlx_lm', bitsandbytes: 'transformers', modelopt: 'vLLM' };
+    warnings.push(`no config.json beside the input: ${dir} holds the weights${rc.runtime ? ` (${who[rc.runtime]} needs a config.json with its quantization entry to load them)` : ''} and the tokenizer files only`);
   } else {
     let config: Record<string, unknown>;
     try {
@@ -102,6 +104,10 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
   if (rc.runtime === 'bitsandbytes') {
     const qc = rc.config!.quantization_config as { load_in_8bit: boolean; bnb_4bit_quant_type: string };
     notes.push(`config.json "quantization_config": bitsandbytes ${qc.load_in_8bit ? 'LLM.int8' : qc.bnb_4bit_quant_type} (transformers' from_pretrained reads it)`);
+  }
+  if (rc.runtime === 'modelopt') {
+    const qc = rc.config!.quantization_config as { quant_algo: string; ignore: string[] };
+    notes.push(`config.json "quantization_config": ModelOpt ${qc.quant_algo}, ${qc.ignore.length} linear module${qc.ignore.length === 1 ? '' : 's'} left unquantized (vLLM and SGLang read it)`);
   }
   return notes;
 }

@@ -47,6 +47,9 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   workers: { type: 'int', short: 'j', value: 'n', help: 'worker threads (default: number of cores)' },
   budget: { type: 'string', value: 'MiB', help: 'memory for tensor data read and not yet written (default 256); larger tensors go through in row chunks' },
   imatrix: { type: 'string', value: 'file', help: "llama.cpp importance matrix (imatrix.dat or imatrix .gguf)" },
+  activations: { type: 'string', value: 'file.u16', help: "calibration tokens (little-endian uint16 ids) for nvfp4 weights' input scales: the model runs on them and each weight gets ModelOpt's input_scale (W4A4)" },
+  'activation-chunks': { type: 'int', value: 'n', help: 'with --activations, use the first n chunks only' },
+  'activation-context': { type: 'int', value: 'n', help: 'with --activations, tokens per chunk (default 512)' },
   gpu: { type: 'boolean', help: "a WebGPU lane beside the workers (Node's webgpu package); same bytes; an error without a GPU" },
   fsync: { type: 'boolean', help: 'flush the output to disk before renaming it into place (survives a power loss right after; waits for the disk)' },
   tokenizer: { type: 'string', value: 'path|none', help: 'GGUF from safetensors: tokenizer.json / tokenizer.model / llama2.c .bin, or their folder; "none" for no vocabulary (default: files beside the input)' },
@@ -119,7 +122,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -128,7 +131,8 @@ const COMMANDS: Record<string, Command> = {
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
-        strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
+        strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix),
+        activations: str(o.activations), activationChunks: num(o['activation-chunks']), activationContext: num(o['activation-context']), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);
       if (o.json) io.stdout.write(toJSON(r) + '\n');
     },

@@ -12,6 +12,12 @@ import { asValues } from '../serve/as-values.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
 import { importanceFor, imatrixMetadata, readImatrix, type Imatrix } from '../io/imatrix.js';
+import { modeloptQuantizationConfig } from '../io/runtime-config.js';
+import { activationAmax, withInputScales } from '../eval/activations.js';
+import { imatrixChunks } from '../eval/imatrix.js';
+import { llamaConfig } from '../eval/config.js';
+import { quantizedWeights } from '../eval/quantized.js';
+import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
@@ -27,6 +33,10 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   /** --budget: MiB of tensor data read and not yet written (the pipeline's maxInFlightBytes). */
   budget?: string | number;
   imatrix?: string;
+  /** --activations: calibration tokens for the input scales of nvfp4 weights (W4A4), with their chunk count and length. */
+  activations?: string;
+  activationChunks?: number;
+  activationContext?: number;
   /** --gpu: run the pipeline's WebGPU lane beside the workers (backend 'webgpu'). */
   gpu?: boolean;
   /** --fsync: flush the output to disk before the rename (fileSink's `durable`). */
@@ -190,13 +200,37 @@ export function planWarnings(r: ResolvedPlan): string[] {
 }
 
 /** Runs a quantization and prints its progress and summary; returns the report. */
-/** What a runtime loading ModelOpt NVFP4 needs beside the file: config.json's quantization_config. */
-function nvfp4Note(planned: readonly { name: string; role: string; scheme: unknown; shape: readonly number[] }[]): string {
-  // Linear layers the plan kept (the output head, routers, ...), as ModelOpt lists them.
-  const linear = ['output', 'router', 'attention', 'ffn', 'expert', 'shared_expert'];
-  const exclude = planned.filter((t) => t.scheme === 'keep' && t.shape.length === 2 && linear.includes(t.role) && t.name.endsWith('.weight')).map((t) => t.name.slice(0, -'.weight'.length));
-  const config = { quant_method: 'modelopt', quant_algo: 'NVFP4', group_size: 16, exclude_modules: exclude };
-  return `NVFP4 in ModelOpt's layout: runtimes that load it (vLLM, TensorRT-LLM) take the scheme from config.json, e.g. "quantization_config": ${JSON.stringify(config)}; only weights are quantized (no activation scales are written)`;
+/** What a runtime loading ModelOpt NVFP4 needs beside a single file: config.json's quantization_config. */
+function nvfp4Note(planned: readonly PlannedTensor[]): string {
+  const { config } = modeloptQuantizationConfig(planned);
+  return `NVFP4 in ModelOpt's layout: runtimes that load it (vLLM, SGLang) take the scheme from config.json's "quantization_config": ${JSON.stringify(config)} (written for you with -o folder/)`;
+}
+
+/**
+ * --activations: runs the input model on the calibration tokens and gives every nvfp4 weight
+ * ModelOpt's input_scale for its input's amax (src/eval/activations.ts).
+ */
+async function calibrateInputScales(a: QuantizeArgs, input: OpenedInput, tensors: PlannedTensor[], notes: string[], io: CliIO): Promise<PlannedTensor[]> {
+  const n = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'nvfp4').length;
+  if (!n) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --activations sets the input scales of nvfp4 weights, and the plan quantizes none to nvfp4', { option: 'activations', expected: '--format nvfp4 or --preset nvfp4' });
+  }
+  if (input.configError) throw input.configError;
+  if (!input.config || input.checkpoint.format !== 'safetensors') {
+    fail(ErrorCodes.BAD_INPUT, `[cli] quantize: --activations runs the model, which needs a Hugging Face safetensors checkpoint with its config.json; ${input.file} is ${input.config ? input.checkpoint.format : 'without config.json'}`, {
+      file: input.file, option: 'activations', expected: 'safetensors with config.json',
+    });
+  }
+  const { file, tokens } = await readTokenFile(a.activations!, io);
+  const config = llamaConfig(input.config);
+  const { ctx, chunks } = imatrixChunks({ tokens, contextLength: a.activationContext, maxChunks: a.activationChunks }, 'activations');
+  const amax = await activationAmax({
+    config, tokens, contextLength: ctx, maxChunks: chunks, signal: io.signal,
+    weights: await quantizedWeights(input.checkpoint, config, { original: input.file }),
+    head: tensors.some((t) => t.role === 'output' && t.scheme !== 'keep' && t.scheme.format === 'nvfp4'),
+  });
+  notes.push(`input scales (amax / 2688) of ${n} nvfp4 weight${n > 1 ? 's' : ''} from ${chunks} chunk${chunks > 1 ? 's' : ''} of ${ctx} tokens of ${basename(file)}`);
+  return withInputScales(tensors, amax);
 }
 
 /** --budget in MiB (a positive number, fractions allowed) as bytes. */
@@ -269,13 +303,18 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    const resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: a.imatrix !== undefined });
+    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: a.imatrix !== undefined });
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {
       fail(ErrorCodes.PLAN, `[plan] ${choice.label}: ${errors.length} error${errors.length > 1 ? 's' : ''}: ${errors.slice(0, 3).map((e) => e.message.replace(/^\[plan\] /, '')).join('; ')}${errors.length > 3 ? '; ...' : ''}`, {
         value: errors.map((e) => e.message), tensor: errors[0].tensor,
       });
+    }
+    if (a.activations !== undefined) {
+      resolved = { ...resolved, tensors: await calibrateInputScales(a, input, resolved.tensors, notes, io) };
+    } else if (a.activationChunks !== undefined || a.activationContext !== undefined) {
+      fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --activation-chunks and --activation-context go with --activations', { option: a.activationChunks !== undefined ? 'activation-chunks' : 'activation-context' });
     }
     let importance: Record<string, Float32Array> | undefined;
     if (imatrix) {
@@ -308,7 +347,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       return { ...t, role: p.role, scheme: schemeLabel(p.scheme) };
     });
     const { roles: byRole, total } = summarize(tensors);
-    if (kind === 'safetensors' && tensors.some((t) => t.format === 'nvfp4')) notes.push(nvfp4Note(resolved.tensors));
+    if (kind === 'safetensors' && !folder && tensors.some((t) => t.format === 'nvfp4')) notes.push(nvfp4Note(resolved.tensors));
     if (folder) {
       const before = warnings.length;
       notes.push(...await writeFolderFiles(folder, input, resolved.tensors, warnings, io));

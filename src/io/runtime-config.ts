@@ -1,7 +1,11 @@
 // The config.json a runtime needs beside a safetensors output it can load: the input's, plus MLX's
-// "quantization" entry for mlx tensors (mlx_lm.load) or transformers' bitsandbytes
-// quantization_config for bnb_nf4 / bnb_fp4 / bnb_int8 tensors (from_pretrained). Shared by the CLI's folder
-// output and the demo page, which offers the file for download.
+// "quantization" entry for mlx tensors (mlx_lm.load), transformers' bitsandbytes
+// quantization_config for bnb_nf4 / bnb_fp4 / bnb_int8 tensors (from_pretrained), or ModelOpt's
+// for nvfp4 tensors (vLLM, SGLang). An input entry that describes the input's own quantization
+// (an FP8 or NVFP4 release, an MLX model) is dropped when the output has none and keeps none of
+// the input's FP8 / FP4 tensors as they were: it would make a runtime read the output's plain or
+// webquant-format tensors as that scheme. Shared by the CLI's folder output and the demo page,
+// which offers the file for download.
 import { moduleName } from '../formats/types.js';
 import type { PlannedTensor } from '../plan/types.js';
 
@@ -9,7 +13,7 @@ export interface RuntimeConfig {
   /** The config to write, or undefined when no tensor needs an entry. */
   config?: Record<string, unknown>;
   /** Which runtime reads the entry, for notes. */
-  runtime?: 'mlx' | 'bitsandbytes';
+  runtime?: 'mlx' | 'bitsandbytes' | 'modelopt';
   /** What that runtime will not load (tensors in other formats, mixed NF4 and FP4). */
   warnings: string[];
 }
@@ -23,9 +27,20 @@ export function runtimeConfig(input: Record<string, unknown>, tensors: readonly 
       : [];
     return { config: { ...input, quantization: mlx, quantization_config: mlx }, runtime: 'mlx', warnings };
   }
+  // The input's entries go: the output's own replaces quantization_config, and "quantization" is MLX's.
+  const { quantization: mlxEntry, quantization_config: inputEntry, ...rest } = input;
   const bnb = bnbQuantizationConfig(tensors);
-  if (bnb.config) return { config: { ...input, quantization_config: bnb.config }, runtime: 'bitsandbytes', warnings: bnb.warning ? [bnb.warning] : [] };
-  return { warnings: [] };
+  if (bnb.config) return { config: { ...rest, quantization_config: bnb.config }, runtime: 'bitsandbytes', warnings: bnb.warning ? [bnb.warning] : [] };
+  const modelopt = modeloptQuantizationConfig(tensors);
+  if (modelopt.config) return { config: { ...rest, quantization_config: modelopt.config }, runtime: 'modelopt', warnings: modelopt.warning ? [modelopt.warning] : [] };
+  // Kept FP8 / FP4 weights are copied as stored, with their scales, so the input's entry still describes them.
+  const stillQuantized = tensors.some((t) => t.scheme === 'keep' && /^F(?:8_E4M3|8_E5M2|4_E2M1)$/.test(t.dtype));
+  if ((inputEntry === undefined && mlxEntry === undefined) || stillQuantized) return { warnings: [] };
+  const what = (inputEntry as { quant_method?: unknown } | undefined)?.quant_method ?? (inputEntry !== undefined ? 'quantization_config' : 'MLX "quantization"');
+  return {
+    config: rest,
+    warnings: [`config.json: the input's ${typeof what === 'string' ? `"${what}"` : 'quantization'} entry is left out, since the output's tensors are not in that scheme`],
+  };
 }
 
 /**
@@ -48,6 +63,42 @@ export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record
 
 const LINEAR_ROLES = new Set(['attention', 'ffn', 'expert', 'shared_expert', 'output', 'router']);
 
+/** Linear modules (`<m>` of `<m>.weight`) the plan kept: a runtime must be told not to expect them quantized. */
+function keptLinear(tensors: readonly PlannedTensor[]): string[] {
+  return tensors
+    .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
+    .map((t) => moduleName(t.name));
+}
+
+/**
+ * config.json's quantization_config for a model whose linear weights are nvfp4 (ModelOpt's
+ * layout): ModelOpt's own form for config.json (quant_method "modelopt", "ignore" for the
+ * modules left unquantized, one config group for every Linear). With an input scale on every
+ * nvfp4 weight (calibrated activations) quant_algo is "NVFP4", which runtimes run as W4A4;
+ * otherwise it is ModelOpt's weight-only "W4A16_NVFP4", served with bf16 activations, since
+ * "NVFP4" would make them divide activations by an `input_scale` they would not find.
+ */
+export function modeloptQuantizationConfig(tensors: readonly PlannedTensor[]): { config?: Record<string, unknown>; warning?: string } {
+  const nvfp4 = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format === 'nvfp4');
+  if (!nvfp4.length) return {};
+  const other = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format !== 'nvfp4');
+  const scaled = nvfp4.filter((t) => t.scheme !== 'keep' && t.scheme.inputScale !== undefined).length;
+  const w4a4 = scaled === nvfp4.length;
+  const fp4 = { type: 'float', num_bits: 4, group_size: 16, dynamic: false };
+  const warnings: string[] = [];
+  if (other.length) warnings.push(`${other.length} tensors are quantized in other formats than nvfp4 (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): ModelOpt runtimes cannot load those`);
+  if (scaled && !w4a4) warnings.push(`${scaled} of ${nvfp4.length} nvfp4 tensors have an input scale: the model is described as weight-only (W4A16_NVFP4), and runtimes ignore those scales`);
+  return {
+    config: {
+      quant_method: 'modelopt', quant_algo: w4a4 ? 'NVFP4' : 'W4A16_NVFP4', group_size: 16, kv_cache_scheme: null,
+      config_groups: { group_0: { targets: ['Linear'], weights: fp4, input_activations: w4a4 ? fp4 : null } },
+      ignore: keptLinear(tensors),
+      producer: { name: 'webquant' },
+    },
+    warning: warnings.length ? warnings.join('; ') : undefined,
+  };
+}
+
 /**
  * config.json's quantization_config for a model whose linear weights are bnb_nf4 / bnb_fp4 (what
  * transformers' BitsAndBytesConfig writes for load_in_4bit) or bnb_int8 (load_in_8bit). Linear
@@ -63,9 +114,7 @@ export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { conf
   const eight = four.length === 0;
   const types = [...new Set(four.map((t) => formatOf(t).slice(4)))];
   const other = tensors.filter((t) => t.scheme !== 'keep' && !isBnb(t));
-  const skip = tensors
-    .filter((t) => t.scheme === 'keep' && t.shape.length === 2 && LINEAR_ROLES.has(t.role) && t.name.endsWith('.weight'))
-    .map((t) => moduleName(t.name));
+  const skip = keptLinear(tensors);
   const dtype = { BF16: 'bfloat16', F16: 'float16', F32: 'float32' }[q[0].dtype] ?? 'bfloat16';
   const doubleQuant = !eight && !!four[0].options?.doubleQuant;
   const warnings: string[] = [];

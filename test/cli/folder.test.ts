@@ -18,6 +18,10 @@ import { moduleName } from '../../src/formats/types.js';
 import { mlxQuantizationConfig } from '../../src/io/runtime-config.js';
 import { mlxDequantizeRef } from '../reference/mlx-ref.js';
 import { ErrorCodes } from '../../src/errors.js';
+import { activationAmax, nvfp4InputScale } from '../../src/eval/activations.js';
+import { llamaConfig } from '../../src/eval/llama.js';
+import { quantizedWeights } from '../../src/eval/quantized.js';
+import { readTokens } from '../../src/eval/tokens.js';
 import type { PlannedTensor } from '../../src/plan/types.js';
 
 const DIR = join(SHARED, 'models/stories260K');
@@ -202,6 +206,52 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     expect(plain.tensor(name)).toMatchObject({ dtype: 'BNB_INT8', shape: [rows, cols] });
     expect(plain.tensors.some((t) => t.name.endsWith('.SCB') || t.name.endsWith('.weight_format'))).toBe(false);
     expect([...await plain.readF32(name)]).toEqual([...await served.tensor(name).dequantize()]);
+  });
+
+  it('nvfp4: ModelOpt\'s quantization_config, weight-only (W4A16_NVFP4) or with --activations input scales (NVFP4)', async () => {
+    const out = join(tmp, 'nvfp4');
+    let r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'nvfp4'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"quantization_config": ModelOpt W4A16_NVFP4, 5 linear modules left unquantized');
+    const qc = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization_config;
+    const fp4 = { type: 'float', num_bits: 4, group_size: 16, dynamic: false };
+    expect(qc).toMatchObject({ quant_method: 'modelopt', quant_algo: 'W4A16_NVFP4', group_size: 16, config_groups: { group_0: { targets: ['Linear'], weights: fp4, input_activations: null } } });
+    // the FFN down projections (172 columns, not a multiple of 16) stay BF16
+    expect(qc.ignore).toEqual([0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`));
+    const weightOnly = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(out, 'model.safetensors'))), 'w4a16'));
+    expect(weightOnly.tensors.filter((t) => t.name.endsWith('input_scale'))).toEqual([]);
+
+    // Calibration: two chunks of 64 dev tokens. Each nvfp4 weight gets <module>.input_scale = amax / 2688.
+    const tokens = readTokens(new Uint8Array(readFileSync(join(SHARED, 'eval/tinystories_dev.tokens.u16')))).slice(0, 128);
+    writeFileSync(join(tmp, 'calib.u16'), tokens);
+    const out2 = join(tmp, 'nvfp4-w4a4');
+    r = await cli(['quantize', input, '-o', `${out2}/`, '--preset', 'nvfp4', '--activations', 'calib.u16', '--activation-context', '64'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('input scales (amax / 2688) of 30 nvfp4 weights from 2 chunks of 64 tokens of calib.u16');
+    const qc2 = JSON.parse(readFileSync(join(out2, 'config.json'), 'utf8')).quantization_config;
+    expect(qc2).toMatchObject({ quant_algo: 'NVFP4', config_groups: { group_0: { weights: fp4, input_activations: fp4 } }, ignore: qc.ignore });
+    const w4a4 = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(out2, 'model.safetensors'))), 'w4a4'));
+    const src = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(input, 'model.safetensors'))), 'in'));
+    // The CLI runs the checkpoint as `webquant eval` serves an original (quantizedWeights).
+    const config = llamaConfig(JSON.parse(readFileSync(join(input, 'config.json'), 'utf8')));
+    const amax = await activationAmax({ config, weights: await quantizedWeights(src, config), tokens, contextLength: 64 });
+    const nvfp4 = weightOnly.tensors.filter((t) => t.name.endsWith('.weight') && t.dtype === 'U8').map((t) => t.name);
+    expect(nvfp4.length).toBe(30);
+    for (const name of nvfp4) {
+      const m = moduleName(name);
+      expect(w4a4.tensor(`${m}.input_scale`), name).toMatchObject({ dtype: 'F32', shape: [] });
+      expect(new DataView((await w4a4.readRaw(`${m}.input_scale`)).slice().buffer).getFloat32(0, true), name).toBe(nvfp4InputScale(amax.get(name)!));
+      // the weights themselves are the weight-only run's
+      for (const part of [name, `${name}_scale`, `${name}_scale_2`]) expect(Buffer.from(await w4a4.readRaw(part)).equals(Buffer.from(await weightOnly.readRaw(part))), part).toBe(true);
+    }
+
+    r = await cli(['quantize', input, '-o', 'x.safetensors', '--preset', 'int8', '--activations', 'calib.u16'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('--activations sets the input scales of nvfp4 weights');
+    r = await cli(['quantize', input, '-o', 'x.safetensors', '--preset', 'nvfp4', '--activation-chunks', '2'], { cwd: tmp });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('--activation-chunks and --activation-context go with --activations');
+    expect(existsSync(join(tmp, 'x.safetensors'))).toBe(false);
   });
 
   it('a webquant output is quantized again from its values (mlx4 folder -> GGUF, nf4 -> int8)', async () => {

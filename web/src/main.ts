@@ -181,14 +181,14 @@ async function run(): Promise<void> {
     } else {
       els.result.append(`Written: ${job.fileName} (${fmtBytes(r.bytesWritten)})`);
     }
-    // MLX and bitsandbytes outputs load as a folder: model.safetensors beside a config.json with their entry.
+    // MLX, bitsandbytes and NVFP4 outputs load as a folder: model.safetensors beside a config.json with their entry.
     const rc = job.kind === 'safetensors' && opened.config ? runtimeConfig(opened.config.raw, job.plan.tensors) : undefined;
-    if (rc?.config) {
+    if (rc?.config && rc.runtime) {
       const text = JSON.stringify(rc.config, null, 2) + '\n';
       demo.result.config = text;
       configUrl = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
       const a = Object.assign(document.createElement('a'), { href: configUrl, download: 'config.json', id: 'download-config', textContent: 'config.json' });
-      const who = rc.runtime === 'mlx' ? 'MLX (mlx_lm.load)' : "transformers (from_pretrained, with bitsandbytes)";
+      const who = { mlx: 'MLX (mlx_lm.load)', bitsandbytes: 'transformers (from_pretrained, with bitsandbytes)', modelopt: 'vLLM or SGLang (ModelOpt NVFP4, weights only)' }[rc.runtime];
       els.result.append(document.createElement('br'), `${who} takes a folder holding the result as model.safetensors, this `, a, ' and the tokenizer files.');
     }
     if (job.warnings.length) {
