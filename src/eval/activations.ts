@@ -7,45 +7,28 @@
 // FP4 range at the top of the E4M3 block scales.
 import { ErrorCodes, fail } from '../errors.js';
 import type { PlannedTensor } from '../plan/types.js';
-import { imatrixChunks } from './imatrix.js';
-import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
+import { imatrixChunks, observedWeights, type CalibrationOptions } from './imatrix.js';
+import { LlamaModel } from './llama.js';
 import { BOS } from './tokens.js';
 
-export interface ActivationOptions {
-  config: LlamaConfig;
-  weights: WeightSource;
-  /** Calibration token stream (uint16 ids); cut into chunks of contextLength tokens. */
-  tokens: Uint16Array;
-  /** Tokens per chunk (default 512). */
-  contextLength?: number;
-  /** Use at most this many chunks. */
-  maxChunks?: number;
-  bos?: number;
+export interface ActivationOptions extends CalibrationOptions {
   /** Also run the output head (its input's amax); off by default, as the head is rarely quantized. */
   head?: boolean;
-  onProgress?: (p: { chunks: number; totalChunks: number }) => void;
-  signal?: AbortSignal;
 }
 
 /** The largest |input| of every weight matrix the forward multiplied, by its checkpoint name. */
 export async function activationAmax(opts: ActivationOptions): Promise<Map<string, number>> {
   const { ctx, chunks } = imatrixChunks(opts, 'activations');
   const amax = new Map<string, number>();
-  const src = opts.weights;
-  const observed: WeightSource = {
-    get: (name) => src.get(name),
-    ...(src.matvec ? { matvec: (name: string, x: Float32Array) => src.matvec!(name, x) } : {}),
-    ...(src.matmul ? { matmul: (name: string, x: Float32Array, n: number) => src.matmul!(name, x, n) } : {}),
-    observe(name, x, n, cols) {
-      let m = amax.get(name) ?? 0;
-      for (let i = 0, end = n * cols; i < end; i++) {
-        const a = Math.abs(x[i]);
-        if (a > m) m = a;
-        else if (a !== a) fail(ErrorCodes.MODEL, `[activations] the input of ${name} has a NaN at position ${Math.floor(i / cols)}`, { tensor: name, index: i });
-      }
-      amax.set(name, m);
-    },
-  };
+  const observed = observedWeights(opts.weights, (name, x, n, cols) => {
+    let m = amax.get(name) ?? 0;
+    for (let i = 0, end = n * cols; i < end; i++) {
+      const a = Math.abs(x[i]);
+      if (a > m) m = a;
+      else if (a !== a) fail(ErrorCodes.MODEL, `[activations] the input of ${name} has a NaN at position ${Math.floor(i / cols)}`, { tensor: name, index: i });
+    }
+    amax.set(name, m);
+  });
   const model = await LlamaModel.load(opts.config, observed);
   for (let i = 0; i < chunks; i++) {
     if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[activations] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });

@@ -31,7 +31,8 @@ export interface ImatrixResult {
   chunkSize: number;
 }
 
-export interface ImatrixOptions {
+/** A forward over calibration text, in chunks (the importance matrix, activation scales). */
+export interface CalibrationOptions {
   config: LlamaConfig;
   weights: WeightSource;
   /** Calibration token stream (uint16 ids); cut into chunks of contextLength tokens. */
@@ -41,10 +42,23 @@ export interface ImatrixOptions {
   /** Use at most this many chunks. */
   maxChunks?: number;
   bos?: number;
-  /** Also collect the output head's input (llama-imatrix --process-output). */
-  processOutput?: boolean;
   onProgress?: (p: { chunks: number; totalChunks: number }) => void;
   signal?: AbortSignal;
+}
+
+export interface ImatrixOptions extends CalibrationOptions {
+  /** Also collect the output head's input (llama-imatrix --process-output). */
+  processOutput?: boolean;
+}
+
+/** `src` with `observe` seeing the input of every matrix the forward multiplies. */
+export function observedWeights(src: WeightSource, observe: NonNullable<WeightSource['observe']>): WeightSource {
+  return {
+    get: (name) => src.get(name),
+    ...(src.matvec ? { matvec: (name: string, x: Float32Array) => src.matvec!(name, x) } : {}),
+    ...(src.matmul ? { matmul: (name: string, x: Float32Array, n: number) => src.matmul!(name, x, n) } : {}),
+    observe,
+  };
 }
 
 /** GGUF name of the matrix the forward reads as `hf`, and its expert index within it. */
@@ -96,14 +110,7 @@ export async function imatrixCollector(opts: Pick<ImatrixOptions, 'config' | 'we
     }
     e.counts[t.expert] += n;
   };
-  const src = opts.weights;
-  const observed: WeightSource = {
-    get: (name) => src.get(name),
-    ...(src.matvec ? { matvec: (name: string, x: Float32Array) => src.matvec!(name, x) } : {}),
-    ...(src.matmul ? { matmul: (name: string, x: Float32Array, n: number) => src.matmul!(name, x, n) } : {}),
-    observe,
-  };
-  const model = await LlamaModel.load(config, observed);
+  const model = await LlamaModel.load(config, observedWeights(opts.weights, observe));
   return {
     chunk(tokens) {
       const chunk = Uint16Array.from(tokens);
