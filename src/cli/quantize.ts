@@ -199,7 +199,6 @@ export function planWarnings(r: ResolvedPlan): string[] {
   return out;
 }
 
-/** Runs a quantization and prints its progress and summary; returns the report. */
 /** What a runtime loading ModelOpt NVFP4 needs beside a single file: config.json's quantization_config. */
 function nvfp4Note(planned: readonly PlannedTensor[]): string {
   const { config } = modeloptQuantizationConfig(planned);
@@ -243,6 +242,7 @@ function budgetBytes(v: string | number): number {
   return bytes;
 }
 
+/** Runs a quantization and prints its progress and summary; returns the report. */
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
   const budget = a.budget === undefined ? undefined : budgetBytes(a.budget);

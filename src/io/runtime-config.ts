@@ -85,6 +85,10 @@ export function modeloptQuantizationConfig(tensors: readonly PlannedTensor[]): {
   const scaled = nvfp4.filter((t) => t.scheme !== 'keep' && t.scheme.inputScale !== undefined).length;
   const w4a4 = scaled === nvfp4.length;
   const fp4 = { type: 'float', num_bits: 4, group_size: 16, dynamic: false };
+  // A tied head has no tensor of its own but is still a Linear to the runtime (vLLM's lm_head),
+  // which would expect it quantized: ModelOpt's releases always list it.
+  const ignore = keptLinear(tensors);
+  if (!ignore.includes('lm_head') && !nvfp4.some((t) => moduleName(t.name) === 'lm_head')) ignore.push('lm_head');
   const warnings: string[] = [];
   if (other.length) warnings.push(`${other.length} tensors are quantized in other formats than nvfp4 (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): ModelOpt runtimes cannot load those`);
   if (scaled && !w4a4) warnings.push(`${scaled} of ${nvfp4.length} nvfp4 tensors have an input scale: the model is described as weight-only (W4A16_NVFP4), and runtimes ignore those scales`);
@@ -92,7 +96,7 @@ export function modeloptQuantizationConfig(tensors: readonly PlannedTensor[]): {
     config: {
       quant_method: 'modelopt', quant_algo: w4a4 ? 'NVFP4' : 'W4A16_NVFP4', group_size: 16, kv_cache_scheme: null,
       config_groups: { group_0: { targets: ['Linear'], weights: fp4, input_activations: w4a4 ? fp4 : null } },
-      ignore: keptLinear(tensors),
+      ignore,
       producer: { name: 'webquant' },
     },
     warning: warnings.length ? warnings.join('; ') : undefined,

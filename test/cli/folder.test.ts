@@ -212,12 +212,12 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     const out = join(tmp, 'nvfp4');
     let r = await cli(['quantize', input, '-o', `${out}/`, '--preset', 'nvfp4'], { cwd: tmp });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('"quantization_config": ModelOpt W4A16_NVFP4, 5 linear modules left unquantized');
+    expect(r.stdout).toContain('"quantization_config": ModelOpt W4A16_NVFP4, 6 linear modules left unquantized');
     const qc = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).quantization_config;
     const fp4 = { type: 'float', num_bits: 4, group_size: 16, dynamic: false };
     expect(qc).toMatchObject({ quant_method: 'modelopt', quant_algo: 'W4A16_NVFP4', group_size: 16, config_groups: { group_0: { targets: ['Linear'], weights: fp4, input_activations: null } } });
-    // the FFN down projections (172 columns, not a multiple of 16) stay BF16
-    expect(qc.ignore).toEqual([0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`));
+    // the FFN down projections (172 columns, not a multiple of 16) stay BF16; the tied head is the embedding's
+    expect(qc.ignore).toEqual([...[0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`), 'lm_head']);
     const weightOnly = await openSafetensors(fromBuffer(new Uint8Array(readFileSync(join(out, 'model.safetensors'))), 'w4a16'));
     expect(weightOnly.tensors.filter((t) => t.name.endsWith('input_scale'))).toEqual([]);
 

@@ -367,7 +367,7 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     const note = (JSON.parse(r.stdout).notes as string[]).find((n) => n.includes('quantization_config'))!;
     // Weights only (no --activations): ModelOpt's W4A16_NVFP4, as config.json spells it ("ignore").
     expect(JSON.parse(note.slice(note.indexOf('{'), note.indexOf(' (written for you')))).toMatchObject({
-      quant_method: 'modelopt', quant_algo: 'W4A16_NVFP4', group_size: 16, ignore: [0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`),
+      quant_method: 'modelopt', quant_algo: 'W4A16_NVFP4', group_size: 16, ignore: [...[0, 1, 2, 3, 4].map((l) => `model.layers.${l}.mlp.down_proj`), 'lm_head'],
     });
     expect(quantized.length).toBeGreaterThan(20);
     const src = await openFile(MODEL);

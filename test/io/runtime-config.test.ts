@@ -44,6 +44,13 @@ describe('modeloptQuantizationConfig', () => {
     expect(mixed.warning).toContain('1 tensors are quantized in other formats than nvfp4 (model.layers.0.mlp.experts.0.down_proj.weight)');
     expect(modeloptQuantizationConfig(model(() => ({ format: 'int8' })))).toEqual({});
   });
+
+  it('lists lm_head for a tied head (no tensor of its own), and not when lm_head is nvfp4', () => {
+    const tied = model(() => ({ format: 'nvfp4' })).filter((x) => x.name !== 'lm_head.weight');
+    expect(modeloptQuantizationConfig(tied).config!.ignore).toEqual(['model.layers.0.mlp.gate', 'lm_head']);
+    const head = model(() => ({ format: 'nvfp4' })).map((x) => (x.name === 'lm_head.weight' ? { ...x, scheme: { format: 'nvfp4' } } : x));
+    expect(modeloptQuantizationConfig(head).config!.ignore).toEqual(['model.layers.0.mlp.gate']);
+  });
 });
 
 describe('runtimeConfig and the input\'s own quantization entry', () => {
