@@ -7,9 +7,8 @@
 // FP4 range at the top of the E4M3 block scales.
 import { ErrorCodes, fail } from '../errors.js';
 import type { PlannedTensor } from '../plan/types.js';
-import { imatrixChunks, observedWeights, type CalibrationOptions } from './imatrix.js';
+import { bosChunk, imatrixChunks, observedWeights, runChunks, type CalibrationOptions } from './imatrix.js';
 import { LlamaModel } from './llama.js';
-import { BOS } from './tokens.js';
 
 export interface ActivationOptions extends CalibrationOptions {
   /** Also run the output head (its input's amax); off by default, as the head is rarely quantized. */
@@ -18,7 +17,7 @@ export interface ActivationOptions extends CalibrationOptions {
 
 /** The largest |input| of every weight matrix the forward multiplied, by its checkpoint name. */
 export async function activationAmax(opts: ActivationOptions): Promise<Map<string, number>> {
-  const { ctx, chunks } = imatrixChunks(opts, 'activations');
+  const span = imatrixChunks(opts, 'activations');
   const amax = new Map<string, number>();
   const observed = observedWeights(opts.weights, (name, x, n, cols) => {
     let m = amax.get(name) ?? 0;
@@ -30,14 +29,7 @@ export async function activationAmax(opts: ActivationOptions): Promise<Map<strin
     amax.set(name, m);
   });
   const model = await LlamaModel.load(opts.config, observed);
-  for (let i = 0; i < chunks; i++) {
-    if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[activations] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
-    const chunk = Uint16Array.from(opts.tokens.subarray(i * ctx, (i + 1) * ctx));
-    chunk[0] = opts.bos ?? BOS;
-    model.forward(chunk, { logits: !!opts.head });
-    opts.onProgress?.({ chunks: i + 1, totalChunks: chunks });
-    await new Promise((r) => setTimeout(r, 0));
-  }
+  await runChunks(opts, 'activations', span, (tokens) => model.forward(bosChunk(tokens, opts.bos), { logits: !!opts.head }));
   return amax;
 }
 

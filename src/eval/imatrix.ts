@@ -113,8 +113,7 @@ export async function imatrixCollector(opts: Pick<ImatrixOptions, 'config' | 'we
   const model = await LlamaModel.load(config, observedWeights(opts.weights, observe));
   return {
     chunk(tokens) {
-      const chunk = Uint16Array.from(tokens);
-      chunk[0] = opts.bos ?? BOS;
+      const chunk = bosChunk(tokens, opts.bos);
       entries = new Map();
       model.forward(chunk, { logits: !!opts.processOutput });
       return entries;
@@ -156,18 +155,34 @@ export function imatrixChunks(opts: Pick<ImatrixOptions, 'tokens' | 'contextLeng
   return { ctx, chunks: Math.min(total, opts.maxChunks ?? total) };
 }
 
-export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResult> {
-  const { ctx, chunks } = imatrixChunks(opts);
-  const collector = await imatrixCollector(opts);
-  const entries = new Map<string, ImatrixEntry>();
+/** A chunk's tokens with the first replaced by BOS, as llama-imatrix runs each chunk. */
+export function bosChunk(tokens: Uint16Array, bos = BOS): Uint16Array {
+  const chunk = Uint16Array.from(tokens);
+  chunk[0] = bos;
+  return chunk;
+}
+
+/**
+ * Runs `each` on the calibration chunks in order (`span` from imatrixChunks), checking the signal
+ * before each and reporting progress after it.
+ */
+export async function runChunks(opts: CalibrationOptions, who: string, span: { ctx: number; chunks: number }, each: (tokens: Uint16Array) => void): Promise<void> {
+  const { ctx, chunks } = span;
   for (let i = 0; i < chunks; i++) {
-    if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[imatrix] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
-    mergeImatrixChunk(entries, collector.chunk(opts.tokens.subarray(i * ctx, (i + 1) * ctx)));
+    if (opts.signal?.aborted) fail(ErrorCodes.ABORTED, `[${who}] aborted after ${i} of ${chunks} chunks`, { index: i, value: String(opts.signal.reason ?? 'aborted') });
+    each(opts.tokens.subarray(i * ctx, (i + 1) * ctx));
     opts.onProgress?.({ chunks: i + 1, totalChunks: chunks });
     // Let a page or a signal handler run between chunks.
     await new Promise((r) => setTimeout(r, 0));
   }
-  return { entries, chunks, chunkSize: ctx };
+}
+
+export async function computeImatrix(opts: ImatrixOptions): Promise<ImatrixResult> {
+  const span = imatrixChunks(opts);
+  const collector = await imatrixCollector(opts);
+  const entries = new Map<string, ImatrixEntry>();
+  await runChunks(opts, 'imatrix', span, (tokens) => mergeImatrixChunk(entries, collector.chunk(tokens)));
+  return { entries, chunks: span.chunks, chunkSize: span.ctx };
 }
 
 /** The GGUF imatrix file's metadata and tensors (see the top of this file). */
