@@ -22,9 +22,7 @@ export function runtimeConfig(input: Record<string, unknown>, tensors: readonly 
   const mlx = mlxQuantizationConfig(tensors);
   if (mlx) {
     const other = tensors.filter((t) => t.scheme !== 'keep' && t.scheme.format !== 'mlx');
-    const warnings = other.length
-      ? [`${other.length} tensors are quantized in other formats than mlx (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): MLX cannot load those`]
-      : [];
+    const warnings = other.length ? [`${other.length} tensors are quantized in other formats than mlx (${someNames(other)}): MLX cannot load those`] : [];
     return { config: { ...input, quantization: mlx, quantization_config: mlx }, runtime: 'mlx', warnings };
   }
   // The input's entries go: the output's own replaces quantization_config, and "quantization" is MLX's.
@@ -61,6 +59,9 @@ export function mlxQuantizationConfig(tensors: readonly PlannedTensor[]): Record
   return q;
 }
 
+/** The first two names of a list, for warnings: "a, b, ...". */
+const someNames = (ts: readonly PlannedTensor[]) => `${ts.slice(0, 2).map((t) => t.name).join(', ')}${ts.length > 2 ? ', ...' : ''}`;
+
 const LINEAR_ROLES = new Set(['attention', 'ffn', 'expert', 'shared_expert', 'output', 'router']);
 
 /** Linear modules (`<m>` of `<m>.weight`) the plan kept: a runtime must be told not to expect them quantized. */
@@ -90,7 +91,7 @@ export function modeloptQuantizationConfig(tensors: readonly PlannedTensor[]): {
   const ignore = keptLinear(tensors);
   if (!ignore.includes('lm_head') && !nvfp4.some((t) => moduleName(t.name) === 'lm_head')) ignore.push('lm_head');
   const warnings: string[] = [];
-  if (other.length) warnings.push(`${other.length} tensors are quantized in other formats than nvfp4 (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''}): ModelOpt runtimes cannot load those`);
+  if (other.length) warnings.push(`${other.length} tensors are quantized in other formats than nvfp4 (${someNames(other)}): ModelOpt runtimes cannot load those`);
   if (scaled && !w4a4) warnings.push(`${scaled} of ${nvfp4.length} nvfp4 tensors have an input scale: the model is described as weight-only (W4A16_NVFP4), and runtimes ignore those scales`);
   return {
     config: {
@@ -127,7 +128,7 @@ export function bnbQuantizationConfig(tensors: readonly PlannedTensor[]): { conf
   // Each weight's quant state says whether it is double-quantized, so mixed files load; the flag
   // only tells transformers how to quantize weights it is given unquantized.
   if (four.some((t) => !!t.options?.doubleQuant !== doubleQuant)) warnings.push(`some 4-bit weights are double-quantized and some not: bnb_4bit_use_double_quant is ${doubleQuant} (that of ${four[0].name})`);
-  if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${other.slice(0, 2).map((t) => t.name).join(', ')}${other.length > 2 ? ', ...' : ''})`);
+  if (other.length) warnings.push(`${other.length} tensors are quantized in formats bitsandbytes does not load (${someNames(other)})`);
   return {
     config: {
       quant_method: 'bitsandbytes', load_in_4bit: !eight, load_in_8bit: eight,
