@@ -13,7 +13,9 @@
 // small reused buffer, at their offsets too.
 // Memory: a unit holds its input in memory between reading and quantizing unless a worker reads
 // it from a file or a Blob chunk by chunk into wasm memory, and its output until it is written
-// unless the worker writes it; `held` is what remains, what the pipeline's budget counts.
+// unless the worker writes it; `held` is what remains, what the pipeline's budget counts. A URL
+// range is read in blocks too, but a unit's block (up to 8 MiB, one request) is held whole, so
+// its input is counted.
 import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
 import { cutsByRows, tensorSectionsOf } from '../formats/types.js';
@@ -60,7 +62,7 @@ export interface WorkerIo {
   copyKept(u: Unit): Promise<UnitResult>;
 }
 
-/** References whose ranges a worker reads chunk by chunk (worker.ts): a URL range is read whole. */
+/** References whose ranges a worker reads in chunks small enough not to count (worker.ts). */
 const STREAMED: ReadonlySet<SourceRef['kind']> = new Set(['file', 'blob']);
 
 /** Each source's reference for the workers (ByteSource.ref), asked once per source and run. */
@@ -76,9 +78,11 @@ export function sourceRefs(): SourceRefs {
 }
 
 /**
- * The tensors whose values the pool's workers would read themselves chunk by chunk (a file or
- * Blob range; URL ranges are read whole): a layout with tensor sections computed from the values
- * can then be cut into slices (jobs.ts), its calibration running once over the whole in a worker.
+ * The tensors whose values the pool's workers would read themselves block by block (a file, Blob
+ * or URL range): a layout with tensor sections computed from the values can then be cut into
+ * slices (jobs.ts), its calibration running once over the whole in a worker. From a URL such a
+ * tensor is fetched twice (the calibration, then the slices), which only tensors larger than a
+ * worker's share of the budget pay: smaller ones stay whole.
  */
 export async function streamedTensors(input: Checkpoint, reads: boolean, refOf: SourceRefs): Promise<(name: string) => boolean> {
   const locate = input.locate?.bind(input);
@@ -86,8 +90,7 @@ export async function streamedTensors(input: Checkpoint, reads: boolean, refOf: 
   const names = new Set<string>();
   for (const t of input.tensors) {
     const at = locate(t.name, 0, 1);
-    const kind = at && (await refOf(at.source))?.kind;
-    if (kind && STREAMED.has(kind)) names.add(t.name);
+    if (at && (await refOf(at.source))) names.add(t.name);
   }
   return (name) => names.has(name);
 }

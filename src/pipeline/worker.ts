@@ -1,7 +1,7 @@
 // What every pool worker runs, whatever the runtime: the kernels are loaded once per worker, then
 // each call quantizes one tensor (or one chunk of rows) whose values arrive as a transferred
 // ArrayBuffer, or are read by the worker itself from a range of a source it is told about
-// (quantizeRange: a file or a Blob chunk by chunk, a URL whole), and whose output leaves as a
+// (quantizeRange: a file, a Blob or a URL block by block), and whose output leaves as a
 // transferred ArrayBuffer, or is written by the worker itself into the output file at offsets it
 // is told (`out`, Node). The runtime entry points (worker-node.ts, worker-browser.ts) only
 // connect this object to their message port.
@@ -84,22 +84,26 @@ async function quantizeTo(k: Kernels, input: ChunkSource, options: WorkerQuantiz
   }
 }
 
-/** Bytes a Blob range is read in (two at a time: the next is read while the kernels run). */
-const BLOB_BLOCK = 4 << 20;
+/**
+ * Bytes a Blob or URL range is read in, two blocks at a time (the next is read while the kernels
+ * run). A URL's block is one Range request: larger, so that a unit up to 8 MiB is still one.
+ */
+const BLOCK_BYTES = { blob: 4 << 20, url: 8 << 20 } as const;
 
 /**
- * A Blob range read block by block as the kernels ask for it, so that a whole tensor (the
+ * A Blob or URL range read block by block as the kernels ask for it, so that a whole tensor (the
  * calibration pass of a sliced one, or one that runs whole) is never held whole; each
- * calibration pass reads it again.
+ * calibration pass reads it again (for a URL: fetches it again).
  */
-function blobInput(range: WorkerRange, dtype: WorkerDType): ChunkSource {
-  const src = openRef(range.source);
+function blockInput(source: Extract<SourceRef, { kind: 'blob' | 'url' }>, range: WorkerRange, dtype: WorkerDType): ChunkSource {
+  const src = openRef(source);
+  const size = BLOCK_BYTES[source.kind];
   const blocks = new Map<number, Promise<Uint8Array>>();
   const block = (b: number) => {
     let p = blocks.get(b);
     if (!p) {
-      const at = b * BLOB_BLOCK;
-      blocks.set(b, (p = src.read(range.offset + at, Math.min(BLOB_BLOCK, range.length - at))));
+      const at = b * size;
+      blocks.set(b, (p = src.read(range.offset + at, Math.min(size, range.length - at))));
       p.catch(() => undefined); // a read ahead that fails is reported when it is needed
     }
     return p;
@@ -109,12 +113,12 @@ function blobInput(range: WorkerRange, dtype: WorkerDType): ChunkSource {
     dtype,
     async copy(dst, at) {
       for (let done = 0; done < dst.byteLength;) {
-        const b = Math.floor((at + done) / BLOB_BLOCK);
+        const b = Math.floor((at + done) / size);
         const bytes = await block(b);
         // Drop the blocks behind this one (a new pass starts over from its first block).
         for (const k of blocks.keys()) if (k < b) blocks.delete(k);
-        if ((b + 1) * BLOB_BLOCK < range.length) void block(b + 1);
-        const from = at + done - b * BLOB_BLOCK;
+        if ((b + 1) * size < range.length) void block(b + 1);
+        const from = at + done - b * size;
         const n = Math.min(dst.byteLength - done, bytes.byteLength - from);
         dst.set(bytes.subarray(from, from + n), done);
         done += n;
@@ -165,11 +169,7 @@ export function createWorkerApi(): WorkerApi {
           file.close();
         }
       }
-      if (range.source.kind === 'blob') return quantizeTo(k, blobInput(range, options.dtype), options, out);
-      // A URL range is read whole: calibration passes would fetch it again.
-      const bytes = await openRef(range.source).read(range.offset, range.length);
-      const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer as ArrayBuffer : bytes.slice().buffer;
-      return quantizeTo(k, arrayInput(own, options.dtype), options, out);
+      return quantizeTo(k, blockInput(range.source, range, options.dtype), options, out);
     }),
   };
   return api;
