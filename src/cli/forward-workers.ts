@@ -8,6 +8,7 @@ import nodeEndpoint from 'comlink/dist/esm/node-adapter.mjs';
 import { Comlink } from '../pipeline/transfer.js';
 import { ErrorCodes, WebquantError, fail } from '../errors.js';
 import { inOrder } from '../eval/in-order.js';
+import { workerExecArgv } from '../pipeline/spawn-node.js';
 import type { ForwardInit, ForwardResult, ForwardWorkerApi } from './forward-worker.js';
 
 export interface ForwardWorkersOptions {
@@ -45,7 +46,7 @@ export function checkWorkerMemory(command: string, workers: number, perWorker: n
 export async function runOnWorkers(o: ForwardWorkersOptions): Promise<void> {
   const n = Math.min(o.workers, o.spans.length);
   const url = o.workerUrl ?? new URL('./forward-worker.js', import.meta.url);
-  const threads = Array.from({ length: n }, () => new Worker(url));
+  const threads = Array.from({ length: n }, () => new Worker(url, { execArgv: workerExecArgv() }));
   // A worker that dies leaves its call unsettled: each call races the thread's exit.
   const died = threads.map((w) => new Promise<never>((_, reject) => {
     let last: Error | undefined;

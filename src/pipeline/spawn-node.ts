@@ -10,11 +10,28 @@ export function liveWorkerThreads(): number {
   return live.size;
 }
 
+/**
+ * The parent's Node options less those that describe only its own entry script (`--input-type`,
+ * `-e` / `--eval`, `-p` / `--print`, with their values): a worker inherits process.execArgv, and
+ * Node refuses to start a worker file under --input-type (a script run as `node
+ * --input-type=module -e ...` could not start one).
+ */
+export function workerExecArgv(argv: readonly string[] = process.execArgv): string[] {
+  const own = new Set(['--input-type', '-e', '--eval', '-p', '--print']);
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (own.has(a)) i++;
+    else if (!own.has(a.split('=')[0])) out.push(a);
+  }
+  return out;
+}
+
 export function nodeSpawner(workerUrl: string | URL = new URL('./worker-node.js', import.meta.url)): Spawner {
   return {
     defaultSize: () => availableParallelism(),
     spawn(): WorkerHandle {
-      const w = new Worker(workerUrl instanceof URL ? workerUrl : new URL(workerUrl));
+      const w = new Worker(workerUrl instanceof URL ? workerUrl : new URL(workerUrl), { execArgv: workerExecArgv() });
       live.add(w);
       let terminating = false;
       let exitListener: ((e: Error) => void) | undefined;
