@@ -64,9 +64,11 @@ export function parseCalibration(c: CalibrationOption | undefined, spec: FormatS
   }
   const num = (name: string, v: number | undefined, lo: number, hi: number, loOpen: boolean) => {
     if (v === undefined) return;
-    if (!Number.isFinite(v) || (loOpen ? v <= lo : v < lo) || v > hi) {
-      fail(ErrorCodes.BAD_CALIBRATION, `[quantize] calibration ${cal.method}: ${name} must be in ${loOpen ? '(' : '['}${lo}, ${hi}] but got ${v}`, {
-        option: `calibration.${name}`, value: v, expected: `${loOpen ? '(' : '['}${lo}, ${hi}]`,
+    if (typeof v !== 'number' || !Number.isFinite(v) || (loOpen ? v <= lo : v < lo) || v > hi) {
+      // Only a number is shown: an array or object option could be nested too deep to print.
+      const shown = typeof v === 'number' ? v : typeof v;
+      fail(ErrorCodes.BAD_CALIBRATION, `[quantize] calibration ${cal.method}: ${name} must be in ${loOpen ? '(' : '['}${lo}, ${hi}] but got ${shown}`, {
+        option: `calibration.${name}`, value: shown, expected: `${loOpen ? '(' : '['}${lo}, ${hi}]`,
       });
     }
   };

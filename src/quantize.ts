@@ -93,9 +93,30 @@ function srcTypeOf(values: TensorValues, dtype: DType | undefined, name: string)
   return fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: values must be a Float32Array or a Uint16Array`, { tensor: name, option: 'values', expected: ['Float32Array', 'Uint16Array'] });
 }
 
+/**
+ * A slice's `prepared` as a prepareOnly call gives it: the tensor scale (and bias), and the
+ * bytes that start the tensor sections. Anything else would reach the kernels' argument block
+ * (pointers included) or write past the tensor sections.
+ */
+function checkPrepared(name: string, p: unknown, auxBytes: number): void {
+  const bad = (why: string, value?: unknown) => fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: slice.prepared ${why}; pass the prepared of a prepareOnly call over the whole tensor`, {
+    tensor: name, option: 'slice.prepared', value: typeof value === 'number' || typeof value === 'string' ? value : undefined, expected: '{ tscale, tbias?, auxInit? }',
+  });
+  if (typeof p !== 'object' || p === null) return bad(`must be an object but is ${p === null ? 'null' : typeof p}`);
+  for (const k of Object.keys(p)) if (!['tscale', 'tbias', 'auxInit'].includes(k)) bad(`has an unknown field "${k}"`, k);
+  const { tscale, tbias, auxInit } = p as PreparedArgs;
+  if (typeof tscale !== 'number' || !Number.isFinite(tscale)) bad('needs tscale, a finite number', tscale);
+  if (tbias !== undefined && (typeof tbias !== 'number' || !Number.isFinite(tbias))) bad('has a tbias that is not a finite number', tbias);
+  if (auxInit !== undefined && (!(auxInit instanceof Uint8Array) || auxInit.byteLength > auxBytes)) bad(`has an auxInit that is not a Uint8Array of at most ${auxBytes} bytes`);
+}
+
 /** Validates shape and options; returns everything the kernels need. */
 export function planTensor(values: TensorValues, opts: QuantizeOptions) {
-  return planInput(values.length, srcTypeOf(values, opts.dtype, opts.name ?? 'tensor'), opts);
+  if (typeof opts !== 'object' || opts === null) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] options must be an object ({ format, rowLength, ... }) but got ${opts === null ? 'null' : typeof opts}`, { option: 'options', expected: '{ format, rowLength }' });
+  }
+  const dtype = srcTypeOf(values, opts.dtype, opts.name ?? 'tensor');
+  return planInput(values.length, dtype, opts);
 }
 
 /** planTensor for `length` elements of `dtype` that are not in a JS array (see ChunkSource). */
@@ -147,8 +168,11 @@ export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
     if (opts.prepareOnly) fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: prepareOnly runs over the whole tensor, not a slice`, { tensor: name, option: 'prepareOnly' });
   }
   const layout = layoutOf(spec, nrows, rowLen, o, slice?.rows);
-  if (slice && !slice.prepared && !cutsByRows(layout)) {
-    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: a slice of a ${spec.name} tensor with these options needs slice.prepared (its tensor-level calibration, from a prepareOnly call over the whole tensor)`, { tensor: name, option: 'slice.prepared', value: spec.name });
+  if (slice && !cutsByRows(layout)) {
+    if (!slice.prepared) {
+      fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: a slice of a ${spec.name} tensor with these options needs slice.prepared (its tensor-level calibration, from a prepareOnly call over the whole tensor)`, { tensor: name, option: 'slice.prepared', value: spec.name });
+    }
+    checkPrepared(name, slice.prepared, tensorSectionsOf(layout).bytes);
   }
   return { name, spec, dtype, rowLen, nrows, o, layout };
 }

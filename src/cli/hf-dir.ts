@@ -8,6 +8,7 @@
 import { readdir, mkdir, readFile, rmdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from '../io/json.js';
 import { runtimeConfig } from '../io/runtime-config.js';
 import { fromUrl } from '../io/source.js';
 import { writeFileAtomic } from '../io/node.js';
@@ -38,6 +39,9 @@ export async function prepareFolder(dir: string, input: OpenedInput): Promise<bo
     if (e.code !== 'EEXIST') fail(ErrorCodes.IO, `[cli] quantize: cannot make the output folder ${dir}: ${e.message}`, { file: dir, option: 'output' });
     return false;
   });
+  if (!made && !(await stat(dir).then((st) => st.isDirectory(), () => false))) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output folder ${dir} is a file; name a folder (or a .gguf / .safetensors file without the trailing /)`, { file: dir, option: 'output', value: dir, expected: 'a folder' });
+  }
   try {
     checkFolder(dir, input, await readdir(dir));
   } catch (e) {
@@ -68,38 +72,46 @@ async function configText(input: OpenedInput, io: CliIO): Promise<string | undef
   return readFile(input.configFile, 'utf8');
 }
 
+/** The files beside the model, read and checked before the model is written (folderFiles). */
+export interface FolderFiles {
+  files: { name: string; bytes: Uint8Array }[];
+  notes: string[];
+  warnings: string[];
+}
+
 /**
- * Writes config.json and the tokenizer files beside the model in `dir`; returns notes on what it
- * wrote (and warnings for what a runtime will miss).
+ * config.json (with the output's quantization entry) and the tokenizer files for the folder, read
+ * before the pipeline runs: a bad config.json then stops the run before model.safetensors lands.
  */
-export async function writeFolderFiles(dir: string, input: OpenedInput, tensors: readonly PlannedTensor[], warnings: string[], io: CliIO): Promise<string[]> {
+export async function folderFiles(dir: string, input: OpenedInput, tensors: readonly PlannedTensor[], io: CliIO): Promise<FolderFiles> {
   const notes: string[] = [];
-  const written: string[] = [MODEL_FILE];
+  const warnings: string[] = [];
+  const files: FolderFiles['files'] = [];
   const text = await configText(input, io);
   let rc = runtimeConfig({}, tensors);
   if (text === undefined) {
     const who = { mlx: 'mlx_lm', bitsandbytes: 'transformers', modelopt: 'vLLM' };
     warnings.push(`no config.json beside the input: ${dir} holds the weights${rc.runtime ? ` (${who[rc.runtime]} needs a config.json with its quantization entry to load them)` : ''} and the tokenizer files only`);
   } else {
-    let config: Record<string, unknown>;
+    let config: unknown;
     try {
-      config = JSON.parse(text);
+      config = parseJson(text);
     } catch (e) {
       return fail(ErrorCodes.CONFIG, `[cli] ${input.configFile}: not JSON: ${(e as Error).message}`, { file: input.configFile });
     }
-    rc = runtimeConfig(config, tensors);
-    await writeFileAtomic(join(dir, 'config.json'), [new TextEncoder().encode(JSON.stringify(rc.config ?? config, null, 2) + '\n')]);
-    written.push('config.json');
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+      fail(ErrorCodes.CONFIG, `[cli] ${input.configFile}: not a JSON object`, { file: input.configFile, expected: 'a JSON object' });
+    }
+    rc = runtimeConfig(config as Record<string, unknown>, tensors);
+    files.push({ name: 'config.json', bytes: new TextEncoder().encode(JSON.stringify(rc.config ?? config, null, 2) + '\n') });
   }
   warnings.push(...rc.warnings);
-  const files = await input.tokenizerFiles();
+  const tok = await input.tokenizerFiles();
   for (const name of TOKENIZER_FILE_NAMES) {
-    const src = files[name];
-    if (!src) continue;
-    await writeFileAtomic(join(dir, name), [await src.read(0, await src.size())]);
-    written.push(name);
+    const src = tok[name];
+    if (src) files.push({ name, bytes: await src.read(0, await src.size()) });
   }
-  notes.push(`${dir}: ${written.join(', ')}`);
+  notes.push(`${dir}: ${[MODEL_FILE, ...files.map((f) => f.name)].join(', ')}`);
   if (rc.runtime === 'mlx') notes.push(`config.json "quantization": ${JSON.stringify(rc.config!.quantization)} (mlx_lm.load reads it)`);
   if (rc.runtime === 'bitsandbytes') {
     const qc = rc.config!.quantization_config as { load_in_8bit: boolean; bnb_4bit_quant_type: string };
@@ -109,5 +121,10 @@ export async function writeFolderFiles(dir: string, input: OpenedInput, tensors:
     const qc = rc.config!.quantization_config as { quant_algo: string; ignore: string[] };
     notes.push(`config.json "quantization_config": ModelOpt ${qc.quant_algo}, ${qc.ignore.length} linear module${qc.ignore.length === 1 ? '' : 's'} left unquantized (vLLM and SGLang read it)`);
   }
-  return notes;
+  return { files, notes, warnings };
+}
+
+/** Writes the files beside the model in `dir`, each atomically. */
+export async function writeFolderFiles(dir: string, f: FolderFiles): Promise<void> {
+  for (const { name, bytes } of f.files) await writeFileAtomic(join(dir, name), [bytes]);
 }

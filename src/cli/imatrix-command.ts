@@ -37,7 +37,7 @@ export interface ImatrixReport {
 
 export async function imatrixCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<ImatrixReport> {
   for (const k of ['model', 'tokens', 'output'] as const) {
-    if (o[k] === undefined) fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --${k} is required`, { option: k });
+    if (o[k] === undefined || String(o[k]).trim() === '') fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --${k} is required`, { option: k });
   }
   const out = absPath(String(o.output), io);
   if (!out.endsWith('.gguf')) {

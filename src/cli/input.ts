@@ -114,6 +114,11 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
 }
 
 async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
+  try {
+    new URL(url);
+  } catch {
+    fail(ErrorCodes.BAD_INPUT, `[cli] ${url} is not a valid URL`, { file: url, expected: 'http(s)://host/path' });
+  }
   const opts = io.fetch ? { fetch: io.fetch } : {};
   const found: Pick<OpenedInput, 'config' | 'configFile' | 'configError'> = {};
   // config.json beside a URL is optional: any failure to fetch it means there is none.

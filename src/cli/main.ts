@@ -127,7 +127,7 @@ const COMMANDS: Record<string, Command> = {
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
       const input = needOne('quantize', pos, 'input checkpoint');
-      if (o.output === undefined) throw new WebquantError(ErrorCodes.BAD_OPTION, '[cli] quantize: -o <output> is required (.gguf, .safetensors or a folder/)', { option: 'output' });
+      if (o.output === undefined || String(o.output).trim() === '') throw new WebquantError(ErrorCodes.BAD_OPTION, '[cli] quantize: -o <output> is required (.gguf, .safetensors or a folder/)', { option: 'output' });
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),

@@ -1,6 +1,7 @@
 // From command-line options to a plan: a preset, a single format, a plan file, or a plan file
 // whose rules go before a preset's / format's.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from '../io/json.js';
 import { getFormat } from '../formats/registry.js';
 import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
 import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
@@ -37,7 +38,7 @@ export function fileTypeOfFormat(format: string): number | undefined {
 function parseCalibration(s: string): CalibrationOption {
   if (!s.trim().startsWith('{')) return s;
   try {
-    return JSON.parse(s) as CalibrationOption;
+    return parseJson(s) as CalibrationOption;
   } catch (e) {
     return fail(ErrorCodes.BAD_CALIBRATION, `[cli] --calibration is not valid JSON (${(e as Error).message})`, { option: 'calibration', value: s });
   }
@@ -95,7 +96,7 @@ export function choosePlan(a: PlanArgs): PlanChoice {
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(a.rules.text);
+    raw = parseJson(a.rules.text);
   } catch (e) {
     fail(ErrorCodes.PLAN, `[plan] ${a.rules.file} is not valid JSON (${(e as Error).message})`, { file: a.rules.file, option: 'rules' });
   }

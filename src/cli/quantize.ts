@@ -21,7 +21,8 @@ import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
-import { MODEL_FILE, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
+import { MAX_POOL_SIZE } from '../pipeline/pool.js';
+import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
 
 export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   input: string;
@@ -246,6 +247,9 @@ function budgetBytes(v: string | number): number {
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
   const budget = a.budget === undefined ? undefined : budgetBytes(a.budget);
+  if (a.workers !== undefined && !(Number.isInteger(a.workers) && a.workers >= 1 && a.workers <= MAX_POOL_SIZE)) {
+    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --workers must be an integer from 1 to ${MAX_POOL_SIZE} but got ${a.workers}`, { option: 'workers', value: a.workers, expected: `1..${MAX_POOL_SIZE}` });
+  }
   // -o <folder>/: model.safetensors, config.json and the tokenizer files in a folder (hf-dir.ts).
   const folder = await folderOutput(a.output, io);
   const kind = folder ? 'safetensors' : outputKind(a.output);
@@ -323,6 +327,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       importance = r.importance;
     }
     const roles = new Map(resolved.tensors.map((t) => [t.name, t]));
+    const beside = folder ? await folderFiles(folder, input, resolved.tensors, io) : undefined;
+    if (beside) warnings.push(...beside.warnings);
     if (!json) {
       io.stdout.write(`webquant: ${baseName(input.file)} (${ck.format}, ${ck.tensors.length} tensors) -> ${basename(out)} (${kind}) with ${choice.label}\n`);
       for (const w of warnings) io.stderr.write(`webquant: warning: ${w}\n`);
@@ -348,10 +354,9 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     });
     const { roles: byRole, total } = summarize(tensors);
     if (kind === 'safetensors' && !folder && tensors.some((t) => t.format === 'nvfp4')) notes.push(nvfp4Note(resolved.tensors));
-    if (folder) {
-      const before = warnings.length;
-      notes.push(...await writeFolderFiles(folder, input, resolved.tensors, warnings, io));
-      if (!json) for (const w of warnings.slice(before)) io.stderr.write(`webquant: warning: ${w}\n`);
+    if (beside) {
+      await writeFolderFiles(folder!, beside);
+      notes.push(...beside.notes);
     }
     const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
     const report: QuantizeReport = {

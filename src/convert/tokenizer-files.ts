@@ -4,6 +4,7 @@
 // otherwise). A llama2.c tokenizer is read only when named. No tokenizer file: undefined (the
 // caller writes tokenizer.ggml.model = "no_vocab"); a malformed one: E_TOKENIZER naming the file.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from '../io/json.js';
 import type { ByteSource } from '../io/source.js';
 import type { GgufVocab } from './gguf-vocab.js';
 import { gpt2Vocab, llamaHfVocab, sentencePieceVocab, type HfFiles } from './hf-tokenizer.js';
@@ -60,7 +61,7 @@ async function readJson(src: ByteSource | undefined): Promise<Json | undefined> 
   const text = await readText(src);
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseJson(text);
   } catch (e) {
     return fail(ErrorCodes.TOKENIZER, `[tokenizer] ${src.name}: not JSON (${(e as Error).message})`, { file: src.name, expected: 'a JSON object' });
   }

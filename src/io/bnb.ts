@@ -10,6 +10,7 @@
 // quant_map[code] * absmax (int8: (code * SCB) * f32(1/127), bitsandbytes' int8_vectorwise_dequant)
 // in f32; the companions are folded into it.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from './json.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
 import { moduleName } from '../formats/types.js';
@@ -56,7 +57,7 @@ export function presentBnb(source: string, entries: TensorEntry[], ours: Readonl
       if (!bytes) return e;
       let q: unknown;
       try {
-        q = JSON.parse(new TextDecoder().decode(bytes));
+        q = parseJson(new TextDecoder().decode(bytes));
       } catch {
         return bad(t.name, `${stateName} is not JSON`);
       }

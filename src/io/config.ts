@@ -2,6 +2,7 @@
 // quantization plan or a forward pass needs, validated and named in camelCase. Everything else
 // stays available in `raw`.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from './json.js';
 import type { ByteSource } from './source.js';
 import type { SafetensorsOptions } from './safetensors.js';
 import { mlxQuantizationOf } from './mlx.js';
@@ -78,7 +79,7 @@ export async function readConfig(src: ByteSource): Promise<ModelConfig> {
   const bytes = await src.read(0, size);
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    json = parseJson(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch (e) {
     return bad(`not a UTF-8 JSON file (${(e as Error).message})`);
   }

@@ -38,3 +38,28 @@ export function findDuplicateKey(text: string): { path: string[]; key: string } 
   }
   return undefined;
 }
+
+/** Nesting no checkpoint, config or plan file comes near; deeper text is refused before parsing. */
+export const MAX_JSON_DEPTH = 128;
+
+/**
+ * JSON.parse for text from files and options. V8 parses any depth, but printing or cloning the
+ * result recurses (an error message's preview, a worker message) and overflows the stack at a few
+ * thousand levels, so text nested deeper than MAX_JSON_DEPTH is a SyntaxError here, which every
+ * caller already turns into its typed "not JSON" error.
+ */
+export function parseJson(text: string): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw new SyntaxError(`nested deeper than ${MAX_JSON_DEPTH} levels at position ${i}`);
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return JSON.parse(text);
+}

@@ -20,7 +20,7 @@
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
 import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorInfo, type TensorValues } from './checkpoint.js';
 import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
-import { findDuplicateKey } from './json.js';
+import { findDuplicateKey, parseJson } from './json.js';
 import type { ByteSource } from './source.js';
 import { MLX_DTYPE, decodeMlx, presentMlx, type MlxQuantization, type MlxWeight } from './mlx.js';
 import { BNB4_DTYPE, BNB8_DTYPE, decodeBnb, presentBnb, type BnbWeight } from './bnb.js';
@@ -82,7 +82,7 @@ export async function readSafetensorsHeader(src: ByteSource): Promise<Safetensor
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJson(text);
   } catch (e) {
     return bad(ErrorCodes.ST_NOT_JSON, `header is not JSON (${(e as Error).message})`, { value: text.slice(0, 64) });
   }
@@ -224,7 +224,7 @@ function presentNvfp4(source: string, entries: TensorEntry[], ours: ReadonlySet<
 function webquantTensors(metadata: Record<string, unknown>): Set<string> {
   const ours = new Set<string>();
   try {
-    const q: unknown = JSON.parse(String(metadata['webquant.quantization'] ?? '{}'));
+    const q: unknown = parseJson(String(metadata['webquant.quantization'] ?? '{}'));
     if (isObject(q)) for (const k of Object.keys(q)) ours.add(k);
   } catch {
     // not a webquant output (the serving API reports a malformed entry)
@@ -432,7 +432,7 @@ export async function openSafetensorsIndex(index: ByteSource, resolve: ShardReso
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJson(text);
   } catch (e) {
     return bad(`index is not JSON (${(e as Error).message})`);
   }

@@ -101,6 +101,12 @@ async function runtimeSpawner(url: string | URL | undefined): Promise<Spawner> {
   return (await import('./spawn-browser.js')).browserSpawner(url);
 }
 
+/**
+ * Workers one pool may have: each holds its own wasm memory (tens of MiB), and the budget is
+ * shared out per worker, so a count far past the cores only cuts tensors into slivers.
+ */
+export const MAX_POOL_SIZE = 256;
+
 export async function createPool(opts: PoolOptions = {}): Promise<WorkerPool> {
   const spawner = opts.spawner ?? (await runtimeSpawner(opts.workerUrl));
   return new WorkerPool(spawner, opts);
@@ -119,8 +125,8 @@ export class WorkerPool {
 
   constructor(private readonly spawner: Spawner, private readonly opts: PoolOptions = {}) {
     const size = opts.size ?? spawner.defaultSize();
-    if (!Number.isInteger(size) || size < 1) {
-      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] pool size must be a positive integer but got ${size}`, { option: 'workers', value: size, expected: '>= 1' });
+    if (!Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
+      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] pool size must be an integer from 1 to ${MAX_POOL_SIZE} but got ${size}`, { option: 'workers', value: size, expected: `1..${MAX_POOL_SIZE}` });
     }
     this.size = size;
   }

@@ -1,6 +1,7 @@
 // Plans as data: checking and normalizing plans given in code, webquant's JSON form, and
 // MaxText's mixed-precision file.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from '../io/json.js';
 import { ROLES, type Role } from './roles.js';
 import { PROTECT_CLASSES, type LayerSelector, type Plan, type PlanRule, type ProtectClass, type Scheme, type SchemeOrKeep } from './types.js';
 
@@ -176,7 +177,7 @@ export function planFromJSON(json: string | unknown): Plan {
   let data: unknown = json;
   if (typeof json === 'string') {
     try {
-      data = JSON.parse(json);
+      data = parseJson(json);
     } catch (e) {
       planError(`plan is not valid JSON (${(e as Error).message})`, { value: json.slice(0, 80) });
     }

@@ -12,6 +12,7 @@
 // formats without a fused kernel dequantize a chunk of rows with their own `<kernel>_dequantize`
 // and dot it (`serve_dot_rows`), so every registry format works.
 import { ErrorCodes, fail } from '../errors.js';
+import { parseJson } from '../io/json.js';
 import { setRow0, writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
 import type { Kernels, WasmBuild } from '../kernels/loader.js';
 import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
@@ -181,7 +182,7 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
     const raw = ckpt.metadata['webquant.quantization'];
     if (typeof raw === 'string') {
       try {
-        meta = JSON.parse(raw) as Record<string, WebquantMeta>;
+        meta = parseJson(raw) as Record<string, WebquantMeta>;
       } catch {
         fail(ErrorCodes.BAD_INPUT, `[serve] ${ckpt.source}: __metadata__["webquant.quantization"] is not JSON`, { file: ckpt.source });
       }

@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHARED, hasShared } from '../helpers/shared.js';
-import { cli, cliProcess, ensureBuilt, sha, tempDir } from './helpers.js';
+import { spawn } from 'node:child_process';
+import { BIN, cli, cliProcess, ensureBuilt, sha, tempDir } from './helpers.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import type { GgufCheckpoint } from '../../src/io/gguf.js';
@@ -64,6 +65,31 @@ describe('cancellation', () => {
     expect(sha(out)).toBe(before);
     expect(readdirSync(join(dir, 'webquant-sample')).filter((f) => f.includes('.partial-'))).toEqual([]);
   });
+});
+
+describe('signals', () => {
+  it.each([['SIGTERM', 143], ['SIGHUP', 129], ['SIGINT', 130]] as const)('%s mid-run cancels it: exit %i, no partial file, the previous output untouched', async (signal, code) => {
+    const dir = tempDir('signal');
+    expect((await cli([], { cwd: dir })).code).toBe(0);
+    const out = join(dir, 'webquant-sample/out.safetensors');
+    const args = ['quantize', 'webquant-sample', '-o', out, '--format', 'affine', '--bits', '4', '-j', '1'];
+    expect((await cli(args, { cwd: dir })).code).toBe(0);
+    const before = sha(out);
+    // HQQ with many iterations: a second or more after the first tensors, so the signal lands mid-run.
+    const child = spawn(process.execPath, [BIN, ...args, '--calibration', '{"method":"hqq","iterations":1000}'], { cwd: dir });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (/^\[ ?2\//m.test(stdout) && !child.killed) child.kill(signal);
+    });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const exit = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    expect(child.killed, stdout).toBe(true);
+    expect(exit, stderr).toBe(code);
+    expect(stderr).toMatch(/E_ABORTED/);
+    expect(sha(out)).toBe(before);
+    expect(readdirSync(join(dir, 'webquant-sample')).filter((f) => f.includes('.partial-'))).toEqual([]);
+  }, 60_000);
 });
 
 describe.skipIf(!hasShared)('bin/webquant.js', () => {

@@ -332,5 +332,23 @@ describe.skipIf(!hasShared)('quantize into a folder', () => {
     r = await cli(['quantize', input, '-o', join(tmp, 'no/such/'), '--preset', 'mlx4'], { cwd: tmp });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('does not exist');
+    // a file named as a folder
+    r = await cli(['quantize', input, '-o', `${join(input, 'config.json')}/`, '--preset', 'mlx4'], { cwd: tmp });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/is a file; name a folder.*E_BAD_OPTION/);
+  });
+
+  it('a config.json that is not JSON (or nested past any real one) stops the run before model.safetensors is written', async () => {
+    for (const [tag, text] of [['broken', '{bad'], ['deep', `{"rope_scaling": {"factor": ${'['.repeat(20000)}${']'.repeat(20000)}}}`]]) {
+      const bad = join(tmp, `in-${tag}`);
+      mkdirSync(bad);
+      copyFileSync(join(DIR, 'model.bf16.safetensors'), join(bad, 'model.safetensors'));
+      writeFileSync(join(bad, 'config.json'), text);
+      const out = join(tmp, `out-${tag}/`);
+      const r = await cli(['quantize', bad, '-o', out, '--preset', 'mlx4'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/config\.json: not JSON.*E_CONFIG/);
+      expect(existsSync(out)).toBe(false);
+    }
   });
 });

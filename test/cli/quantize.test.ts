@@ -567,6 +567,12 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
     writeFileSync(truncated, readFileSync(MODEL).subarray(0, 5000));
     const badRules = join(tmp, 'bad.json');
     writeFileSync(badRules, '{"default": {"format": "q8_0"},');
+    // a safetensors header nested 100000 levels deep (printing it would overflow the stack)
+    const deep = join(tmp, 'deep.safetensors');
+    const header = Buffer.from(`{"a":{"dtype":"F32","shape":${'['.repeat(100000)}${']'.repeat(100000)},"data_offsets":[0,0]}}`);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(header.length));
+    writeFileSync(deep, Buffer.concat([len, header]));
     const cases: [string[], RegExp][] = [
       [['quantize', join(tmp, 'nope.safetensors'), '-o', out, '--preset', 'q8_0'], /does not exist/],
       [['quantize', truncated, '-o', out, '--format', 'q8_0'], /\[safetensors\].*E_ST_/],
@@ -584,6 +590,10 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
       [['quantise', MODEL], /unknown command "quantise"; valid commands: inspect, quantize, presets/],
       [['inspect', join(tmp, 'nope.gguf')], /does not exist/],
       [['inspect', truncated], /E_ST_/],
+      [['quantize', MODEL, '-o', '', '--preset', 'q8_0'], /-o <output> is required/],
+      [['quantize', 'http://', '-o', out, '--preset', 'q8_0'], /http:\/\/ is not a valid URL.*E_BAD_INPUT/],
+      [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--workers', '100000'], /--workers must be an integer from 1 to 256 but got 100000/],
+      [['quantize', deep, '-o', out, '--preset', 'q8_0'], /header is not JSON \(nested deeper than 128 levels.*E_ST_/],
     ];
     for (const [argv, msg] of cases) {
       const r = await cli(argv, { cwd: tmp });

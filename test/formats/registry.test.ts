@@ -241,6 +241,32 @@ describe('slices refuse what they cannot do', () => {
     expect(Buffer.from(part.data).equals(Buffer.from(whole.data.subarray(part.data.byteLength)))).toBe(true);
   });
 
+  it('a prepared that no prepareOnly call gives (unknown fields, no tscale, an auxInit past the tensor sections) is refused', async () => {
+    const bad = async (format: string, prepared: unknown, extra: object = {}) => expect(quantize(v.subarray(1024), { format, rowLength: 512, ...extra, slice: { row0: 2, rows: 4, prepared: prepared as never } }))
+      .rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'slice.prepared' } });
+    await bad('nvfp4', { foo: 1 });
+    await bad('nvfp4', { tscale: 1, scratch: 0 });
+    await bad('nf4', 'x', { doubleQuant: true });
+    await bad('int8', {}, { granularity: 'tensor' });
+    await bad('int8', { tscale: NaN }, { granularity: 'tensor' });
+    await bad('nf4', { tscale: 0.5, auxInit: new Uint8Array(1 << 20) }, { doubleQuant: true });
+    // what prepareOnly gives is taken
+    const whole = await quantize(v, { format: 'nf4', doubleQuant: true, rowLength: 512 });
+    const { prepared } = await quantize(v, { format: 'nf4', doubleQuant: true, rowLength: 512, prepareOnly: true });
+    const part = await quantize(v.subarray(1024), { format: 'nf4', doubleQuant: true, rowLength: 512, slice: { row0: 2, rows: 4, prepared } });
+    expect(part.data.byteLength).toBeGreaterThan(0);
+    expect(whole.data.byteLength).toBeGreaterThan(part.data.byteLength);
+  });
+
+  it('values that are not an array and options that are not an object are E_BAD_INPUT / E_BAD_OPTION', async () => {
+    await expect(quantize(null as never, { format: 'q8_0', rowLength: 64 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
+    await expect(quantize(v, undefined as never)).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION });
+    await expect(quantize(v, null as never)).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION });
+    let deep: unknown[] = [];
+    for (let i = 0; i < 20000; i++) deep = [deep];
+    await expect(quantize(v, { format: 'int4', rowLength: 512, calibration: { method: 'clip', ratio: deep as never } })).rejects.toMatchObject({ code: ErrorCodes.BAD_CALIBRATION, details: { value: 'object' } });
+  });
+
   it('a slice names the whole tensor\'s row of a NaN', async () => {
     const w = v.slice(1024);
     w[700] = NaN;
