@@ -39,13 +39,19 @@ export function absPath(p: string, io: CliIO): string {
   return isAbsolute(p) ? p : resolve(io.cwd ?? process.cwd(), p);
 }
 
-async function exists(p: string): Promise<'file' | 'dir' | undefined> {
+async function exists(p: string): Promise<'file' | 'dir' | 'other' | undefined> {
   try {
     const s = await stat(p);
-    return s.isDirectory() ? 'dir' : s.isFile() ? 'file' : undefined;
+    return s.isDirectory() ? 'dir' : s.isFile() ? 'file' : 'other';
   } catch {
     return undefined;
   }
+}
+
+/** Refuses a path that is missing, or neither a file nor a folder (a device, a pipe: no size to read by range). */
+function needPath(what: string, p: string, kind: Awaited<ReturnType<typeof exists>>): asserts kind is 'file' | 'dir' {
+  if (!kind) notFound(what, p);
+  if (kind === 'other') fail(ErrorCodes.BAD_INPUT, `[cli] ${what} ${p} is not a regular file or a folder`, { file: p, expected: 'a file or a folder' });
 }
 
 function notFound(what: string, p: string): never {
@@ -70,7 +76,7 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
   if (isUrl(spec)) return openUrl(spec, io);
   let file = absPath(spec, io);
   const kind = await exists(file);
-  if (!kind) notFound('input', spec);
+  needPath('input', spec, kind);
   if (kind === 'dir') file = await pickInDir(file);
   const dir = dirname(file);
   const sources: FileSource[] = [];
@@ -173,8 +179,16 @@ export async function tokenizerFilesIn(dir: string): Promise<TokenizerFiles> {
 export async function tokenizerFilesAt(spec: string, io: CliIO): Promise<TokenizerFiles> {
   const p = absPath(spec, io);
   const kind = await exists(p);
-  if (!kind) notFound('tokenizer', spec);
-  if (kind === 'dir') return tokenizerFilesIn(p);
+  needPath('tokenizer', spec, kind);
+  if (kind === 'dir') {
+    const files = await tokenizerFilesIn(p);
+    if (!files['tokenizer.json'] && !files['tokenizer.model']) {
+      fail(ErrorCodes.TOKENIZER, `[cli] --tokenizer ${spec}: the folder holds no tokenizer.json or tokenizer.model (a llama2.c tokenizer is named by its file; --tokenizer none writes no vocabulary)`, {
+        file: p, option: 'tokenizer', expected: ['tokenizer.json', 'tokenizer.model'],
+      });
+    }
+    return files;
+  }
   const ext = extname(p).toLowerCase();
   if (ext === '.json' || ext === '.model') {
     const files = await tokenizerFilesIn(dirname(p));

@@ -83,7 +83,7 @@ function readLegacy(src: ByteSource, size: number): Promise<Imatrix> {
       for (let i = 0; i < nval; i++) v[i] = dv.getFloat32(at + 4 * i, true) / (ncall > 0 ? ncall : 1);
       at += nval * 4;
       if (out.has(name)) bad(`entry "${name}" appears twice`, at);
-      out.set(name, v);
+      out.set(name, checkSums(file, name, v));
     }
     // The trailer, where present: older files end after the entries.
     if (at + 4 <= size) out.chunks = Math.max(0, i32());
@@ -102,21 +102,38 @@ async function readGgufImatrix(src: ByteSource): Promise<Imatrix> {
   if (Array.isArray(datasets)) out.datasets = datasets.filter((d): d is string => typeof d === 'string');
   const chunks = Number(g.metadata['imatrix.chunk_count'] ?? 0);
   if (Number.isInteger(chunks) && chunks > 0) out.chunks = chunks;
-  for (const t of g.tensors) {
-    if (!t.name.endsWith('.in_sum2')) continue;
+  const entries = g.tensors.filter((t) => t.name.endsWith('.in_sum2'));
+  if (!entries.length && g.metadata['general.type'] !== 'imatrix') {
+    fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: not an importance matrix (a GGUF of ${g.tensors.length} tensors, none named <tensor>.in_sum2, general.type ${JSON.stringify(g.metadata['general.type'] ?? null)})`, {
+      file: src.name, value: g.metadata['general.type'], expected: 'general.type "imatrix" with <tensor>.in_sum2 / .counts tensors',
+    });
+  }
+  for (const t of entries) {
     const name = t.name.slice(0, -'.in_sum2'.length);
+    if (t.shape.length < 1) fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: "${t.name}" is a scalar; expected [matrices, columns]`, { file: src.name, tensor: t.name, value: t.shape, expected: '[matrices, columns]' });
     const sums = await g.readF32(t.name);
     const counts = await g.readF32(`${name}.counts`);
     const cols = t.shape[t.shape.length - 1];
+    checkSums(src.name, `${name}.counts`, counts);
     if (counts.length < 1 || sums.length !== cols * counts.length) {
       fail(ErrorCodes.BAD_INPUT, `[imatrix] ${src.name}: "${name}" has ${sums.length} sums for ${counts.length} matrices of ${cols} columns`, { file: src.name, tensor: name, value: sums.length, expected: cols * counts.length });
     }
-    out.set(name, sums.map((v, i) => {
+    out.set(name, checkSums(src.name, t.name, sums).map((v, i) => {
       const c = counts[Math.floor(i / cols)];
       return c > 0 ? v / c : 1;
     }));
   }
   return out;
+}
+
+/** Sums of squares (and counts) are finite and >= 0: anything else is a damaged file, named here. */
+function checkSums(file: string, entry: string, v: Float32Array): Float32Array {
+  for (let i = 0; i < v.length; i++) {
+    if (!(v[i] >= 0 && v[i] < Infinity)) {
+      fail(ErrorCodes.NON_FINITE, `[imatrix] ${file}: "${entry}" value ${i} is ${v[i]}; sums of squares must be finite and >= 0`, { file, tensor: entry, index: i, value: v[i], expected: 'finite, >= 0' });
+    }
+  }
+  return v;
 }
 
 /** The tensors of a plan, as importanceFor needs them. */

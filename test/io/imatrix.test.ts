@@ -2,6 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { importanceFor, imatrixMetadata, readImatrix, type ImportanceTarget } from '../../src/io/imatrix.js';
 import { fromBuffer } from '../../src/io/source.js';
+import { writeGguf } from '../../src/io/gguf-writer.js';
+import { collect } from '../../src/io/stream.js';
+import { ErrorCodes } from '../../src/errors.js';
 import { quantize, dequantize } from '../../src/index.js';
 
 const target = (name: string, format: string | 'keep', rowLength = 512, shape: number[] = [4, rowLength]): ImportanceTarget =>
@@ -86,5 +89,24 @@ describe('readImatrix records what an imatrix was computed on; imatrixMetadata w
     for (const f of ['/home/u/cal/im.gguf', 'C:\\cal\\im.gguf', 'https://h/x/im.gguf?download=1']) expect(imatrixMetadata(f, m)[0].value, f).toBe('im.gguf');
     // A multi-byte character across byte 127 is dropped whole.
     expect(imatrixMetadata('a'.repeat(126) + 'é', m)[0].value).toBe('a'.repeat(126));
+  });
+
+  it('refuses a GGUF that is no imatrix, a scalar in_sum2, and sums that are not finite and >= 0, naming the file', async () => {
+    const f32 = (v: number[]) => new Uint8Array(new Float32Array(v).buffer);
+    const gguf = async (metadata: { key: string; type: 'string'; value: string }[], tensors: { name: string; shape: number[]; v: number[] }[]) =>
+      fromBuffer(await collect(writeGguf({ metadata, tensors: tensors.map((t) => ({ name: t.name, ggmlType: 0, shape: t.shape, data: f32(t.v) })) })), 'x.gguf');
+    const model = await gguf([{ key: 'general.architecture', type: 'string', value: 'llama' }], [{ name: 'token_embd.weight', shape: [2, 4], v: [1, 2, 3, 4, 5, 6, 7, 8] }]);
+    await expect(readImatrix(model)).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { file: 'x.gguf' }, message: expect.stringMatching(/not an importance matrix/) });
+    const type = { key: 'general.type', type: 'string' as const, value: 'imatrix' };
+    expect((await readImatrix(await gguf([type], []))).size).toBe(0);
+    const good = await readImatrix(await gguf([type], [{ name: 'w.in_sum2', shape: [1, 2], v: [4, 6] }, { name: 'w.counts', shape: [1, 1], v: [2] }]));
+    expect([...good.get('w')!]).toEqual([2, 3]);
+    const scalar = await gguf([type], [{ name: 'w.in_sum2', shape: [], v: [4] }, { name: 'w.counts', shape: [1, 1], v: [2] }]);
+    await expect(readImatrix(scalar)).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { tensor: 'w.in_sum2' } });
+    const nan = await gguf([type], [{ name: 'w.in_sum2', shape: [1, 2], v: [4, NaN] }, { name: 'w.counts', shape: [1, 1], v: [2] }]);
+    await expect(readImatrix(nan)).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { file: 'x.gguf', tensor: 'w.in_sum2', index: 1 } });
+    const legacyNeg = legacy([]);
+    new DataView(legacyNeg.buffer).setFloat32(legacyNeg.byteLength - 4, -1, true);
+    await expect(readImatrix(fromBuffer(legacyNeg, 'n.dat'))).rejects.toMatchObject({ code: ErrorCodes.NON_FINITE, details: { file: 'n.dat', tensor: 'w', index: 1 } });
   });
 });
