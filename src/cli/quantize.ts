@@ -277,6 +277,9 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     if (!isUrl(a.input) && absPath(input.file, io) === out) {
       fail(ErrorCodes.BAD_OPTION, `[cli] quantize: the output ${a.output} is the input; write to another file`, { option: 'output', value: a.output });
     }
+    if (input.checkpoint.tensors.length === 0) {
+      fail(ErrorCodes.BAD_INPUT, `[cli] quantize: ${a.input} holds no tensors`, { file: input.file, expected: 'a checkpoint with tensors' });
+    }
     if (folder) madeFolder = await prepareFolder(folder, input);
     const warnings: string[] = [];
     const notes: string[] = [];

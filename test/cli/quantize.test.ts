@@ -569,6 +569,8 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
     writeFileSync(badRules, '{"default": {"format": "q8_0"},');
     const emptyDir = join(tmp, 'empty');
     mkdirSync(emptyDir, { recursive: true });
+    const emptyIndex = join(emptyDir, 'model.safetensors.index.json');
+    writeFileSync(emptyIndex, '{"metadata": {}, "weight_map": {}}');
     // a safetensors header nested 100000 levels deep (printing it would overflow the stack)
     const deep = join(tmp, 'deep.safetensors');
     const header = Buffer.from(`{"a":{"dtype":"F32","shape":${'['.repeat(100000)}${']'.repeat(100000)},"data_offsets":[0,0]}}`);
@@ -597,6 +599,7 @@ describe.skipIf(!hasShared)('webquant quantize: bad input', () => {
       [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--workers', '100000'], /--workers must be an integer from 1 to 256 but got 100000/],
       [['quantize', deep, '-o', out, '--preset', 'q8_0'], /header is not JSON \(nested deeper than 128 levels.*E_ST_/],
       [['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--tokenizer', emptyDir], /holds no tokenizer\.json or tokenizer\.model.*E_TOKENIZER/],
+      [['quantize', emptyIndex, '-o', out, '--preset', 'q8_0'], /holds no tensors.*E_BAD_INPUT/],
       [['inspect', '/dev/zero'], /input \/dev\/zero is not a regular file or a folder.*E_BAD_INPUT/],
       [['quantize', MODEL, '-o', out, '--preset', 'q4_k_m', '--imatrix', GGUF1], /not an importance matrix.*E_BAD_INPUT/],
     ];
