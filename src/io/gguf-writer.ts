@@ -89,41 +89,44 @@ class Out {
 
 const enc = new TextEncoder();
 
-function writeString(o: Out, s: unknown, what: string): void {
-  if (typeof s !== 'string' || !wellFormed(s)) bad(`${what} must be a well-formed string`, { value: typeof s === 'string' ? s : typeof s, expected: 'string' });
+/** `index` >= 0 names an array element: the label is built only when that element is bad. */
+const label = (what: string, index: number) => (index < 0 ? what : `${what}[${index}]`);
+
+function writeString(o: Out, s: unknown, what: string, index = -1): void {
+  if (typeof s !== 'string' || !wellFormed(s)) bad(`${label(what, index)} must be a well-formed string`, { value: typeof s === 'string' ? s : typeof s, expected: 'string' });
   const b = enc.encode(s as string);
   o.u64(BigInt(b.length));
   o.bytes(b);
 }
 
-function writeScalar(o: Out, t: GgufScalarType, v: unknown, what: string): void {
+function writeScalar(o: Out, t: GgufScalarType, v: unknown, what: string, index = -1): void {
   const range = INT_RANGE[t];
   if (range) {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1]) bad(`${what}: ${String(v)} is not a ${t}`, { value: String(v), expected: `an integer in [${range[0]}, ${range[1]}]` });
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1]) bad(`${label(what, index)}: ${String(v)} is not a ${t}`, { value: String(v), expected: `an integer in [${range[0]}, ${range[1]}]` });
     (o[t as 'u8'] as (x: number) => void).call(o, v as number);
     return;
   }
   const big = BIG_RANGE[t];
   if (big) {
     const x = typeof v === 'bigint' ? v : typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : undefined;
-    if (x === undefined || x < big[0] || x > big[1]) bad(`${what}: ${String(v)} is not a ${t}`, { value: String(v), expected: `a bigint or safe integer in [${big[0]}, ${big[1]}]` });
+    if (x === undefined || x < big[0] || x > big[1]) bad(`${label(what, index)}: ${String(v)} is not a ${t}`, { value: String(v), expected: `a bigint or safe integer in [${big[0]}, ${big[1]}]` });
     if (t === 'u64') o.u64(x as bigint); else o.i64(x as bigint);
     return;
   }
   switch (t) {
     case 'f32': case 'f64':
-      if (typeof v !== 'number') bad(`${what}: ${String(v)} is not a number`, { value: String(v), expected: t });
+      if (typeof v !== 'number') bad(`${label(what, index)}: ${String(v)} is not a number`, { value: String(v), expected: t });
       if (t === 'f32') o.f32(v as number); else o.f64(v as number);
       return;
     case 'bool':
-      if (typeof v !== 'boolean') bad(`${what}: ${String(v)} is not a boolean`, { value: String(v), expected: 'boolean' });
+      if (typeof v !== 'boolean') bad(`${label(what, index)}: ${String(v)} is not a boolean`, { value: String(v), expected: 'boolean' });
       o.u8(v ? 1 : 0);
       return;
     case 'string':
-      writeString(o, v, what);
+      writeString(o, v, what, index);
       return;
     default:
-      bad(`${what}: unknown value type "${String(t)}"`, { value: t, expected: GGUF_VALUE_TYPES });
+      bad(`${label(what, index)}: unknown value type "${String(t)}"`, { value: t, expected: GGUF_VALUE_TYPES });
   }
 }
 
@@ -171,7 +174,8 @@ export class GgufWriter implements StreamingWriter {
         o.u32(GGUF_VALUE_TYPES.indexOf(kv.itemType as GgufScalarType));
         const arr = kv.value as unknown[];
         o.u64(BigInt(arr.length));
-        for (let j = 0; j < arr.length; j++) writeScalar(o, kv.itemType as GgufScalarType, arr[j], `metadata "${kv.key}"[${j}]`);
+        const what = `metadata "${kv.key}"`;
+        for (let j = 0; j < arr.length; j++) writeScalar(o, kv.itemType as GgufScalarType, arr[j], what, j);
       } else {
         if (!isScalarType(kv.type)) bad(`metadata "${kv.key}": unknown value type "${String(kv.type)}"`, { value: kv.type, expected: GGUF_VALUE_TYPES });
         o.u32(GGUF_VALUE_TYPES.indexOf(kv.type));

@@ -6,7 +6,8 @@
 // versions as u64/i64.
 //
 // Checks and their codes: magic GGUF_MAGIC; version GGUF_VERSION; counts that cannot fit in the
-// file GGUF_COUNT; a string running past the end GGUF_STRING; invalid UTF-8 GGUF_UTF8; unknown or
+// file, a header over maxHeaderBytes or metadata arrays of more than maxHeaderBytes / 8 elements in
+// all GGUF_COUNT; a string running past the end GGUF_STRING; invalid UTF-8 GGUF_UTF8; unknown or
 // nested value types GGUF_VALUE_TYPE; duplicate keys or tensor names GGUF_DUPLICATE;
 // general.alignment not a u32 power of two GGUF_ALIGNMENT; bad dimensions GGUF_TENSOR; unknown
 // ggml type GGUF_TYPE; ne[0] not a multiple of the block GGUF_BLOCK; a tensor offset not aligned
@@ -73,7 +74,10 @@ export interface GgufOptions {
   backend?: Backend;
   /** First header read, grown 4x until the header fits (default 64 KiB). */
   initialRead?: number;
-  /** Largest header (metadata + tensor infos) accepted, so a crafted count cannot make the reader load a whole large file (default 256 MiB). */
+  /**
+   * Largest header (metadata + tensor infos) accepted, so a crafted count cannot make the reader load
+   * a whole large file (default 256 MiB). Metadata arrays may hold a total of 1/8 as many elements.
+   */
   maxHeaderBytes?: number;
 }
 
@@ -85,6 +89,16 @@ class NeedMore {
 }
 
 const SCALAR_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+const FAST_ARRAY_MAX = 1 << 24;
+/**
+ * Header bytes per metadata array element allowed in all (so maxHeaderBytes / 8 elements). A parsed
+ * element takes up to 8 bytes of JS heap while a u8 or bool takes 1 byte of file, so without this a
+ * header of 1-byte arrays would cost 8x its size (2 GiB at the default cap) and past ~134M elements
+ * fail with a RangeError. Real tokenizers hold well under 1% of it.
+ */
+export const GGUF_HEADER_BYTES_PER_ARRAY_ELEMENT = 8;
+
+const label = (what: string, index: number) => (index < 0 ? what : `${what}[${index}]`);
 
 class Parser {
   pos = 0;
@@ -130,20 +144,59 @@ class Parser {
     return Number(c);
   }
 
-  string(what: string): string {
-    const n = this.v1 ? BigInt(this.u32(`${what} length`)) : this.u64(`${what} length`);
-    if (n > BigInt(this.remaining())) this.bad(ErrorCodes.GGUF_STRING, `${what} of length ${n} at ${this.pos} runs past the end of the file`, { value: String(n), expected: `<= ${this.remaining()}` });
+  /** `index` >= 0 names an array element, so arrays of strings build no label per element unless one fails. */
+  string(what: string, index = -1): string {
+    const lenSize = this.v1 ? 4 : 8;
+    if (this.pos + lenSize > this.buf.length) this.need(lenSize, `${label(what, index)} length`);
+    const n = this.v1 ? BigInt(this.dv.getUint32(this.pos, true)) : this.dv.getBigUint64(this.pos, true);
+    this.pos += lenSize;
+    if (n > BigInt(this.remaining())) this.bad(ErrorCodes.GGUF_STRING, `${label(what, index)} of length ${n} at ${this.pos} runs past the end of the file`, { value: String(n), expected: `<= ${this.remaining()}` });
     const len = Number(n);
-    this.need(len, what);
+    if (this.pos + len > this.buf.length) this.need(len, label(what, index));
     const bytes = this.buf.subarray(this.pos, this.pos + len);
     let s: string;
     try {
       s = this.utf8.decode(bytes);
     } catch {
-      return this.bad(ErrorCodes.GGUF_UTF8, `${what} at ${this.pos} is not valid UTF-8`);
+      return this.bad(ErrorCodes.GGUF_UTF8, `${label(what, index)} at ${this.pos} is not valid UTF-8`);
     }
     this.pos += len;
     return s;
+  }
+
+  /**
+   * The `n` elements of array `key`, as a plain array (the representation every consumer and the
+   * writer take). Numeric arrays are checked against the prefix once and read straight from the
+   * bytes, so a large one costs 8 bytes per element and no per-element label or bounds check.
+   */
+  array(it: number, n: number, key: string): unknown[] {
+    // new Array(n) above this length is a slow dictionary in V8; appending keeps it packed.
+    const arr: unknown[] = n <= FAST_ARRAY_MAX ? new Array(n) : [];
+    if (it === 8) {
+      const what = `metadata "${key}"`;
+      for (let j = 0; j < n; j++) arr[j] = this.string(what, j);
+      return arr;
+    }
+    const size = SCALAR_SIZE[it];
+    this.need(n * size, `metadata "${key}"`);
+    const dv = this.dv;
+    const p = this.pos;
+    switch (it) {
+      case 0: for (let j = 0; j < n; j++) arr[j] = dv.getUint8(p + j); break;
+      case 1: for (let j = 0; j < n; j++) arr[j] = dv.getInt8(p + j); break;
+      case 2: for (let j = 0; j < n; j++) arr[j] = dv.getUint16(p + 2 * j, true); break;
+      case 3: for (let j = 0; j < n; j++) arr[j] = dv.getInt16(p + 2 * j, true); break;
+      case 4: for (let j = 0; j < n; j++) arr[j] = dv.getUint32(p + 4 * j, true); break;
+      case 5: for (let j = 0; j < n; j++) arr[j] = dv.getInt32(p + 4 * j, true); break;
+      case 6: for (let j = 0; j < n; j++) arr[j] = dv.getFloat32(p + 4 * j, true); break;
+      case 7: for (let j = 0; j < n; j++) arr[j] = dv.getUint8(p + j) !== 0; break;
+      case 10: for (let j = 0; j < n; j++) arr[j] = dv.getBigUint64(p + 8 * j, true); break;
+      case 11: for (let j = 0; j < n; j++) arr[j] = dv.getBigInt64(p + 8 * j, true); break;
+      case 12: for (let j = 0; j < n; j++) arr[j] = dv.getFloat64(p + 8 * j, true); break;
+      default: this.bad(ErrorCodes.GGUF_VALUE_TYPE, `metadata "${key}" has element type ${it} where a scalar is needed`, { value: it });
+    }
+    this.pos += n * size;
+    return arr;
   }
 
   valueType(what: string): number {
@@ -171,8 +224,10 @@ class Parser {
   }
 }
 
-function parseHeader(buf: Uint8Array, fileSize: number, file: string): GgufHeader {
+function parseHeader(buf: Uint8Array, fileSize: number, file: string, maxHeaderBytes: number): GgufHeader {
   const p = new Parser(buf, fileSize, file);
+  const maxElements = Math.floor(maxHeaderBytes / GGUF_HEADER_BYTES_PER_ARRAY_ELEMENT);
+  let elements = 0;
   if (fileSize < 4) p.bad(ErrorCodes.GGUF_MAGIC, `${fileSize} bytes is too short for the GGUF magic`, { value: fileSize, expected: '"GGUF"' });
   const magic = p.u32('magic');
   if (magic !== GGUF_MAGIC) {
@@ -202,9 +257,13 @@ function parseHeader(buf: Uint8Array, fileSize: number, file: string): GgufHeade
       const it = p.valueType(`array "${key}" element`);
       if (it === 9) p.bad(ErrorCodes.GGUF_VALUE_TYPE, `metadata "${key}" is an array of arrays`, { value: it, expected: 'a scalar element type' });
       const n = p.count(`array "${key}" length`, it === 8 ? strMin : SCALAR_SIZE[it]);
-      const arr = new Array(n);
-      for (let j = 0; j < n; j++) arr[j] = p.scalar(it, `metadata "${key}"[${j}]`);
-      entry = { key, type: 'array', itemType: GGUF_VALUE_TYPES[it] as GgufScalarType, value: arr };
+      elements += n;
+      if (elements > maxElements) {
+        p.bad(ErrorCodes.GGUF_COUNT, `metadata arrays hold ${elements} elements in all by "${key}", more than the ${maxElements} that maxHeaderBytes ${maxHeaderBytes} allows (raise maxHeaderBytes if this file is genuine)`, {
+          value: elements, expected: `<= ${maxElements}`,
+        });
+      }
+      entry = { key, type: 'array', itemType: GGUF_VALUE_TYPES[it] as GgufScalarType, value: p.array(it, n, key) };
     } else {
       entry = { key, type: GGUF_VALUE_TYPES[t], value: p.scalar(t, `metadata "${key}"`) };
     }
@@ -278,7 +337,7 @@ export async function readGgufHeader(src: ByteSource, initialRead = 64 << 10, ma
   let buf = await src.read(0, want);
   for (;;) {
     try {
-      return parseHeader(buf, size, src.name);
+      return parseHeader(buf, size, src.name, maxHeaderBytes);
     } catch (e) {
       if (!(e instanceof NeedMore)) throw e;
       if (e.bytes > maxHeaderBytes) {

@@ -103,11 +103,63 @@ describe('GGUF reader', () => {
     b.str('a').u32(9).u32(4).u64(2n ** 61n);
     await expectCode(open(finish(b, 0)), ErrorCodes.GGUF_COUNT);
     // a count that fits the file but makes the header larger than maxHeaderBytes
+    // (strings: few elements for their bytes, so the element budget does not decide it)
     const c = head(3, 0, 1);
-    c.str('a').u32(9).u32(0).u64(100_000);
+    c.str('a').u32(9).u32(8).u64(1000);
+    for (let i = 0; i < 1000; i++) c.str('x'.repeat(100));
     const f = finish(c, 100_000);
-    await expectCode(openGguf(fromBuffer(f), { initialRead: 1024, maxHeaderBytes: 50_000 }), ErrorCodes.GGUF_COUNT);
-    expect(((await openGguf(fromBuffer(f), { initialRead: 1024 })).metadata.a as number[]).length).toBe(100_000);
+    const e = await expectCode(openGguf(fromBuffer(f), { initialRead: 1024, maxHeaderBytes: 50_000 }), ErrorCodes.GGUF_COUNT);
+    expect(e.message).toMatch(/the header needs more than 50000 bytes/);
+    expect(((await openGguf(fromBuffer(f), { initialRead: 1024 })).metadata.a as string[]).length).toBe(1000);
+  });
+  test('numeric arrays of every element type, at unaligned offsets, in v1 and v3', async () => {
+    for (const v of [1, 3]) {
+      const v1 = v === 1;
+      const arr = (b: Bytes, key: string, type: number, n: number) => (v1 ? b.str(key, true).u32(9).u32(type).u32(n) : b.str(key).u32(9).u32(type).u64(n));
+      const b = head(v, 0, 11);
+      arr(b, 'u8x', 0, 3).raw([0, 1, 255]);
+      arr(b, 'i8', 1, 2).raw([0x80, 0x7f]);
+      arr(b, 'u16', 2, 2).raw([0x34, 0x12, 0xff, 0xff]);
+      arr(b, 'i16', 3, 1).raw([0xfe, 0xff]);
+      arr(b, 'u32', 4, 2).u32(0xffffffff).u32(7);
+      arr(b, 'i32', 5, 2).i32(-(2 ** 31)).i32(3);
+      arr(b, 'f32', 6, 2).f32(-1.5).f32(Infinity);
+      arr(b, 'bool', 7, 3).raw([1, 0, 2]);
+      arr(b, 'u64', 10, 2).u64(2n ** 64n - 1n).u64(5);
+      arr(b, 'i64', 11, 1).i64(-(2n ** 63n));
+      arr(b, 'f64', 12, 1).raw(new Uint8Array(new Float64Array([Math.E]).buffer));
+      const g = await open(finish(b, 0));
+      expect(g.metadata).toEqual({
+        u8x: [0, 1, 255], i8: [-128, 127], u16: [0x1234, 0xffff], i16: [-2], u32: [0xffffffff, 7], i32: [-(2 ** 31), 3], f32: [-1.5, Infinity],
+        bool: [true, false, true], u64: [2n ** 64n - 1n, 5n], i64: [-(2n ** 63n)], f64: [Math.E],
+      });
+    }
+  });
+  test('a numeric array asks for all its bytes at once, not a step at a time', async () => {
+    const n = 1 << 20;
+    const b = head(3, 0, 1);
+    b.str('charsmap').u32(9).u32(0).u64(n).raw(new Uint8Array(n).fill(9));
+    const inner = fromBuffer(finish(b, 0), 'big.gguf');
+    const reads: number[] = [];
+    const src: ByteSource = { name: inner.name, size: inner.size, read: (o, l) => { reads.push(l); return inner.read(o, l); } };
+    const g = await openGguf(src, { initialRead: 1024 });
+    expect((g.metadata.charsmap as number[]).length).toBe(n);
+    expect(reads.length).toBe(2);
+  });
+  test('GGUF_COUNT: more metadata array elements in all than maxHeaderBytes / 8', async () => {
+    // 1000 u8 and 1000 empty strings: 9 KB of header, under either cap, but 2000 elements where 16,000 bytes allow 2000 and 12,000 allow 1500
+    const b = head(3, 0, 2);
+    b.str('a').u32(9).u32(0).u64(1000).zeros(1000);
+    b.str('b').u32(9).u32(8).u64(1000).zeros(8000);
+    const f = finish(b, 0);
+    expect(((await openGguf(fromBuffer(f), { maxHeaderBytes: 16_000 })).metadata.b as string[]).length).toBe(1000);
+    const e = await expectCode(openGguf(fromBuffer(f), { maxHeaderBytes: 12_000 }), ErrorCodes.GGUF_COUNT);
+    expect(e.message).toMatch(/2000 elements in all by "b", more than the 1500/);
+  });
+  test('a bad element of a string array is named by its index', async () => {
+    const b = head(3, 0, 1).str('toks').u32(9).u32(8).u64(3).str('a').str(new Uint8Array([0xff])).str('c');
+    const e = await expectCode(open(finish(b, 0)), ErrorCodes.GGUF_UTF8);
+    expect(e.message).toContain('metadata "toks"[1]');
   });
   test('GGUF_STRING: a length past the end', async () => {
     const b = head(3, 0, 1).u64(2n ** 50n).raw([0x61]);

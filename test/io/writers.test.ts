@@ -114,6 +114,10 @@ describe('GGUF writer', () => {
     await expectCode(() => new GgufWriter({ tensors: [], metadata: [{ key: 'a', type: 'array', value: [1] }] }), ErrorCodes.WRITER);
     await expectCode(() => new GgufWriter({ tensors: [], metadata: [{ key: 'a', type: 'u8', value: 1 }, { key: 'a', type: 'u8', value: 1 }] }), ErrorCodes.WRITER);
     await expectCode(() => new GgufWriter({ tensors: [], metadata: [{ key: 'a', type: 'float' as GgufScalarType, value: 1 }] }), ErrorCodes.WRITER);
+    for (const [itemType, value] of [['u8', [1, 2, 300]], ['string', ['x', 'y', 3]], ['bool', [true, false, 1]], ['u64', [1n, 2, -3n]]] as const) {
+      const e = await expectCode(() => new GgufWriter({ tensors: [], metadata: [{ key: 'arr', type: 'array', itemType, value }] }), ErrorCodes.WRITER);
+      expect(e.message).toContain('metadata "arr"[2]');
+    }
     const w = new GgufWriter({ tensors: [t({}), t({ name: 'v' })] });
     await expectCode(() => w.tensor('v', new Float32Array(4)), ErrorCodes.WRITER);
     await expectCode(() => w.tensor('w', new Float32Array(3)), ErrorCodes.WRITER);
