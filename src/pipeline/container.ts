@@ -143,7 +143,9 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
       kv.push(...extra.values());
       const gt: GgufWriteTensor[] = tensors.map((t) => {
         if (t.kind === 'keep') {
-          const ty = ggmlType(t.inputDtype);
+          // An empty tensor (kept whatever the plan said, see isEmptyTensor) has no values to
+          // convert: F32 holds its zero bytes as well as the type GGUF lacks.
+          const ty = ggmlType(t.inputDtype) ?? (t.shape.includes(0) ? ggmlType('F32') : undefined);
           if (!ty) {
             throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}" is ${t.inputDtype}, which GGUF cannot store; quantize it or convert it`, { tensor: t.name, value: t.inputDtype, expected: 'a ggml type' });
           }

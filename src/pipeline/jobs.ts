@@ -110,6 +110,16 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
 }
 
 /**
+ * A tensor with a zero dimension ([0, 64], [0], ne = [0, 1, 1, 1]): safetensors and GGUF both allow
+ * it. It has no values to quantize and no row to read or cut, so it is kept as stored (zero bytes)
+ * whatever the plan says: a layout of zero rows would still need tensor sections (scales of no
+ * values) that no calibration can fill.
+ */
+export function isEmptyTensor(info: TensorInfo): boolean {
+  return info.shape.some((d) => d === 0);
+}
+
+/**
  * `perMatrix`: tensors [matrices, rows, cols] whose units must each stay within one matrix (a MoE
  * tensor with one importance vector per expert): cut at every matrix boundary as well.
  */
@@ -124,7 +134,7 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
   const dropped = new Set<string>();
   const exists = new Set(input.tensors.map((t) => t.name));
   for (const p of byName.values()) {
-    if (p.scheme === 'keep' || !claims) continue;
+    if (p.scheme === 'keep' || !claims || isEmptyTensor(input.tensor(p.name))) continue;
     let names: string[];
     try {
       names = claims(p.name, p.scheme.format);
@@ -142,7 +152,15 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
   });
   order.sort((a, b) => a.g.order - b.g.order || a.i - b.i);
   return order.map(({ info, p, g }, index) => {
-    const scheme = p && p.scheme !== 'keep' ? p.scheme : undefined;
+    const empty = isEmptyTensor(info);
+    if (empty && p && p.scheme !== 'keep') {
+      try {
+        getFormat(p.scheme.format); // kept, but a plan naming no format is still wrong
+      } catch (e) {
+        planError(info.name, e);
+      }
+    }
+    const scheme = p && p.scheme !== 'keep' && !empty ? p.scheme : undefined;
     const base = { index, info, role: p?.role, layer: g.layer, group: g.group, units: [] as Unit[] };
     const stored = { F32: 4, F16: 2, BF16: 2 }[info.dtype];
     if (!scheme) {

@@ -20,7 +20,7 @@ import type { Checkpoint, TensorValues } from '../io/checkpoint.js';
 import type { ByteSource, SourceRef } from '../io/source.js';
 import { cutsByRows, tensorSectionsOf } from '../formats/types.js';
 import type { ContainerPlan } from './container.js';
-import { bringsTensorSections, type Job, type Unit, type UnitResult } from './jobs.js';
+import { bringsTensorSections, isEmptyTensor, type Job, type Unit, type UnitResult } from './jobs.js';
 import { ErrorCodes, WebquantError } from '../errors.js';
 import type { PositionalTarget } from './sink.js';
 import type { WorkerOutput, WorkerRange } from './worker.js';
@@ -89,6 +89,7 @@ export async function streamedTensors(input: Checkpoint, reads: boolean, refOf: 
   if (!reads || !locate) return () => false;
   const names = new Set<string>();
   for (const t of input.tensors) {
+    if (isEmptyTensor(t)) continue; // no row to locate; kept whole (buildJobs)
     const at = locate(t.name, 0, 1);
     if (at && (await refOf(at.source))) names.add(t.name);
   }
