@@ -7,6 +7,8 @@ import { evalDocuments, evalResult, evalWindows, evaluate, windowTotals, type Ev
 import { checkWorkerMemory, runOnWorkers, workerCount } from './forward-workers.js';
 import { numel } from '../io/checkpoint.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
+import { checkTensors } from '../eval/config.js';
+import { familyView } from '../convert/llama-gguf.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
 import type { OptionSpecs } from './args.js';
@@ -68,7 +70,10 @@ export async function openOriginal(spec: string, io: CliIO, command: string, ope
   if (ref.checkpoint.format !== 'safetensors') {
     fail(ErrorCodes.BAD_INPUT, `[cli] ${command}: --model must be the Hugging Face safetensors original; ${ref.file} is ${ref.checkpoint.format}`, { file: ref.file, option: 'model', value: ref.checkpoint.format, expected: 'safetensors' });
   }
-  return { input: ref, config: llamaConfig(ref.config) };
+  const config = llamaConfig(ref.config);
+  // Before anything enumerates or allocates by the config's counts (quantizedWeights, the forward).
+  checkTensors(config, familyView(ref.checkpoint, config).tensors, ref.file);
+  return { input: ref, config };
 }
 
 export async function evalCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {

@@ -15,7 +15,7 @@ import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
 import { NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
-import { GGUF_ARCHITECTURES, LAYER, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, LAYER, checkConfigTensors, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {
@@ -186,6 +186,10 @@ export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufView
     entries.set(name, { info, src: first, widened: false, shift: 0, experts: list });
     tensors.splice(g.at, 0, info);
   }
+
+  // Metadata from a config.json that contradicts the tensors makes a GGUF llama.cpp refuses (or
+  // runs wrong); checked before the rope factors below are sized by the config's head_dim.
+  checkConfigTensors(config, input.tensors, input.source);
 
   // Tensors the converter adds (rope factors: Llama 3.1+ rope_freqs, Phi-3's LongRoPE), first.
   for (const x of (arch?.extraTensors?.(config) ?? []).reverse()) {

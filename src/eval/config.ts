@@ -3,7 +3,7 @@
 // Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
 import { ErrorCodes, fail } from '../errors.js';
 import { withConfigDefaults } from '../io/config.js';
-import { llama3RopeFactors, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
+import { checkConfigTensors, llama3RopeFactors, type ConfigTensor, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
 import { deepseekRouting, mlaDims } from '../convert/deepseek-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
@@ -172,6 +172,9 @@ export interface GemmaOptions {
 
 const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/** llama.cpp's LLAMA_MAX_LAYERS: no model it runs has more. */
+const MAX_LAYERS = 512;
+
 /**
  * Validates a parsed config.json (or the ModelConfig of src/io's readConfig, through its `raw`)
  * and fills the defaults Hugging Face's LlamaConfig uses (num_key_value_heads =
@@ -221,6 +224,11 @@ export function llamaConfig(json: unknown): LlamaConfig {
     rope_theta: pos('rope_theta', 10000),
     tie_word_embeddings: j.tie_word_embeddings === true,
   };
+  // Per-layer flags are built from the count below, before any tensor is seen (checkTensors
+  // compares it with the checkpoint): bound it as llama.cpp does (LLAMA_MAX_LAYERS).
+  if (cfg.num_hidden_layers > MAX_LAYERS) {
+    fail(ErrorCodes.MODEL, `[llama] config.num_hidden_layers ${cfg.num_hidden_layers} is more than the ${MAX_LAYERS} layers llama.cpp supports`, { option: 'num_hidden_layers', value: cfg.num_hidden_layers, expected: `<= ${MAX_LAYERS}` });
+  }
   if (j.tie_word_embeddings !== undefined && typeof j.tie_word_embeddings !== 'boolean') {
     fail(ErrorCodes.MODEL, `[llama] config.tie_word_embeddings must be a boolean but got ${JSON.stringify(j.tie_word_embeddings)}`, { option: 'tie_word_embeddings', value: j.tie_word_embeddings, expected: 'boolean' });
   }
@@ -359,7 +367,11 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;
     if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, half * 2);
-    else if (ropeType === 'linear') cfg.rope_factors = new Float32Array(half).fill(rs!.factor as number);
+    else if (ropeType === 'linear') {
+      const factor = rs!.factor as number;
+      if (!(factor > 0)) fail(ErrorCodes.MODEL, `[llama] config.rope_scaling.factor must be a finite number > 0 for linear rope scaling but got ${factor}`, { option: 'rope_scaling.factor', value: factor, expected: 'a finite number > 0' });
+      cfg.rope_factors = new Float32Array(half).fill(factor);
+    }
   }
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).
@@ -461,6 +473,17 @@ export function checkShape(c: LlamaConfig): Dims {
     kvDim: c.num_key_value_heads * headDim, vocab: c.vocab_size,
     vHeadDim: c.mla?.v ?? headDim, attDim: c.num_attention_heads * (c.mla?.v ?? headDim),
   };
+}
+
+/**
+ * Refuses a config that contradicts the checkpoint's tensors (Llama-style names: through
+ * familyView), as the GGUF converter does (checkConfigTensors): call it before llamaTensorNames
+ * or LlamaModel.load enumerate the config's layers.
+ */
+export function checkTensors(c: LlamaConfig, tensors: readonly ConfigTensor[], source: string): void {
+  // The experts' width under its own key only where it is not intermediate_size's (Qwen-MoE, DeepSeek).
+  const moeFfn = c.moe && c.moe.ffn !== c.intermediate_size ? c.moe.ffn : undefined;
+  checkConfigTensors({ ...c, moe_intermediate_size: moeFfn, kv_lora_rank: c.mla?.kvLora }, tensors, source, 'eval');
 }
 
 export const layerPrefix = (i: number) => `model.layers.${i}.`;

@@ -111,11 +111,16 @@ export async function evalCollector(opts: Pick<EvaluateOptions, 'reference' | 'c
   const cand = withCand ? await LlamaModel.load(config, opts.candidate!) : undefined;
   const capture = perLayer && withCand;
 
-  const V = config.vocab_size, dim = config.hidden_size;
+  const V = config.vocab_size;
   const lpRef = new Float64Array(V), lpCand = new Float64Array(V);
-  const refLayers = capture ? Array.from({ length: config.num_hidden_layers }, () => new Float32Array(ctx * dim)) : [];
+  // The reference's residual stream per layer, sized by the longest window run so far: the
+  // context may be far longer than any document.
+  const refLayers: Float32Array[] = [];
   let st: WindowStats;
-  const saveLayer = (l: number, h: Float32Array) => refLayers[l].set(h);
+  const saveLayer = (l: number, h: Float32Array) => {
+    if (!(refLayers[l]?.length >= h.length)) refLayers[l] = new Float32Array(h.length);
+    refLayers[l].set(h);
+  };
   const compareLayer = (l: number, h: Float32Array) => accumulate(refLayers[l], h, h.length, st.layers[l]);
 
   const runWindow = (win: Uint16Array) => {
@@ -185,12 +190,19 @@ export function windowTotals(windows: readonly { doc: number }[], totalDocuments
   };
 }
 
-function checkContext(ctx = DEFAULT_CONTEXT): number {
-  if (!Number.isInteger(ctx) || ctx < 2) {
-    fail(ErrorCodes.BAD_OPTION, `[evaluate] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: 'an integer >= 2' });
+/**
+ * The context length of `who` (evaluate, imatrix): an integer >= 2, default 512. Nothing is
+ * allocated by it: a window holds at most the tokens there are.
+ */
+export function checkContextLength(ctx: number | undefined, who: string): number {
+  const n = ctx ?? DEFAULT_CONTEXT;
+  if (!Number.isInteger(n) || n < 2) {
+    fail(ErrorCodes.BAD_OPTION, `[${who}] contextLength must be an integer >= 2 but got ${n}`, { option: 'contextLength', value: n, expected: 'an integer >= 2' });
   }
-  return ctx;
+  return n;
 }
+
+const checkContext = (ctx?: number) => checkContextLength(ctx, 'evaluate');
 
 /** Checks the options and splits the token stream into the documents to evaluate. */
 export function evalDocuments(opts: Pick<EvaluateOptions, 'reference' | 'tokens' | 'maxDocs' | 'contextLength' | 'bos'>): Uint16Array[] {

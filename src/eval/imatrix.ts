@@ -16,6 +16,7 @@ import type { GgufWriteKV, GgufWriteTensor } from '../io/gguf-writer.js';
 import { ggufArchitecture, ggufExpertSlot, ggufTensorName } from '../convert/llama-gguf.js';
 import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
 import { BOS } from './tokens.js';
+import { checkContextLength } from './evaluate.js';
 
 export interface ImatrixEntry {
   cols: number;
@@ -143,8 +144,7 @@ export function mergeImatrixChunk(totals: Map<string, ImatrixEntry>, chunk: Imat
 /** Checks the options and returns the number of chunks to run. */
 export function imatrixChunks(opts: Pick<ImatrixOptions, 'tokens' | 'contextLength' | 'maxChunks'>, who = 'imatrix'): { ctx: number; chunks: number } {
   const { tokens } = opts;
-  const ctx = opts.contextLength ?? 512;
-  if (!(Number.isInteger(ctx) && ctx >= 2)) fail(ErrorCodes.BAD_OPTION, `[${who}] contextLength must be an integer >= 2 but got ${ctx}`, { option: 'contextLength', value: ctx, expected: '>= 2' });
+  const ctx = checkContextLength(opts.contextLength, who);
   if (opts.maxChunks !== undefined && !(Number.isInteger(opts.maxChunks) && opts.maxChunks >= 1)) {
     fail(ErrorCodes.BAD_OPTION, `[${who}] maxChunks must be a positive integer but got ${opts.maxChunks}`, { option: 'maxChunks', value: opts.maxChunks, expected: '>= 1' });
   }

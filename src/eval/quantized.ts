@@ -11,6 +11,7 @@ import { unpermuteRows } from '../convert/hf-view.js';
 import { numel, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedModel, type QuantizedWeightSource } from '../serve/index.js';
 import { checkpointWeights, llamaTensorNames, matmulF32, type LlamaConfig, type WeightSource } from './llama.js';
+import { checkTensors } from './config.js';
 
 const f32 = (b: Uint8Array) => new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
 
@@ -134,13 +135,18 @@ export async function quantizedWeights(ckpt: Checkpoint, config: LlamaConfig, op
     if (familyView(values, config) !== values) return checkpointWeights(values, config);
   }
   const arch = ggufArchitecture({ model_type: config.model_type });
+  const missing = (n: string) => fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${n}"; is it a quantization of ${opts.original ?? 'the original'}?`, { file: ckpt.source, tensor: n });
+  // The config's last layer first: its names are listed for every configured layer.
+  const lastLayer = isGguf ? `blk.${config.num_hidden_layers - 1}.` : `model.layers.${config.num_hidden_layers - 1}.`;
+  if (!q.tensors.some((t) => t.name.startsWith(lastLayer))) missing(`${lastLayer}*`);
   const hfNames = llamaTensorNames(config);
   const want = [...new Set(hfNames.flatMap((n) => (isGguf ? storedAs(n, config, arch) : [n])))];
-  for (const n of want) {
-    if (!q.has(n)) {
-      fail(ErrorCodes.TENSOR_NOT_FOUND, `[eval] ${ckpt.source} has no tensor "${n}"; is it a quantization of ${opts.original ?? 'the original'}?`, { file: ckpt.source, tensor: n });
-    }
-  }
+  for (const n of want) if (!q.has(n)) missing(n);
+  // The shapes the config gives them, as the original's are checked (experts' stacks: below).
+  checkTensors(config, hfNames.flatMap((n) => {
+    const s = isGguf ? storedAs(n, config, arch) : [n];
+    return s.length === 1 && !ggufExpertSlot(n) ? [{ name: n, shape: q.tensor(s[0]).info.shape, stored: s[0] }] : [];
+  }), ckpt.source);
   const stacks = new Set(isGguf ? hfNames.map((n) => ggufExpertSlot(n)?.name).filter((n) => n !== undefined) : []);
   for (const n of stacks) {
     const { shape } = q.tensor(n).info;

@@ -293,7 +293,9 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
       ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, partial_rotary_factor: 0.75 }, 'partial_rotary_factor 0.75 rotates 3 of 4 dimensions per head'],
     ] as const) {
       const tmp = tempDir('gemma-bad');
-      writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors: [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }] })));
+      // One layer's norm: the config's layer count must match the tensors (checkConfigTensors).
+      const tensors = [{ name: 'model.embed_tokens.weight', dtype: 'F32', shape: [8, 4], data: new Float32Array(32) }, { name: 'model.layers.0.input_layernorm.weight', dtype: 'F32', shape: [4], data: new Float32Array(4) }];
+      writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
       writeFileSync(join(tmp, 'config.json'), JSON.stringify({ model_type: type, hidden_size: 4, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, num_key_value_heads: 1, head_dim: 4, vocab_size: 8, ...extra }));
       const r = await cli(['quantize', tmp, '-o', join(tmp, 'g.gguf'), '--format', 'q8_0', '--workers', '1', '--tokenizer', 'none'], { cwd: tmp });
       expect(r.code).not.toBe(0);
