@@ -21,7 +21,7 @@ import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
-import { MAX_POOL_SIZE } from '../pipeline/pool.js';
+import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
 
 export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
@@ -247,9 +247,7 @@ function budgetBytes(v: string | number): number {
 export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<QuantizeReport> {
   const json = !!a.json;
   const budget = a.budget === undefined ? undefined : budgetBytes(a.budget);
-  if (a.workers !== undefined && !(Number.isInteger(a.workers) && a.workers >= 1 && a.workers <= MAX_POOL_SIZE)) {
-    fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --workers must be an integer from 1 to ${MAX_POOL_SIZE} but got ${a.workers}`, { option: 'workers', value: a.workers, expected: `1..${MAX_POOL_SIZE}` });
-  }
+  if (a.workers !== undefined) checkPoolSize(a.workers, '[cli] quantize: --workers');
   // -o <folder>/: model.safetensors, config.json and the tokenizer files in a folder (hf-dir.ts).
   const folder = await folderOutput(a.output, io);
   const kind = folder ? 'safetensors' : outputKind(a.output);

@@ -311,6 +311,18 @@ export type GgufValue =
  * what llama.cpp's converter stores as `rope_freqs.weight` (computed here in float32 steps, as it
  * computes them with torch). undefined unless rope_scaling asks for llama3 scaling.
  */
+/**
+ * rope_scaling's factor when it asks for linear scaling (undefined otherwise), finite and > 0:
+ * llama.cpp reads a factor of 0 as no scaling, transformers divides positions by it.
+ */
+export function linearRopeFactor(rs: Record<string, unknown> | null | undefined): number | undefined {
+  if (!rs || (rs.rope_type ?? rs.type) !== 'linear' || typeof rs.factor !== 'number') return undefined;
+  if (!Number.isFinite(rs.factor) || rs.factor <= 0) {
+    fail(ErrorCodes.CONFIG, `[rope] config.json: rope_scaling.factor must be a finite number > 0 for linear rope scaling but is ${rs.factor}`, { option: 'rope_scaling.factor', value: rs.factor, expected: 'a finite number > 0' });
+  }
+  return rs.factor;
+}
+
 export function llama3RopeFactors(rs: Record<string, unknown> | null | undefined, theta: number, headDim: number): Float32Array | undefined {
   if (!rs || (rs.rope_type ?? rs.type) !== 'llama3') return undefined;
   const f = Math.fround;
@@ -380,13 +392,10 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
   }
   // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
   const rs = cfg.rope_scaling;
-  if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
-    // llama.cpp reads a factor of 0 as no scaling, transformers divides positions by it.
-    if (!Number.isFinite(rs.factor) || rs.factor <= 0) {
-      fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_scaling.factor must be a finite number > 0 for linear rope scaling but is ${rs.factor}`, { option: 'rope_scaling.factor', value: rs.factor, expected: 'a finite number > 0' });
-    }
+  const linear = linearRopeFactor(rs);
+  if (linear !== undefined) {
     md[`${arch}.rope.scaling.type`] = { type: 'string', value: 'linear' };
-    md[`${arch}.rope.scaling.factor`] = { type: 'f32', value: rs.factor };
+    md[`${arch}.rope.scaling.factor`] = { type: 'f32', value: linear };
   }
   return md;
 }
@@ -697,13 +706,10 @@ export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
     md[k('attention.sliding_window')] = { type: 'u32', value: cfg.sliding_window! };
   }
   const rs = cfg.rope_scaling;
-  if (rs && (rs.rope_type ?? rs.type) === 'linear' && typeof rs.factor === 'number') {
-    // llama.cpp reads a factor of 0 as no scaling, transformers divides positions by it.
-    if (!Number.isFinite(rs.factor) || rs.factor <= 0) {
-      fail(ErrorCodes.CONFIG, `[gguf] config.json: rope_scaling.factor must be a finite number > 0 for linear rope scaling but is ${rs.factor}`, { option: 'rope_scaling.factor', value: rs.factor, expected: 'a finite number > 0' });
-    }
+  const linear = linearRopeFactor(rs);
+  if (linear !== undefined) {
     md[k('rope.scaling.type')] = { type: 'string', value: 'linear' };
-    md[k('rope.scaling.factor')] = { type: 'f32', value: rs.factor };
+    md[k('rope.scaling.factor')] = { type: 'f32', value: linear };
   }
   return md;
 }

@@ -3,7 +3,7 @@
 // Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
 import { ErrorCodes, fail } from '../errors.js';
 import { withConfigDefaults } from '../io/config.js';
-import { checkConfigTensors, llama3RopeFactors, type ConfigTensor, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
+import { checkConfigTensors, linearRopeFactor, llama3RopeFactors, type ConfigTensor, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
 import { deepseekRouting, mlaDims } from '../convert/deepseek-gguf.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
@@ -367,11 +367,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
     const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;
     if (ropeType === 'llama3') cfg.rope_factors = llama3RopeFactors(rs, cfg.rope_theta, half * 2);
-    else if (ropeType === 'linear') {
-      const factor = rs!.factor as number;
-      if (!(factor > 0)) fail(ErrorCodes.MODEL, `[llama] config.rope_scaling.factor must be a finite number > 0 for linear rope scaling but got ${factor}`, { option: 'rope_scaling.factor', value: factor, expected: 'a finite number > 0' });
-      cfg.rope_factors = new Float32Array(half).fill(factor);
-    }
+    else if (ropeType === 'linear') cfg.rope_factors = new Float32Array(half).fill(linearRopeFactor(rs)!);
   }
   // Qwen2 (and Qwen2-MoE) has q/k/v biases without saying so; a Llama config says attention_bias
   // (which also biases o_proj, which this forward does not implement).

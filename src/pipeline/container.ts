@@ -12,6 +12,7 @@ import { stDtypeSize } from '../io/dtypes.js';
 import { GgufWriter, type GgufWriteKV, type GgufWriteTensor } from '../io/gguf-writer.js';
 import { SafetensorsWriter, type SafetensorsWriteTensor } from '../io/safetensors-writer.js';
 import type { StreamingWriter } from '../io/stream.js';
+import { isEmptyTensor } from './jobs.js';
 
 export interface OutputTensor {
   name: string;
@@ -145,7 +146,7 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
         if (t.kind === 'keep') {
           // An empty tensor (kept whatever the plan said, see isEmptyTensor) has no values to
           // convert: F32 holds its zero bytes as well as the type GGUF lacks.
-          const ty = ggmlType(t.inputDtype) ?? (t.shape.includes(0) ? ggmlType('F32') : undefined);
+          const ty = ggmlType(t.inputDtype) ?? (isEmptyTensor(t) ? ggmlType('F32') : undefined);
           if (!ty) {
             throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${t.name}" is ${t.inputDtype}, which GGUF cannot store; quantize it or convert it`, { tensor: t.name, value: t.inputDtype, expected: 'a ggml type' });
           }

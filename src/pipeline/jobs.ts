@@ -115,8 +115,8 @@ function planEntries(plan: PlanInput): Iterable<PlannedTensor> {
  * whatever the plan says: a layout of zero rows would still need tensor sections (scales of no
  * values) that no calibration can fill.
  */
-export function isEmptyTensor(info: TensorInfo): boolean {
-  return info.shape.some((d) => d === 0);
+export function isEmptyTensor(t: { shape: readonly number[] }): boolean {
+  return t.shape.includes(0);
 }
 
 /**

@@ -107,6 +107,14 @@ async function runtimeSpawner(url: string | URL | undefined): Promise<Spawner> {
  */
 export const MAX_POOL_SIZE = 256;
 
+/** A worker count, 1..MAX_POOL_SIZE; `what` starts the error message ("[cli] quantize: --workers"). */
+export function checkPoolSize(size: number, what: string): number {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `${what} must be an integer from 1 to ${MAX_POOL_SIZE} but got ${size}`, { option: 'workers', value: size, expected: `1..${MAX_POOL_SIZE}` });
+  }
+  return size;
+}
+
 export async function createPool(opts: PoolOptions = {}): Promise<WorkerPool> {
   const spawner = opts.spawner ?? (await runtimeSpawner(opts.workerUrl));
   return new WorkerPool(spawner, opts);
@@ -124,11 +132,7 @@ export class WorkerPool {
   private wasm?: Promise<PoolOptions['wasm']>;
 
   constructor(private readonly spawner: Spawner, private readonly opts: PoolOptions = {}) {
-    const size = opts.size ?? spawner.defaultSize();
-    if (!Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
-      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] pool size must be an integer from 1 to ${MAX_POOL_SIZE} but got ${size}`, { option: 'workers', value: size, expected: `1..${MAX_POOL_SIZE}` });
-    }
-    this.size = size;
+    this.size = checkPoolSize(opts.size ?? spawner.defaultSize(), '[pipeline] pool size');
   }
 
   /** Workers started and not yet terminated. */
