@@ -2,6 +2,7 @@
 // MaxText's mixed-precision file.
 import { ErrorCodes, fail } from '../errors.js';
 import { parseJson } from '../io/json.js';
+import { compilePattern, type NamePattern } from './regex.js';
 import { ROLES, type Role } from './roles.js';
 import { PROTECT_CLASSES, type LayerSelector, type Plan, type PlanRule, type ProtectClass, type Scheme, type SchemeOrKeep } from './types.js';
 
@@ -9,14 +10,13 @@ function planError(message: string, details: { option?: string; value?: unknown;
   fail(ErrorCodes.PLAN, `[plan] ${message}`, details);
 }
 
-/** "/src/flags" -> RegExp; anything else -> RegExp(source). */
-export function parseRegex(s: string, what: string): RegExp {
+/**
+ * "/src/flags" or a bare source -> a pattern matched in linear time (plan/regex.ts): plans come
+ * from files and requests, and a backtracking RegExp can hang on one tensor name.
+ */
+export function parseRegex(s: string, what: string): NamePattern {
   const m = /^\/(.*)\/([dgimsuy]*)$/s.exec(s);
-  try {
-    return m ? new RegExp(m[1], m[2].replace(/[gy]/g, '')) : new RegExp(s);
-  } catch (e) {
-    return planError(`${what}: invalid regular expression ${JSON.stringify(s)} (${(e as Error).message})`, { option: what, value: s });
-  }
+  return m ? compilePattern(m[1], m[2], what) : compilePattern(s, '', what);
 }
 
 function regexToString(r: RegExp): string {

@@ -8,6 +8,7 @@ import { resolveOptions } from '../options.js';
 import { isGgmlBlockType } from '../io/ggml-types.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { asList, normalizePlan, parseRegex } from './json.js';
+import { compilePattern, type NamePattern } from './regex.js';
 import { detectRole, useMoreBits, type Role } from './roles.js';
 import {
   DEFAULT_PROTECT, type LayerSelector, type Plan, type PlanProblem, type PlannedTensor, type PlanRule, type ProtectClass,
@@ -48,9 +49,9 @@ export const GGUF_FALLBACK: Readonly<Record<string, string>> = Object.freeze({
 interface Compiled {
   rule: PlanRule;
   index: number;
-  re?: RegExp;
+  re?: NamePattern;
   /** `re` anchored at both ends, for fullmatch rules. */
-  full?: RegExp;
+  full?: NamePattern;
   roles?: Set<Role>;
   kinds?: Set<string>;
   layers?: LayerSelector;
@@ -64,7 +65,7 @@ function compileRule(rule: PlanRule, index: number): Compiled {
   if (rule.match !== undefined) {
     try {
       c.re = parseRegex(rule.match, `rules[${index}].match`);
-      if (rule.fullmatch) c.full = new RegExp(`^(?:${c.re.source})$`, c.re.flags);
+      if (rule.fullmatch) c.full = compilePattern(`^(?:${c.re.source})$`, c.re.flags, `rules[${index}].match`);
     } catch (e) {
       c.bad = (e as Error).message;
     }
@@ -100,7 +101,7 @@ function inferGqa(entries: PlannedTensor[]): number | undefined {
   return undefined;
 }
 
-function fullMatches(anchored: RegExp, name: string): boolean {
+function fullMatches(anchored: NamePattern, name: string): boolean {
   const module = name.replace(/\.weight$/, '');
   return [name, module, name.replace(/\./g, '/'), module.replace(/\./g, '/')].some((s) => anchored.test(s));
 }
@@ -166,7 +167,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   const compiled = plan.rules.map(compileRule);
   for (const c of compiled) if (c.bad) problem('error', ErrorCodes.PLAN, `[plan] ${c.bad}`, { rule: c.index });
   const skipNames = new Set<string>();
-  const skipRes: { src: string; re: RegExp }[] = [];
+  const skipRes: { src: string; re: NamePattern }[] = [];
   for (const s of plan.skip) {
     if (s.startsWith('/') && /\/[a-z]*$/.test(s) && s.length > 1) skipRes.push({ src: s, re: parseRegex(s, 'skip') });
     else skipNames.add(s);
