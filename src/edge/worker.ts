@@ -41,8 +41,8 @@ interface ExecutionContext {
   waitUntil(p: Promise<unknown>): void;
 }
 
-function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body, null, 2), { status, headers: { 'content-type': 'application/json; charset=utf-8' } });
+function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body, null, 2), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
 function errorResponse(e: unknown): Response {
@@ -60,17 +60,52 @@ function formTokenizer(form: FormData): TokenizerFiles {
   return files;
 }
 
+/** An http(s) URL given as query parameter `option`, or undefined when absent (E_BAD_OPTION for anything else). */
+function urlParam(q: URLSearchParams, option: string): string | undefined {
+  const v = q.get(option);
+  if (!v) return undefined;
+  let protocol = '';
+  try {
+    protocol = new URL(v).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] ${option} must be an absolute http(s) URL but is "${v.slice(0, 200)}"`, { option, value: v.slice(0, 200), expected: 'an http:// or https:// URL' });
+  }
+  return v;
+}
+
+/**
+ * Content-Disposition for a file name that a client chose (RFC 6266): no directories; the quoted
+ * filename keeps printable ASCII other than quote, backslash, % and ;, and a name with anything
+ * else also gets filename* (RFC 8187) with the whole name.
+ */
+function contentDisposition(fileName: string): string {
+  const name = fileName.replace(/[/\\]/g, '_');
+  const ascii = name.replace(/[^\x20-\x7e]|["%;\\]/g, '_');
+  if (ascii === name) return `attachment; filename="${name}"`;
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
 const stem = (file: string) => file.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, '');
 
 /** The checkpoint, and the importance matrix's source if one was given (URL or form field). */
 async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle & { imatrix?: ByteSource }> {
-  const imUrl = q.get('imatrix');
+  const imUrl = urlParam(q, 'imatrix');
   const imatrix = imUrl ? fromUrl(imUrl) : undefined;
-  const url = q.get('url');
+  const url = urlParam(q, 'url');
   if (url) return { ...(await openUrlInput(url)), imatrix };
   const type = req.headers.get('content-type') ?? '';
   if (type.startsWith('multipart/form-data')) {
-    const form = await req.formData();
+    let form: FormData;
+    try {
+      form = await req.formData();
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      throw new WebquantError(ErrorCodes.BAD_INPUT, `[edge] the multipart/form-data body cannot be read: ${why}`, { option: 'body', value: why, expected: 'multipart/form-data with a "checkpoint" file' });
+    }
     const im = form.get('imatrix') as unknown;
     const file = form.get('checkpoint') as unknown;
     if (!(file instanceof Blob)) {
@@ -98,10 +133,21 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
   if (container !== null && container !== 'gguf' && container !== 'safetensors') {
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] container must be "gguf" or "safetensors" but is "${container}"`, { option: 'container', value: container, expected: ['gguf', 'safetensors'] });
   }
+  const name = q.get('name');
+  // It becomes GGUF general.name and part of a header.
+  if (name !== null && /[\x00-\x1f\x7f-\x9f]/.test(name)) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] name must not contain control characters but is ${JSON.stringify(name.slice(0, 200))}`, { option: 'name', value: name.slice(0, 200), expected: 'a name without control characters' });
+  }
   const what = { preset: q.get('preset') ?? undefined, format: q.get('format') ?? undefined };
   const input = await requestInput(req, q);
   const imatrix = input.imatrix ? { matrix: await readImatrix(input.imatrix), file: input.imatrix.name } : undefined;
   const job = await prepareOutput(input, what, (container ?? undefined) as ContainerKind | undefined, { imatrix });
+  // Made before the pool and the run start: nothing after them may throw and leave the run writing to no one.
+  const headers = new Headers({
+    'content-type': 'application/octet-stream',
+    'content-disposition': contentDisposition(job.fileName),
+    'x-webquant-plan': job.label,
+  });
 
   const pool = new WorkerPool(inlineSpawner(), { wasm: WASM });
   let build: WasmBuild;
@@ -112,24 +158,18 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
     await pool.terminate();
     throw e;
   }
+  headers.set('x-webquant-kernels', build);
   const { sink, stream } = readableStreamSink();
   const run = quantizeCheckpoint({ input: job.input, plan: job.plan, container: job.container, sink, pool, maxInFlightBytes: MAX_IN_FLIGHT, importance: job.importance });
   ctx.waitUntil(run.done.then(() => undefined, () => undefined).finally(() => pool.terminate()));
-  return new Response(stream, {
-    headers: {
-      'content-type': 'application/octet-stream',
-      'content-disposition': `attachment; filename="${job.fileName}"`,
-      'x-webquant-plan': job.label,
-      'x-webquant-kernels': build,
-    },
-  });
+  return new Response(stream, { headers });
 }
 
 export default {
   async fetch(req: Request, _env: unknown, ctx: ExecutionContext): Promise<Response> {
     const path = new URL(req.url).pathname;
     if (path === '/quantize') {
-      if (req.method !== 'POST') return json(405, { error: { message: 'POST a checkpoint (or ?url=) to /quantize' } });
+      if (req.method !== 'POST') return json(405, { error: { message: 'POST a checkpoint (or ?url=) to /quantize' } }, { allow: 'POST' });
       try {
         return await quantizeRequest(req, ctx);
       } catch (e) {

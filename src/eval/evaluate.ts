@@ -102,7 +102,20 @@ export interface EvalCollector {
   window(win: Uint16Array): WindowStats;
 }
 
+const isWeightSource = (w: unknown) => typeof (w as WeightSource | null)?.get === 'function';
+
+/** reference is { config, weights } and candidate, when given, a WeightSource (E_BAD_INPUT). */
+function checkModels(opts: Pick<EvaluateOptions, 'reference' | 'candidate'>): void {
+  if (typeof opts.reference?.config !== 'object' || opts.reference.config === null || !isWeightSource(opts.reference.weights)) {
+    fail(ErrorCodes.BAD_INPUT, '[evaluate] reference must be { config, weights }: a LlamaConfig and a WeightSource', { option: 'reference', expected: '{ config: LlamaConfig, weights: WeightSource }' });
+  }
+  if (opts.candidate !== undefined && !isWeightSource(opts.candidate)) {
+    fail(ErrorCodes.BAD_INPUT, '[evaluate] candidate must be a WeightSource (or left out)', { option: 'candidate', value: opts.candidate === null ? 'null' : typeof opts.candidate, expected: 'a WeightSource' });
+  }
+}
+
 export async function evalCollector(opts: Pick<EvaluateOptions, 'reference' | 'candidate' | 'contextLength' | 'perLayer'>): Promise<EvalCollector> {
+  checkModels(opts);
   const ctx = checkContext(opts.contextLength);
   const config = opts.reference.config;
   const withCand = opts.candidate !== undefined;
@@ -206,7 +219,12 @@ const checkContext = (ctx?: number) => checkContextLength(ctx, 'evaluate');
 
 /** Checks the options and splits the token stream into the documents to evaluate. */
 export function evalDocuments(opts: Pick<EvaluateOptions, 'reference' | 'tokens' | 'maxDocs' | 'contextLength' | 'bos'>): Uint16Array[] {
+  checkModels(opts);
   checkContext(opts.contextLength);
+  const vocab = opts.reference.config.vocab_size;
+  if (opts.bos !== undefined && !(Number.isInteger(opts.bos) && opts.bos >= 0 && opts.bos < vocab)) {
+    fail(ErrorCodes.BAD_OPTION, `[evaluate] bos must be a token id (an integer in [0, ${vocab})) but got ${typeof opts.bos === 'string' ? JSON.stringify(opts.bos) : String(opts.bos)}`, { option: 'bos', value: String(opts.bos), expected: `an integer in [0, ${vocab})` });
+  }
   if (opts.maxDocs !== undefined && (!Number.isInteger(opts.maxDocs) || opts.maxDocs < 1)) {
     fail(ErrorCodes.BAD_OPTION, `[evaluate] maxDocs must be a positive integer but got ${opts.maxDocs}`, { option: 'maxDocs', value: opts.maxDocs, expected: 'a positive integer' });
   }

@@ -164,7 +164,7 @@ interface WebquantMeta {
 }
 
 function isCheckpoint(s: ByteSource | Checkpoint): s is Checkpoint {
-  return typeof (s as Checkpoint).readRaw === 'function' && Array.isArray((s as Checkpoint).tensors);
+  return typeof (s as Checkpoint | null)?.readRaw === 'function' && Array.isArray((s as Checkpoint).tensors);
 }
 
 const numel = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
@@ -178,15 +178,7 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
   const out = new Map<string, Entry>();
   const byName = new Map(ckpt.tensors.map((t) => [t.name, t]));
   if (ckpt.format === 'safetensors') {
-    let meta: Record<string, WebquantMeta> = {};
-    const raw = ckpt.metadata['webquant.quantization'];
-    if (typeof raw === 'string') {
-      try {
-        meta = parseJson(raw) as Record<string, WebquantMeta>;
-      } catch {
-        fail(ErrorCodes.BAD_INPUT, `[serve] ${ckpt.source}: __metadata__["webquant.quantization"] is not JSON`, { file: ckpt.source });
-      }
-    }
+    const meta = webquantMeta(ckpt);
     const hidden = new Set<string>();
     for (const [name, m] of Object.entries(meta)) {
       if (!m.format || !m.sections || !m.shape || !m.options) continue;
@@ -214,16 +206,24 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
     }
     for (const t of ckpt.tensors) {
       if (out.has(t.name) || hidden.has(t.name)) continue;
-      const m = meta[t.name];
+      const m = Object.hasOwn(meta, t.name) ? meta[t.name] : undefined;
       // A GGUF block-type tensor kept as is (stored as U8 bytes): served like a GGUF tensor.
       const g = m?.storedAs ? ggmlType(m.storedAs) : undefined;
       const spec = g ? ggufFormatByType(g.id) : undefined;
-      if (spec && m?.shape && spec.name !== 'f16' && spec.name !== 'bf16') {
-        out.set(t.name, ggufEntry(t, m.shape, spec));
-        continue;
-      }
       const shape = m?.storedAs && m.shape ? m.shape : t.shape;
-      out.set(t.name, plainEntry(t, shape, m?.storedAs ?? t.dtype));
+      const gguf = spec && m?.shape && spec.name !== 'f16' && spec.name !== 'bf16';
+      const e = gguf ? ggufEntry(t, shape, spec) : plainEntry(t, shape, m?.storedAs ?? t.dtype);
+      // A shape the metadata claims must describe the stored bytes: the kernels read whole rows.
+      if (shape !== t.shape) {
+        const [need, have] = e.kind.type === 'quant' ? [e.kind.layout.bytes, t.byteLength] : [numel(shape), numel(t.shape)];
+        const unit = e.kind.type === 'quant' ? 'bytes' : 'values';
+        if (need !== have) {
+          fail(ErrorCodes.BAD_INPUT, `[serve] ${ckpt.source}: "${t.name}" is stored as ${m!.storedAs} of shape [${shape}], which is ${need} ${unit}, but the tensor holds ${have}`, {
+            file: ckpt.source, tensor: t.name, value: shape, expected: `${have} ${unit}`,
+          });
+        }
+      }
+      out.set(t.name, e);
     }
     return out;
   }
@@ -237,6 +237,39 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
     }
   }
   return out;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isShape = (v: unknown): v is number[] => Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0);
+
+/**
+ * __metadata__["webquant.quantization"] checked for what resolveEntries relies on: an object of
+ * objects whose shape is a list of sizes, sections a list of names and options an object.
+ */
+function webquantMeta(ckpt: Checkpoint): Record<string, WebquantMeta> {
+  const raw = ckpt.metadata['webquant.quantization'];
+  if (typeof raw !== 'string') return {};
+  const where = `[serve] ${ckpt.source}: __metadata__["webquant.quantization"]`;
+  let meta: unknown;
+  try {
+    meta = parseJson(raw);
+  } catch {
+    fail(ErrorCodes.BAD_INPUT, `${where} is not JSON`, { file: ckpt.source });
+  }
+  if (!isObject(meta)) fail(ErrorCodes.BAD_INPUT, `${where} is not a JSON object`, { file: ckpt.source, value: meta === null ? 'null' : typeof meta, expected: 'an object of tensor names' });
+  for (const [name, m] of Object.entries(meta)) {
+    function bad(field: string, expected: string): never {
+      return fail(ErrorCodes.BAD_INPUT, `${where}: "${name}"${field ? `.${field}` : ''} is not ${expected}`, {
+        file: ckpt.source, tensor: name, option: field || undefined, value: JSON.stringify(field ? (m as Record<string, unknown>)[field] : m)?.slice(0, 64), expected,
+      });
+    }
+    if (!isObject(m)) bad('', 'an object');
+    if (m.shape !== undefined && !isShape(m.shape)) bad('shape', 'a list of sizes (integers >= 0)');
+    if (m.sections !== undefined && !(Array.isArray(m.sections) && m.sections.every((x) => typeof x === 'string'))) bad('sections', 'a list of tensor names');
+    if (m.options !== undefined && !isObject(m.options)) bad('options', 'an object');
+    for (const f of ['format', 'storedAs']) if (m[f] !== undefined && typeof m[f] !== 'string') bad(f, 'a string');
+  }
+  return meta as Record<string, WebquantMeta>;
 }
 
 function ggufEntry(t: TensorInfo, shape: number[], spec: FormatSpec): Entry {
@@ -423,12 +456,16 @@ function run(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: 
 
 /** Opens a webquant safetensors output or a GGUF file (a ByteSource or an opened Checkpoint). */
 export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQuantizedOptions = {}): Promise<QuantizedModel> {
-  const ckpt = isCheckpoint(source) ? source : await openCheckpoint(source);
-  const k = await serveKernels(opts.backend ?? 'auto');
+  if (!isCheckpoint(source) && typeof (source as ByteSource)?.read !== 'function') {
+    fail(ErrorCodes.BAD_INPUT, `[serve] openQuantized needs a ByteSource or an opened Checkpoint but got ${source === null ? 'null' : typeof source}`, {
+      option: 'source', value: source === null ? 'null' : typeof source, expected: ['ByteSource', 'Checkpoint'],
+    });
+  }
   const cap = opts.cacheBytes ?? 512 << 20;
   if (!(cap >= 0)) fail(ErrorCodes.BAD_OPTION, `[serve] cacheBytes must be >= 0 but got ${cap}`, { option: 'cacheBytes', value: cap });
-  const chunkBytes = opts.chunkBytes ?? 4 << 20;
-  const q8 = opts.activations === 'q8';
+  const { chunkBytes, q8 } = computeOptions(opts);
+  const ckpt = isCheckpoint(source) ? source : await openCheckpoint(source);
+  const k = await serveKernels(opts.backend ?? 'auto');
   const entries = resolveEntries(ckpt);
   const cache = new Lru(cap);
   const persist: PersistentCache | undefined = opts.persistentCache === undefined
@@ -536,6 +573,18 @@ function sectionBytes(ckpt: Checkpoint, e: Entry): number[] {
   return [numel(e.info.shape) * 4];
 }
 
+/** chunkBytes (an integer >= 1, default 4 MiB) and activations ('f32' or 'q8'), checked. */
+function computeOptions(o: ServeComputeOptions & { chunkBytes?: number }): { chunkBytes: number; q8: boolean } {
+  const chunkBytes = o.chunkBytes ?? 4 << 20;
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) {
+    fail(ErrorCodes.BAD_OPTION, `[serve] chunkBytes must be an integer >= 1 but got ${String(chunkBytes)}`, { option: 'chunkBytes', value: String(chunkBytes), expected: 'an integer >= 1' });
+  }
+  if (o.activations !== undefined && o.activations !== 'f32' && o.activations !== 'q8') {
+    fail(ErrorCodes.BAD_OPTION, `[serve] activations must be "f32" or "q8" but got ${JSON.stringify(o.activations)}`, { option: 'activations', value: String(o.activations), expected: ['f32', 'q8'] });
+  }
+  return { chunkBytes, q8: o.activations === 'q8' };
+}
+
 function checkX(e: Entry, X: Float32Array, batch: number): void {
   const n = e.info.rowLength;
   if (!(X instanceof Float32Array) || !Number.isInteger(batch) || batch < 1 || X.length < batch * n) {
@@ -587,18 +636,26 @@ export async function weightSource(q: QuantizedModel, opts: { names?: string[] }
  * serving kernels of the requested build.
  */
 export async function servedFromQuantized(qt: QuantizedTensor, opts: ServeComputeOptions & { backend?: 'auto' | WasmBuild; chunkBytes?: number; name?: string } = {}): Promise<LoadedTensor> {
-  const q8 = opts.activations === 'q8';
+  const { chunkBytes, q8 } = computeOptions(opts);
   const k = await serveKernels(opts.backend ?? 'auto');
   const spec = getFormat(qt.format);
+  const name = opts.name ?? 'tensor';
+  if (!isShape(qt.shape) || qt.shape.length !== 2) {
+    fail(ErrorCodes.BAD_INPUT, `[serve] ${name}: shape [${qt.shape}] is not [rows, rowLength]`, { tensor: name, option: 'shape', value: qt.shape, expected: '[rows, rowLength]' });
+  }
   const [rows, rowLength] = qt.shape;
   const layout = layoutOf(spec, rows, rowLength, qt.options);
-  const name = opts.name ?? 'tensor';
+  if (!(qt.data instanceof Uint8Array) || qt.data.byteLength < layout.bytes) {
+    fail(ErrorCodes.BAD_INPUT, `[serve] ${name}: ${spec.name} [${rows}, ${rowLength}] takes ${layout.bytes} bytes but data has ${(qt.data as Uint8Array)?.byteLength}`, {
+      tensor: name, option: 'data', value: (qt.data as Uint8Array)?.byteLength, expected: layout.bytes,
+    });
+  }
   const e: Entry = {
     info: { name, shape: [rows, rowLength], rows, rowLength, format: spec.name, quantized: true, options: qt.options, byteLength: layout.bytes },
     kind: { type: 'quant', spec, options: qt.options, layout, sectionNames: layout.sections.map((s) => s.name) },
   };
   const sections = layout.sections.map((s) => qt.data.subarray(s.offset, s.offset + s.bytes));
-  return loadedTensor(k, e, sections, opts.chunkBytes ?? 4 << 20, q8);
+  return loadedTensor(k, e, sections, chunkBytes, q8);
 }
 
 /** Whether the build has a fused kernel for a registry format (otherwise the generic path runs). */

@@ -161,6 +161,30 @@ describe('Cloudflare Worker in workerd', () => {
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('E_UNKNOWN_PRESET');
   });
 
+  it('answers a client mistake with 400 and its WebquantError, never 500, and keeps a chosen name out of header syntax', async () => {
+    const small = buildSafetensors([{ name: 'model.layers.0.mlp.up_proj.weight', dtype: 'F32', shape: [64, 64], data: f32Bytes(randomValues(64 * 64, 3)) }]);
+    const post = (query: string, init: RequestInit = {}) => fetch(`${edge}/quantize?${query}`, { method: 'POST', body: small, ...init });
+    const error = async (r: Response) => ({ status: r.status, ...((await r.json()) as { error: { code: string; details: { option?: string } } }).error });
+
+    const get = await fetch(`${edge}/quantize?preset=nf4`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(await error(await post('preset=nf4&url=not%20a%20url'))).toMatchObject({ status: 400, code: 'E_BAD_OPTION', details: { option: 'url' } });
+    expect(await error(await post('preset=nf4&url=file%3A%2F%2F%2Fetc%2Fpasswd'))).toMatchObject({ status: 400, code: 'E_BAD_OPTION', details: { option: 'url' } });
+    expect(await error(await post('preset=nf4&imatrix=zzz'))).toMatchObject({ status: 400, code: 'E_BAD_OPTION', details: { option: 'imatrix' } });
+    const multipart = { headers: { 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nContent-Disposition: form-data; name="checkpoint"; filename="a"\r\n\r\nabc' };
+    expect(await error(await post('preset=nf4', multipart))).toMatchObject({ status: 400, code: 'E_BAD_INPUT', details: { option: 'body' } });
+    expect(await error(await post(`preset=nf4&name=${encodeURIComponent('a\r\nSet-Cookie: x=1')}`))).toMatchObject({ status: 400, code: 'E_BAD_OPTION', details: { option: 'name' } });
+    // A webquant output whose quantization metadata is not an object (read as values before quantizing).
+    const meta = buildSafetensors([{ name: 'p', dtype: 'F32', shape: [2, 8], data: f32Bytes(randomValues(16, 4)) }], { 'webquant.quantization': 'null' });
+    expect(await error(await post('preset=nf4', { body: meta }))).toMatchObject({ status: 400, code: 'E_BAD_INPUT' });
+
+    const named = await post(`preset=nf4&name=${encodeURIComponent('../a"b; x=y/模型')}`);
+    expect(named.status, log).toBe(200);
+    expect(named.headers.get('content-disposition')).toBe(`attachment; filename=".._a_b_ x=y___-nf4.safetensors"; filename*=UTF-8''.._a%22b%3B%20x%3Dy_%E6%A8%A1%E5%9E%8B-nf4.safetensors`);
+    expect((await named.arrayBuffer()).byteLength).toBeGreaterThan(64 * 64 / 2);
+  });
+
   it('errors the stream when a tensor fails after the response started', async () => {
     const v = randomValues(64 * 64, 7);
     v[100] = NaN;

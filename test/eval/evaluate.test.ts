@@ -148,6 +148,15 @@ describe('evaluate', () => {
     expect(await code(evaluate({ reference, tokens: [1, 2] as unknown as Uint16Array }))).toBe(ErrorCodes.BAD_INPUT);
   });
 
+  it('refuses a missing or malformed reference, candidate or bos with a WebquantError naming the option', async () => {
+    const bad = (opts: Record<string, unknown>, code: string, option: string) =>
+      expect(evaluate({ reference, tokens, ...opts } as Parameters<typeof evaluate>[0]), option).rejects.toMatchObject({ name: 'WebquantError', code, details: { option } });
+    await bad({ reference: undefined }, ErrorCodes.BAD_INPUT, 'reference');
+    await bad({ reference: { weights: reference.weights } }, ErrorCodes.BAD_INPUT, 'reference');
+    await bad({ candidate: null }, ErrorCodes.BAD_INPUT, 'candidate');
+    for (const bos of [NaN, 1.5, -1, '1', config.vocab_size]) await bad({ bos }, ErrorCodes.BAD_OPTION, 'bos');
+  });
+
   it('logSoftmax is float64, normalised and returns the first argmax', () => {
     const out = new Float64Array(4);
     expect(logSoftmax(Float32Array.from([1, 3, 3, -1000]), out)).toBe(1);
