@@ -15,12 +15,35 @@ export { prepareOutput as prepare, type ContainerKind } from '../../src/pipeline
 
 export type InputSpec = { url: string } | { files: File[] };
 
+/** The URL field's text as an absolute http(s) URL (a path is taken relative to the page). */
+export function checkUrl(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = /\s/.test(text) ? undefined : new URL(text, location.href);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] the URL field holds "${text}", which is not an http(s) URL of a checkpoint (such as https://huggingface.co/<repo>/resolve/main/model.safetensors)`, {
+      option: 'url', value: text, expected: 'an http: or https: URL',
+    });
+  }
+  return url.toString();
+}
+
 export async function openInput(spec: InputSpec): Promise<InputBundle> {
-  if ('url' in spec) return openUrlInput(new URL(spec.url, location.href).toString());
+  if ('url' in spec) return openUrlInput(checkUrl(spec.url));
   const files = spec.files;
   // A sharded checkpoint: its model.safetensors.index.json and the shards it names, dropped together.
   const index = files.find((f) => /\.safetensors\.index\.json$/i.test(f.name));
-  const model = index ?? files.find((f) => /\.(safetensors|gguf)$/i.test(f.name));
+  const models = files.filter((f) => /\.(safetensors|gguf)$/i.test(f.name));
+  // Without an index, two checkpoints are two inputs: quantizing one of them silently is a guess.
+  if (!index && models.length > 1) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] ${models.length} checkpoints were chosen together (${models.map((f) => f.name).join(', ')}): choose one, or a sharded checkpoint's model.safetensors.index.json with its shards`, {
+      value: models.map((f) => f.name), expected: ['one *.safetensors or *.gguf', 'model.safetensors.index.json with its shards'],
+    });
+  }
+  const model = index ?? models[0];
   if (!model) {
     throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] no .safetensors, .gguf or model.safetensors.index.json among the chosen files (${files.map((f) => f.name).join(', ')})`, {
       value: files.map((f) => f.name), expected: ['*.safetensors', '*.gguf', 'model.safetensors.index.json'],

@@ -1,6 +1,6 @@
 // The demo page: wiring between the DOM and job.ts. Everything heavy runs in the pool's workers;
 // this thread reads the input, writes the output and draws progress.
-import { blobSink, formats, fromBlob, listPresets, opfsSink, readImatrix, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
+import { blobSink, ErrorCodes, formats, fromBlob, listPresets, opfsSink, readImatrix, WebquantError, type ProgressEvent, type Sink } from '../../src/index.js';
 import { runtimeConfig } from '../../src/io/runtime-config.js';
 import { openInput, prepare, runJob, type ContainerKind, type InputSpec, type KernelBuild } from './job.js';
 import { setupEvalPanel, type EvaluationState } from './eval-panel.js';
@@ -67,9 +67,12 @@ function setFiles(list: FileList | File[]): void {
   els.dropText.textContent = dropped.map((f) => `${f.name} (${fmtBytes(f.size)})`).join(', ');
 }
 els.files.addEventListener('change', () => els.files.files && setFiles(els.files.files));
-els.drop.addEventListener('dragover', (e) => { e.preventDefault(); els.drop.classList.add('over'); });
+els.drop.addEventListener('dragover', () => els.drop.classList.add('over'));
 els.drop.addEventListener('dragleave', () => els.drop.classList.remove('over'));
-els.drop.addEventListener('drop', (e) => {
+// The whole page takes the drop: a file dropped beside the zone would otherwise make the browser
+// open it in place of the page, and end a run.
+addEventListener('dragover', (e) => e.preventDefault());
+addEventListener('drop', (e) => {
   e.preventDefault();
   els.drop.classList.remove('over');
   if (e.dataTransfer?.files.length) setFiles(e.dataTransfer.files);
@@ -79,6 +82,32 @@ els.url.addEventListener('input', () => { if (els.url.value) dropped = []; });
 function inputSpec(): InputSpec | undefined {
   if (els.url.value.trim()) return { url: els.url.value.trim() };
   return dropped.length ? { files: dropped } : undefined;
+}
+
+/**
+ * A number field's value, checked against its own min, max and step; `fallback` when empty. A value
+ * out of range is refused rather than clamped: a budget of -1 MiB is not "1 KiB".
+ */
+function numberField(input: HTMLInputElement, label: string, fallback: number): number {
+  if (input.value === '' && !input.validity.badInput) return fallback;
+  if (!input.validity.valid) {
+    const range = `from ${input.min || '-∞'} to ${input.max || '∞'}${input.step === 'any' ? '' : ', a whole number'}`;
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[demo] ${label} must be a number ${range} but got "${input.validity.badInput ? 'not a number' : input.value}"`, {
+      option: label, value: input.value, expected: range,
+    });
+  }
+  return Number(input.value);
+}
+
+/** `p`, or E_ABORTED as soon as Cancel is pressed: a server that never answers must not hold the page. */
+function untilCancelled<T>(p: Promise<T>, signal: AbortSignal, what: string): Promise<T> {
+  p.catch(() => undefined); // once cancelled, its own late failure is moot
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(new WebquantError(ErrorCodes.ABORTED, `[demo] ${what} was cancelled with the Cancel button`, {}));
+    if (signal.aborted) return stop();
+    signal.addEventListener('abort', stop, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
 }
 
 // --- progress ------------------------------------------------------------------------------
@@ -137,9 +166,8 @@ async function run(): Promise<void> {
   if (!spec) { status('Drop a checkpoint or paste a URL first.', 'error'); return; }
   const what = scheme();
   const want = (els.container.value || undefined) as ContainerKind | undefined;
-  const workers = Math.max(1, Math.floor(Number(els.workers.value) || 1));
-  const maxInFlightBytes = Math.max(1024, Math.round((Number(els.budget.value) || 256) * (1 << 20)));
   running = new AbortController();
+  const { signal } = running;
   els.run.disabled = true;
   els.cancel.disabled = false;
   els.tensors.replaceChildren();
@@ -153,6 +181,8 @@ async function run(): Promise<void> {
   demo.result = undefined;
   demo.build = undefined;
   try {
+    const workers = numberField(els.workers, 'Workers', navigator.hardwareConcurrency || 4);
+    const maxInFlightBytes = Math.max(1024, Math.round(numberField(els.budget, 'Memory budget (MiB)', 256) * (1 << 20)));
     // The save dialog needs the click's user activation: it opens before anything is awaited.
     let file: FileSystemFileHandle | undefined;
     if (els.stream.checked && canStream) {
@@ -161,14 +191,17 @@ async function run(): Promise<void> {
       file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
     }
     status('Opening the checkpoint…', 'running');
-    const opened = await openInput(spec);
-    const imatrixFile = els.imatrix.files?.[0];
-    const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
-    const job = await prepare(opened, what, want, { imatrix });
+    const source = 'url' in spec ? spec.url : spec.files.map((f) => f.name).join(', ');
+    const { opened, job } = await untilCancelled((async () => {
+      const opened = await openInput(spec);
+      const imatrixFile = els.imatrix.files?.[0];
+      const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
+      return { opened, job: await prepare(opened, what, want, { imatrix }) };
+    })(), signal, `opening ${source}`);
     const { sink, blob } = await outputSink(file);
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {
-      sink, workers, maxInFlightBytes, resumable: els.resume.checked, signal: running.signal, onProgress,
+      sink, workers, maxInFlightBytes, resumable: els.resume.checked, signal, onProgress,
       onBuild: (b) => { demo.build = b; els.rate.textContent = `kernels: ${b} in ${workers} Web Worker${workers > 1 ? 's' : ''}`; },
     });
     const output = blob ? await blob() : undefined;
@@ -205,6 +238,9 @@ async function run(): Promise<void> {
   } catch (e) {
     demo.error = errorState(e);
     els.result.textContent = 'No output.';
+    // The rate line's "about n s left" and the bar belong to a run that no longer goes on.
+    els.rate.textContent = '';
+    els.bar.value = 0;
     status(errorText(e), 'error');
   } finally {
     running = undefined;
@@ -214,14 +250,22 @@ async function run(): Promise<void> {
 }
 
 els.run.addEventListener('click', () => void run());
-els.cancel.addEventListener('click', () => running?.abort());
+els.cancel.addEventListener('click', () => running?.abort(new Error('cancelled with the Cancel button')));
 
 function errorState(e: unknown): NonNullable<DemoState['error']> {
   const err = e as Error;
   const wq = e instanceof WebquantError;
   return { name: err?.name ?? 'Error', message: err?.message ?? String(e), isWebquantError: wq, code: wq ? e.code : undefined, tensor: wq ? e.details.tensor : undefined };
 }
-const errorText = (e: unknown) => (e instanceof WebquantError ? `${e.code}: ${e.message}` : String((e as Error)?.message ?? e));
+function errorText(e: unknown): string {
+  if (!(e instanceof WebquantError)) return String((e as Error)?.message ?? e);
+  // fetch() says only "Failed to fetch" when a server on another origin does not allow this page.
+  const file = typeof e.details.file === 'string' && URL.canParse(e.details.file) ? new URL(e.details.file) : undefined;
+  const cors = e.code === ErrorCodes.IO && /Failed to fetch/.test(e.message) && file && file.origin !== location.origin
+    ? ' (a server on another origin must allow this page: Access-Control-Allow-Origin, and Access-Control-Expose-Headers: Content-Range)'
+    : '';
+  return `${e.code}: ${e.message}${cors}`;
+}
 
 // --- evaluation (panel 5) -----------------------------------------------------------------
 setupEvalPanel({
