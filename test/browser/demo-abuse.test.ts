@@ -163,7 +163,7 @@ describe('demo page in Chromium, abused', () => {
     ['an image', 'cat.png', 'E_BAD_INPUT', () => new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])],
     ['an empty file', 'empty.safetensors', 'E_ST_HEADER_TOO_SMALL', () => new Uint8Array(0)],
     ['a truncated file', 'cut.safetensors', 'E_ST_HEADER_PAST_END', () => readFileSync(MODEL).subarray(0, 4096)],
-    ['an image named .safetensors', 'cat.safetensors', 'E_ST_HEADER_TOO_LARGE', () => new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4])],
+    ['an image named .safetensors', 'cat.safetensors', 'E_ST_NOT_JSON', () => new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4])],
     ['a GGUF with a corrupt header', 'bad.gguf', 'E_GGUF_COUNT', corruptGguf],
     ['a tensor past the end of the file', 'far.safetensors', 'E_ST_DATA_PAST_END', pastEnd],
   ])('%s (%s) is refused with %s, naming the file', async (_what, name, code, bytes) => {
@@ -189,7 +189,7 @@ describe('demo page in Chromium, abused', () => {
     await runUrl(`${origin}/models/nope.safetensors`);
     await expectRefused('E_IO', `${origin}/models/nope.safetensors`, '404');
     await runUrl(`${origin}/bad/page.html`);
-    await expectRefused('E_ST_HEADER_TOO_LARGE', `${origin}/bad/page.html`);
+    await expectRefused('E_ST_NOT_JSON', `${origin}/bad/page.html`, 'an HTML page?');
   });
 
   it('a URL on another origin without CORS says that the server must allow the page', async () => {

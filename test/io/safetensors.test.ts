@@ -5,11 +5,27 @@ import { openSafetensors, openSafetensorsIndex, ST_MAX_HEADER } from '../../src/
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { readConfig } from '../../src/io/config.js';
+import { openCheckpoint } from '../../src/io/open.js';
 import { E4M3_TO_F32, E5M2_TO_F32 } from '../../src/io/dtypes.js';
 import { bytesOf, expectCode, randomF32, stFile } from './helpers.js';
 
 const open = (b: Uint8Array) => openSafetensors(fromBuffer(b, 'test.safetensors'));
 const ok = { w: { dtype: 'F32', shape: [2, 2], data_offsets: [0, 16] } };
+
+describe('openCheckpoint on a file that is neither GGUF nor safetensors', () => {
+  test('names the file and quotes its first bytes instead of a header length they happen to spell', async () => {
+    const page = new TextEncoder().encode('<!doctype html><html><head><title>Sign in</title></head><body></body></html>');
+    const e = await expectCode(openCheckpoint(fromBuffer(page, 'https://example.com/model.safetensors')), ErrorCodes.ST_NOT_JSON);
+    expect(e.message).toContain('https://example.com/model.safetensors');
+    expect(e.message).toContain('<!doctype html><html>');
+    expect(e.message).toContain('an HTML page?');
+    const text = await expectCode(openCheckpoint(fromBuffer(new TextEncoder().encode('just some notes here'), 'notes.safetensors')), ErrorCodes.ST_NOT_JSON);
+    expect(text.message).not.toContain('HTML');
+    // A real header still opens (and its own checks still answer).
+    expect((await openCheckpoint(fromBuffer(stFile(ok, bytesOf(new Float32Array(4))), 'ok.safetensors'))).tensors).toHaveLength(1);
+    await expectCode(openCheckpoint(fromBuffer(stFile(ok, 16, { lengthOverride: BigInt(ST_MAX_HEADER + 1) }), 'big.safetensors')), ErrorCodes.ST_HEADER_TOO_LARGE);
+  });
+});
 
 describe('safetensors reader: one error code per check', () => {
   test('valid minimal file', async () => {
