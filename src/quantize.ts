@@ -249,7 +249,11 @@ class Arena {
   }
 }
 
-function rowsPerChunk(rowLen: number, nrows: number, chunkBytes: number | undefined): number {
+function rowsPerChunk(rowLen: number, nrows: number, chunkBytes: number | undefined, op: 'quantize' | 'dequantize'): number {
+  // NaN would make the row loop take no rows at all, and the output would be zeros.
+  if (chunkBytes !== undefined && !(Number.isSafeInteger(chunkBytes) && chunkBytes >= 1)) {
+    fail(ErrorCodes.BAD_OPTION, `[${op}] chunkBytes must be an integer >= 1 but got ${String(chunkBytes)}`, { option: 'chunkBytes', value: String(chunkBytes), expected: 'an integer >= 1' });
+  }
   return Math.max(1, Math.min(nrows, Math.floor((chunkBytes ?? DEFAULT_CHUNK) / (rowLen * 4))));
 }
 
@@ -294,7 +298,7 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
   // sections and finish() describe.
   const row0 = opts.slice?.row0 ?? 0;
   const tensorRows = opts.slice?.rows ?? nrows;
-  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
+  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes, 'quantize');
   const rowSecs = layout.sections.filter((s) => s.perRow > 0);
   const auxBytes = layout.sections.filter((s) => s.perRow === 0).reduce((a, s) => a + s.bytes, 0);
   const arena = new Arena(k, rowLen, rows, eb, rowSecs.map((s) => s.perRow), auxBytes + 64);
@@ -427,7 +431,7 @@ export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: Dequantize
       option: 'data', value: qt.data.byteLength, expected: layout.bytes,
     });
   }
-  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes);
+  const rows = rowsPerChunk(rowLen, nrows, opts.chunkBytes, 'dequantize');
   const rowSecs = layout.sections.filter((s) => s.perRow > 0);
   const tensorSecs = layout.sections.filter((s) => s.perRow === 0);
   const auxBytes = tensorSecs.reduce((a, s) => a + s.bytes, 0);

@@ -161,6 +161,16 @@ describe('typed errors', () => {
   it('a calibration the format does not accept is refused', async () => {
     await expect(quantize(new Float32Array(64), { format: 'q8_0', rowLength: 64, calibration: 'hqq' })).rejects.toMatchObject({ code: ErrorCodes.BAD_CALIBRATION });
   });
+  it('chunkBytes that is not an integer >= 1 is refused (NaN took no rows and gave zeros)', async () => {
+    const v = new Float32Array(64 * 4).map((_, i) => Math.sin(i));
+    const q = await quantize(v, { format: 'q8_0', rowLength: 64 });
+    for (const chunkBytes of [NaN, 0, -1, 1.5, Infinity]) {
+      await expect(quantize(v, { format: 'q8_0', rowLength: 64, chunkBytes }), String(chunkBytes)).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'chunkBytes' } });
+      await expect(dequantize(q, { chunkBytes }), String(chunkBytes)).rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { option: 'chunkBytes' } });
+    }
+    // The smallest legal chunk is one row at a time: same bytes.
+    expect((await quantize(v, { format: 'q8_0', rowLength: 64, chunkBytes: 1 })).data).toEqual(q.data);
+  });
   it('a Uint16Array without dtype is refused', async () => {
     await expect(quantize(new Uint16Array(64), { format: 'q8_0', rowLength: 64 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
   });
