@@ -120,6 +120,11 @@ export interface UrlSourceOptions {
   prefetch?: number;
   /** The file size when already known (a reference opened in a worker): no probe request is sent. */
   size?: number;
+  /**
+   * Aborts this source's requests (a page's Cancel while a server does not answer): they and
+   * every later read reject with E_ABORTED. Not carried by `ref` (a worker stops with its pool).
+   */
+  signal?: AbortSignal;
 }
 
 const CONTENT_RANGE = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i;
@@ -150,12 +155,16 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
   let knownValidators: Validators | undefined;
 
   const cancel = (res: Response) => res.body?.cancel().catch(() => undefined);
+  const signal = opts.signal;
+  const aborted = (): never => fail(ErrorCodes.ABORTED, `[io] ${name}: reading was cancelled (${String(signal?.reason ?? 'aborted')})`, { file: name });
 
   async function rangeRequest(start: number, end: number): Promise<{ body: Uint8Array; total: number | undefined; validators: Validators }> {
     let res: Response;
+    if (signal?.aborted) aborted();
     try {
-      res = await doFetch.call(globalThis, name, { headers: { ...opts.headers, Range: `bytes=${start}-${end}` } });
+      res = await doFetch.call(globalThis, name, { headers: { ...opts.headers, Range: `bytes=${start}-${end}` }, signal });
     } catch (e) {
+      if (signal?.aborted) aborted();
       return fail(ErrorCodes.IO, `[io] ${name}: request failed: ${String(e)}`, { file: name, value: String(e) });
     }
     if (res.status === 200) {
@@ -200,6 +209,7 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
     try {
       body = new Uint8Array(await res.arrayBuffer());
     } catch (e) {
+      if (signal?.aborted) aborted();
       return fail(ErrorCodes.IO, `[io] ${name}: reading the response failed: ${String(e)}`, { file: name, value: String(e) });
     }
     const short = cr === null && known === undefined && body.byteLength > 0 && body.byteLength < end - start + 1;
@@ -212,7 +222,7 @@ export function fromUrl(url: string | URL, opts: UrlSourceOptions = {}): ByteSou
   /** File size from a HEAD request's Content-Length (safelisted for CORS), if any. */
   async function headLength(): Promise<number | undefined> {
     try {
-      const res = await doFetch.call(globalThis, name, { method: 'HEAD', headers: { ...opts.headers } });
+      const res = await doFetch.call(globalThis, name, { method: 'HEAD', headers: { ...opts.headers }, signal });
       const n = Number(res.headers.get('content-length') ?? NaN);
       return res.ok && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
     } catch {

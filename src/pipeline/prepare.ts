@@ -56,14 +56,18 @@ export interface PrepareOptions {
   imatrix?: { matrix: ReadonlyMap<string, Float32Array>; file: string };
 }
 
-/** A file beside a URL, or undefined when it cannot be read (as the CLI treats config.json). */
+/**
+ * A file beside a URL, or undefined when it cannot be read (as the CLI treats config.json) or is
+ * an HTML page (servers that answer every path with one, such as a single-page app's).
+ */
 async function besideUrl(file: string, url: string, opts: UrlSourceOptions): Promise<ByteSource | undefined> {
   try {
     const src = fromUrl(new URL(file, url).toString(), opts);
-    await src.size();
+    const head = await src.read(0, Math.min(await src.size(), 64));
+    if (/^\s*<(!doctype|html|head|body)/i.test(new TextDecoder().decode(head))) return undefined;
     return src;
   } catch (e) {
-    if (e instanceof WebquantError) return undefined;
+    if (e instanceof WebquantError && e.code !== ErrorCodes.ABORTED) return undefined;
     throw e;
   }
 }

@@ -43,15 +43,21 @@ function corruptGguf(): Uint8Array {
   return u;
 }
 
-/** A URL whose server never answers (until `release`). */
-function hangingRoute(path: string): { route: Route; release(): void } {
+/** A URL whose server never answers (until `release`); counts the requests the client gave up. */
+function hangingRoute(path: string): { route: Route; release(): void; asked(): number; dropped(): number } {
   const held: ServerResponse[] = [];
+  let asked = 0;
+  let dropped = 0;
   return {
     route: async (req, res) => {
       if (req.url?.split('?')[0] !== path) return false;
+      asked++;
+      res.on('close', () => { if (!res.writableEnded) dropped++; });
       held.push(res);
       return true;
     },
+    asked: () => asked,
+    dropped: () => dropped,
     release: () => { for (const r of held.splice(0)) r.destroy(); },
   };
 }
@@ -236,6 +242,9 @@ describe('demo page in Chromium, abused', () => {
     // No answer to wait for: Cancel alone must end it.
     await ended(page, 10_000);
     await expectRefused('E_ABORTED', `${origin}/hang/model.safetensors`);
+    // The request itself was aborted, not left open to a server that may never answer.
+    expect(hang.asked()).toBeGreaterThan(0);
+    await expect.poll(() => hang.dropped(), { timeout: 5000 }).toBe(hang.asked());
     expect((await runFiles([{ name: 'a.safetensors', buffer: tiny() }])).state).toBe('done');
   });
 

@@ -57,6 +57,16 @@ describe.skipIf(!hasShared)('tokenizer files beside a URL and as Blobs', () => {
     expect(job.warnings.join()).not.toMatch(/no_vocab/);
   });
 
+  it('a server that answers every path with an HTML page: the files beside the URL are taken as absent', async () => {
+    const page = new TextEncoder().encode('\n<!DOCTYPE html><html><body>app</body></html>');
+    const html = { '/m/model.safetensors': files['/m/model.safetensors'] } as Record<string, Uint8Array>;
+    for (const f of ['config.json', 'tokenizer.json', 'tokenizer.model', 'tokenizer_config.json']) html[`/m/${f}`] = page;
+    const bundle = await openUrlInput('http://host/m/model.safetensors', { fetch: rangeFetch(html, []) });
+    expect(bundle.config).toBeUndefined(); // was E_CONFIG "not JSON"
+    expect(Object.keys(bundle.tokenizer ?? {})).toEqual([]);
+    expect(bundle.checkpoint.tensors.length).toBeGreaterThan(0);
+  });
+
   it('takes Blobs; no tokenizer is a warning and no_vocab; safetensors output never reads them', async () => {
     const base = {
       checkpoint: await openCheckpoint(fromBuffer(files['/m/model.safetensors'], 'model.safetensors')),

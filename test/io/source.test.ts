@@ -64,6 +64,7 @@ describe('fromUrl (HTTP Range requests against a local server)', () => {
     if (hasShared) { files['/model.safetensors'] = sharedBytes(ST); files['/model.gguf'] = sharedBytes(GG); }
     server = createServer((req, res) => {
       const [path, mode] = (req.url ?? '').split('?');
+      if (path === '/hang') { log.push({ url: path, range: req.headers.range, sent: 0 }); return; } // never answers
       const body = files[path.replace(/^\/(norange|badrange|nocr)/, '')];
       const range = req.headers.range;
       const entry = { url: req.url ?? '', range, sent: 0 };
@@ -89,7 +90,25 @@ describe('fromUrl (HTTP Range requests against a local server)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  afterAll(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+
+  test('a signal aborts a request the server never answers, and later reads, with E_ABORTED', async () => {
+    log.length = 0;
+    const ctl = new AbortController();
+    const src = fromUrl(`${base}/hang`, { signal: ctl.signal });
+    const pending = expectCode(src.size(), ErrorCodes.ABORTED);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(log.map((l) => l.url)).toEqual(['/hang']);
+    ctl.abort(new Error('cancelled by the user'));
+    const e = await pending;
+    expect(e.message).toContain(`${base}/hang`);
+    expect(e.message).toContain('cancelled by the user');
+    await expectCode(src.read(0, 1), ErrorCodes.ABORTED);
+    expect(log).toHaveLength(1); // an aborted source sends nothing more
+    // Without the signal being used, the same options read normally.
+    const ok = fromUrl(`${base}/small.bin`, { signal: new AbortController().signal });
+    expect(Array.from(await ok.read(5, 2))).toEqual([5, 6]);
+  });
 
   test('reads ranges; size from Content-Range', async () => {
     log.length = 0;

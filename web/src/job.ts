@@ -31,8 +31,9 @@ export function checkUrl(text: string): string {
   return url.toString();
 }
 
-export async function openInput(spec: InputSpec): Promise<InputBundle> {
-  if ('url' in spec) return openUrlInput(checkUrl(spec.url));
+/** The input's checkpoint and what lies beside it; `signal` aborts the URL requests on Cancel. */
+export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<InputBundle> {
+  if ('url' in spec) return openUrlInput(checkUrl(spec.url), { signal });
   const files = spec.files;
   // A sharded checkpoint: its model.safetensors.index.json and the shards it names, dropped together.
   const index = files.find((f) => /\.safetensors\.index\.json$/i.test(f.name));

@@ -193,7 +193,7 @@ async function run(): Promise<void> {
     status('Opening the checkpoint…', 'running');
     const source = 'url' in spec ? spec.url : spec.files.map((f) => f.name).join(', ');
     const { opened, job } = await untilCancelled((async () => {
-      const opened = await openInput(spec);
+      const opened = await openInput(spec, signal);
       const imatrixFile = els.imatrix.files?.[0];
       const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
       return { opened, job: await prepare(opened, what, want, { imatrix }) };
