@@ -14,7 +14,8 @@
 // a failure later errors the stream. Workers cannot compile WebAssembly from bytes, so both kernel
 // builds are imported as modules (compiled at upload) and handed to configureWasm. An isolate has
 // one thread: the pool's single worker runs in it (inline-spawner.ts). A posted body is held in
-// memory (128 MB per isolate): large checkpoints should be given by URL.
+// memory (128 MB per isolate), up to 64 MiB (the MAX_BODY_BYTES variable; 413 past it): large
+// checkpoints should be given by URL. Upstream failures (E_IO) answer 502, this Worker's own 500.
 import simd from '../../build/webquant-simd.wasm';
 import scalar from '../../build/webquant-scalar.wasm';
 import { ErrorCodes, WebquantError } from '../errors.js';
@@ -45,8 +46,18 @@ function json(status: number, body: unknown, headers: Record<string, string> = {
   return new Response(JSON.stringify(body, null, 2), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 }
 
+/** Errors whose fault is not the client's request: the upstream server's (502) or this Worker's (500). */
+const SERVER_STATUS: Readonly<Record<string, number>> = {
+  [ErrorCodes.IO]: 502,
+  [ErrorCodes.WASM_LOAD]: 500, [ErrorCodes.WORKER]: 500, [ErrorCodes.WORKER_CRASHED]: 500, [ErrorCodes.WRITER]: 500, [ErrorCodes.CACHE]: 500,
+};
+/** A status chosen where the error was raised (413 for a body past the cap). */
+const statusOf = new WeakMap<WebquantError, number>();
+
 function errorResponse(e: unknown): Response {
-  if (e instanceof WebquantError) return json(400, { error: { code: e.code, message: e.message, details: e.details } });
+  if (e instanceof WebquantError) {
+    return json(statusOf.get(e) ?? SERVER_STATUS[e.code] ?? 400, { error: { code: e.code, message: e.message, details: e.details } });
+  }
   return json(500, { error: { message: e instanceof Error ? e.message : String(e) } });
 }
 
@@ -91,8 +102,58 @@ function contentDisposition(fileName: string): string {
 
 const stem = (file: string) => file.replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, '');
 
+/** Bytes a posted body may have (it is held in memory): 64 MiB unless the MAX_BODY_BYTES variable says otherwise. */
+const DEFAULT_MAX_BODY = 64 << 20;
+
+export interface Env {
+  /** A positive integer: the largest posted body this Worker takes (a raw checkpoint or a form). */
+  MAX_BODY_BYTES?: string;
+}
+
+function maxBodyBytes(env: Env | undefined): number {
+  const v = env?.MAX_BODY_BYTES;
+  if (v === undefined) return DEFAULT_MAX_BODY;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] the Worker variable MAX_BODY_BYTES must be a positive integer but is "${v}"`, { option: 'MAX_BODY_BYTES', value: v, expected: 'a positive integer' });
+  }
+  return n;
+}
+
+function tooLarge(bytes: number, cap: number, known: boolean): never {
+  const e = new WebquantError(ErrorCodes.BAD_INPUT, `[edge] the posted body is ${known ? '' : 'more than '}${bytes} bytes, more than the ${cap} this Worker holds in memory: give a large checkpoint by URL (?url=)`, {
+    option: 'body', value: bytes, expected: `at most ${cap} bytes`,
+  });
+  statusOf.set(e, 413);
+  throw e;
+}
+
+/** The posted body, refused past `cap` bytes: by its Content-Length before reading, or while reading a body sent without one. */
+async function readBody(req: Request, cap: number): Promise<Uint8Array<ArrayBuffer>> {
+  const declared = req.headers.get('content-length');
+  if (declared !== null && Number(declared) > cap) tooLarge(Number(declared), cap, true);
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > cap) {
+      await reader.cancel().catch(() => undefined);
+      tooLarge(total, cap, false);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks.splice(0)) { out.set(c, at); at += c.byteLength; }
+  return out;
+}
+
 /** The checkpoint, and the importance matrix's source if one was given (URL or form field). */
-async function requestInput(req: Request, q: URLSearchParams): Promise<InputBundle & { imatrix?: ByteSource }> {
+async function requestInput(req: Request, q: URLSearchParams, cap: number): Promise<InputBundle & { imatrix?: ByteSource }> {
   const imUrl = urlParam(q, 'imatrix');
   const imatrix = imUrl ? fromUrl(imUrl) : undefined;
   const url = urlParam(q, 'url');
@@ -100,8 +161,13 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
   const type = req.headers.get('content-type') ?? '';
   if (type.startsWith('multipart/form-data')) {
     let form: FormData;
+    // With a Content-Length within the cap the platform parses the body itself (one copy); a
+    // form sent without one is read under the cap first.
+    const declared = req.headers.get('content-length');
+    if (declared !== null && Number(declared) > cap) tooLarge(Number(declared), cap, true);
+    const body = declared === null ? await readBody(req, cap) : undefined;
     try {
-      form = await req.formData();
+      form = await (body ? new Response(body, { headers: { 'content-type': type } }) : req).formData();
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
       throw new WebquantError(ErrorCodes.BAD_INPUT, `[edge] the multipart/form-data body cannot be read: ${why}`, { option: 'body', value: why, expected: 'multipart/form-data with a "checkpoint" file' });
@@ -122,12 +188,12 @@ async function requestInput(req: Request, q: URLSearchParams): Promise<InputBund
       imatrix: im instanceof Blob ? fromBlob(im, (im as Blob & { name?: string }).name ?? 'imatrix') : imatrix,
     };
   }
-  const body = new Uint8Array(await req.arrayBuffer());
+  const body = await readBody(req, cap);
   const name = q.get('name') ?? 'model';
   return { checkpoint: await openCheckpoint(fromBuffer(body, name)), name, imatrix };
 }
 
-async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Response> {
+async function quantizeRequest(req: Request, env: Env | undefined, ctx: ExecutionContext): Promise<Response> {
   const q = new URL(req.url).searchParams;
   const container = q.get('container');
   if (container !== null && container !== 'gguf' && container !== 'safetensors') {
@@ -139,7 +205,7 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
     throw new WebquantError(ErrorCodes.BAD_OPTION, `[edge] name must not contain control characters but is ${JSON.stringify(name.slice(0, 200))}`, { option: 'name', value: name.slice(0, 200), expected: 'a name without control characters' });
   }
   const what = { preset: q.get('preset') ?? undefined, format: q.get('format') ?? undefined };
-  const input = await requestInput(req, q);
+  const input = await requestInput(req, q, maxBodyBytes(env));
   const imatrix = input.imatrix ? { matrix: await readImatrix(input.imatrix), file: input.imatrix.name } : undefined;
   const job = await prepareOutput(input, what, (container ?? undefined) as ContainerKind | undefined, { imatrix });
   // Made before the pool and the run start: nothing after them may throw and leave the run writing to no one.
@@ -166,12 +232,12 @@ async function quantizeRequest(req: Request, ctx: ExecutionContext): Promise<Res
 }
 
 export default {
-  async fetch(req: Request, _env: unknown, ctx: ExecutionContext): Promise<Response> {
+  async fetch(req: Request, env: Env | undefined, ctx: ExecutionContext): Promise<Response> {
     const path = new URL(req.url).pathname;
     if (path === '/quantize') {
       if (req.method !== 'POST') return json(405, { error: { message: 'POST a checkpoint (or ?url=) to /quantize' } }, { allow: 'POST' });
       try {
-        return await quantizeRequest(req, ctx);
+        return await quantizeRequest(req, env, ctx);
       } catch (e) {
         return errorResponse(e);
       }

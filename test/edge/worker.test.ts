@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { build } from 'esbuild';
@@ -14,6 +14,41 @@ import { cliImatrix, cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG
 import { dirRoute, startRouteServer, type DemoServer } from '../browser/server.js';
 
 const WORKERD = join(ROOT, 'node_modules/.bin/workerd');
+
+/**
+ * A POST written on a socket: the headers, then `chunks` (no end), and the response's status and
+ * JSON error once the server answers (it may close without reading the rest).
+ */
+function rawPost(base: string, path: string, headers: Record<string, string>, chunks: Buffer[] = []): Promise<{ status: number; error: { code: string; message: string; details: { option?: string } } }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(port), hostname);
+    let got = Buffer.alloc(0);
+    sock.on('error', () => undefined); // writes after the server closed: the answer is what counts
+    sock.on('data', (d) => { got = Buffer.concat([got, d]); });
+    sock.on('close', () => {
+      const text = got.toString('latin1');
+      const split = text.indexOf('\r\n\r\n');
+      if (split < 0) return reject(new Error(`no HTTP answer: ${JSON.stringify(text.slice(0, 200))}`));
+      const head = text.slice(0, split);
+      let body = text.slice(split + 4);
+      if (/transfer-encoding:\s*chunked/i.test(head)) {
+        let out = '';
+        for (let at = 0; ;) {
+          const eol = body.indexOf('\r\n', at);
+          const n = parseInt(body.slice(at, eol), 16);
+          if (!n) break;
+          out += body.slice(eol + 2, eol + 2 + n);
+          at = eol + 2 + n + 2;
+        }
+        body = out;
+      }
+      resolve({ status: Number(head.split(' ')[1]), error: (JSON.parse(body) as { error: never }).error });
+    });
+    sock.write(`POST ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+    for (const c of chunks) sock.write(c);
+  });
+}
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -51,6 +86,8 @@ const webquant :Workerd.Worker = (
     (name = "webquant-scalar.wasm", wasm = embed "webquant-scalar.wasm"),
   ],
   compatibilityDate = "2025-09-01",
+  # Small enough that a test posts past it; the stories checkpoints (0.5-1 MB) stay under it.
+  bindings = [(name = "MAX_BODY_BYTES", text = "1100000")],
 );
 `);
 }
@@ -183,6 +220,33 @@ describe('Cloudflare Worker in workerd', () => {
     expect(named.status, log).toBe(200);
     expect(named.headers.get('content-disposition')).toBe(`attachment; filename=".._a_b_ x=y___-nf4.safetensors"; filename*=UTF-8''.._a%22b%3B%20x%3Dy_%E6%A8%A1%E5%9E%8B-nf4.safetensors`);
     expect((await named.arrayBuffer()).byteLength).toBeGreaterThan(64 * 64 / 2);
+  });
+
+  it('refuses a posted body past MAX_BODY_BYTES with 413 (declared or streamed), and answers an upstream failure with 502', async () => {
+    const error = async (r: Response) => ({ status: r.status, ...((await r.json()) as { error: { code: string; message: string; details: { option?: string } } }).error });
+    // A declared length past the cap is refused before any of the body is read: the request is
+    // sent without its body (fetch would fail writing a body the server never reads).
+    const declared = await rawPost(edge, '/quantize?preset=nf4', { 'Content-Length': String(2 << 20) });
+    expect(declared).toMatchObject({ status: 413, error: { code: 'E_BAD_INPUT', details: { option: 'body' } } });
+    expect(declared.error.message).toContain('1100000');
+    expect(declared.error.message).toContain('?url=');
+    const form = await rawPost(edge, '/quantize?preset=nf4', { 'Content-Type': 'multipart/form-data; boundary=x', 'Content-Length': String(2 << 20) });
+    expect(form).toMatchObject({ status: 413, error: { details: { option: 'body' } } });
+    // Chunked, with no length: refused once what was read passes the cap (18 x 64 KiB, never ended).
+    const chunk = Buffer.concat([Buffer.from(`${(64 << 10).toString(16)}\r\n`), Buffer.alloc(64 << 10), Buffer.from('\r\n')]);
+    const chunked = await rawPost(edge, '/quantize?preset=nf4', { 'Transfer-Encoding': 'chunked' }, Array(18).fill(chunk));
+    expect(chunked).toMatchObject({ status: 413, error: { code: 'E_BAD_INPUT', details: { option: 'body' } } });
+    expect(chunked.error.message).toContain('more than');
+    // Under the cap, a streamed body is read whole and quantized.
+    const bf16 = readFileSync(STORIES_BF16);
+    const ok = await fetch(`${edge}/quantize?preset=nf4`, {
+      method: 'POST', duplex: 'half', body: new ReadableStream<Uint8Array>({ start(c) { c.enqueue(bf16.subarray(0, 1000)); c.enqueue(bf16.subarray(1000)); c.close(); } }),
+    } as RequestInit);
+    expect(ok.status, log).toBe(200);
+    expect((await ok.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+    // The checkpoint's server failing is not the client's mistake.
+    const gone = await error(await fetch(`${edge}/quantize?preset=nf4&url=${encodeURIComponent(`${files!.origin}/models/nope.safetensors`)}`, { method: 'POST' }));
+    expect(gone).toMatchObject({ status: 502, code: 'E_IO' });
   });
 
   it('errors the stream when a tensor fails after the response started', async () => {
