@@ -1,6 +1,7 @@
 // Q4_0 (importance path), Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, F16, BF16: the wasm kernels against
 // the plain-TS reference of the spec (test/reference/legacy-ref.ts, itself checked against
 // llama.cpp's Q4_0 bytes below), the explicit edge cases of spec §16.1/§16.2, and SIMD == scalar.
+import { mulberry32 } from '../helpers/data.js';
 import { describe, expect, it } from 'vitest';
 import { quantize, dequantize } from '../../src/index.js';
 import { dequantizeWith } from '../../src/quantize.js';
@@ -36,17 +37,7 @@ function firstFloatDiff(a: Float32Array, b: Float32Array): number {
   return -1;
 }
 
-// Seeded generator for the varied rows (mulberry32).
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 function gauss(u: () => number) {
   return Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
 }

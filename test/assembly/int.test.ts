@@ -1,5 +1,6 @@
 // Integer family (int8, int4, intsym, affine) on both wasm builds against the plain-TypeScript
 // reference (test/reference/int-ref.ts), byte for byte, plus math properties and option checks.
+import { mulberry32 } from '../helpers/data.js';
 import { describe, expect, it } from 'vitest';
 import { quantize, dequantize, ErrorCodes, getFormat, loadKernels, type QuantizeOptions } from '../../src/index.js';
 import { INTSYM_OPS } from '../../src/formats/int.js';
@@ -12,16 +13,7 @@ import {
 const BACKENDS = ['wasm-simd', 'wasm'] as const;
 const fr = Math.fround;
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function gaussian(n: number, seed: number, sigma = 1): Float32Array {
   const r = rng(seed);

@@ -9,6 +9,18 @@ export function lcg(seed: number): () => number {
   };
 }
 
+/** mulberry32: a seeded generator of uniform values in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export function gaussian(n: number, seed: number, sigma = 1): Float32Array {
   const u = lcg(seed);
   const out = new Float32Array(n);

@@ -1,20 +1,12 @@
 // Plan patterns: the linear-time matcher against the platform's RegExp on random patterns and
 // names, patterns that make a backtracking engine take exponential time, and what is refused.
+import { mulberry32 } from '../helpers/data.js';
 import { describe, expect, it } from 'vitest';
 import { compilePattern, MAX_DFA_INTS, MAX_PATTERN_STATES } from '../../src/plan/regex.js';
 import { resolvePlan, normalizePlan, fromMaxText, type TensorDesc } from '../../src/plan/index.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const ATOMS = ['a', 'b', 'A', '.', '_', '1', '\\.', '[ab]', '[^a]', '[a-c_]', '\\d', '\\w', '\\W', '\\s', '[\\d.]', '-', '\\n'];
 const ASSERTS = ['^', '$', '\\b', '\\B'];
