@@ -6,20 +6,17 @@
 // progress of the dead run, no download, no worker left, no uncaught error.
 // CI installs chromium; without it this test fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { SHARED } from '../helpers/shared.js';
 import { STORIES_BF16 as MODEL } from '../helpers/quantize-ref.js';
 import { buildSafetensors, f32Bytes, randomValues } from '../pipeline/helpers.js';
 import { bytesRoute, dirRoute, startDemoServer, startRouteServer, type DemoServer, type Route } from './server.js';
 import type { DemoState } from '../../web/src/main.js';
+import { CHROMIUM, closeChromium, launchChromium, MISSING } from './chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const MISSING = `${CHROMIUM} is missing: the browser tests need Debian's chromium (apt-get install -y chromium); they are never skipped`;
-const FLAGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 /** One 64 x 64 F32 weight: quantizes in no time. */
 const tiny = () => buildSafetensors([{ name: 'model.layers.0.mlp.up_proj.weight', dtype: 'F32', shape: [64, 64], data: f32Bytes(randomValues(64 * 64, 3)) }]);
@@ -84,14 +81,10 @@ let browser: Browser | undefined;
 let tmp = '';
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), 'webquant-abuse-'));
-  if (existsSync(CHROMIUM)) browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  ({ browser, tmp } = await launchChromium('webquant-abuse-'));
 });
 
-afterAll(async () => {
-  await browser?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => closeChromium(browser, tmp));
 
 it('finds Chromium', () => {
   expect(existsSync(CHROMIUM), MISSING).toBe(true);

@@ -4,10 +4,9 @@
 // be those evaluate() gives on Node for the same inputs; cancel ends a run with E_ABORTED.
 // CI installs chromium; without it this test fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { evaluate, type EvaluateResult } from '../../src/eval/evaluate.js';
 import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
@@ -20,10 +19,8 @@ import { SHARED, sharedBytes } from '../helpers/shared.js';
 import { cliReference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
 import { dirRoute, startDemoServer, type DemoServer } from './server.js';
 import type { DemoState } from '../../web/src/main.js';
+import { CHROMIUM, closeChromium, launchChromium, MISSING } from './chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const MISSING = `${CHROMIUM} is missing: the browser tests need Debian's chromium (apt-get install -y chromium); they are never skipped`;
-const FLAGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 /**
  * Page against Node, relative to each figure. Both run the same TypeScript forward on the same
@@ -89,14 +86,10 @@ async function evaluateInPage(page: Page): Promise<Evaluation> {
 }
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), 'webquant-demo-eval-'));
-  if (existsSync(CHROMIUM)) browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  ({ browser, tmp } = await launchChromium('webquant-demo-eval-'));
 });
 
-afterAll(async () => {
-  await browser?.close();
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+afterAll(() => closeChromium(browser, tmp));
 
 it('finds Chromium', () => {
   expect(existsSync(CHROMIUM), MISSING).toBe(true);
