@@ -99,17 +99,6 @@ function numberField(input: HTMLInputElement, label: string, fallback: number): 
   return Number(input.value);
 }
 
-/** `p`, or E_ABORTED as soon as Cancel is pressed: a server that never answers must not hold the page. */
-function untilCancelled<T>(p: Promise<T>, signal: AbortSignal, what: string): Promise<T> {
-  p.catch(() => undefined); // once cancelled, its own late failure is moot
-  return new Promise<T>((resolve, reject) => {
-    const stop = () => reject(new WebquantError(ErrorCodes.ABORTED, `[demo] ${what} was cancelled with the Cancel button`, {}));
-    if (signal.aborted) return stop();
-    signal.addEventListener('abort', stop, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
-  });
-}
-
 // --- progress ------------------------------------------------------------------------------
 function status(text: string, state: DemoState['state']): void {
   els.status.textContent = text;
@@ -191,13 +180,11 @@ async function run(): Promise<void> {
       file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
     }
     status('Opening the checkpoint…', 'running');
-    const source = 'url' in spec ? spec.url : spec.files.map((f) => f.name).join(', ');
-    const { opened, job } = await untilCancelled((async () => {
-      const opened = await openInput(spec, signal);
-      const imatrixFile = els.imatrix.files?.[0];
-      const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
-      return { opened, job: await prepare(opened, what, want, { imatrix }) };
-    })(), signal, `opening ${source}`);
+    // The URL's requests take the run's signal: Cancel aborts one a server never answers.
+    const opened = await openInput(spec, signal);
+    const imatrixFile = els.imatrix.files?.[0];
+    const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
+    const job = await prepare(opened, what, want, { imatrix });
     const { sink, blob } = await outputSink(file);
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {
