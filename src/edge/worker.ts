@@ -128,11 +128,18 @@ function tooLarge(bytes: number, cap: number, known: boolean): never {
   throw e;
 }
 
-/** The posted body, refused past `cap` bytes: by its Content-Length before reading, or while reading a body sent without one. */
-async function readBody(req: Request, cap: number): Promise<Uint8Array<ArrayBuffer>> {
+/** The body's Content-Length, refused past `cap` before anything is read; undefined when not declared. */
+function declaredLength(req: Request, cap: number): number | undefined {
   const declared = req.headers.get('content-length');
-  if (declared !== null && Number(declared) > cap) tooLarge(Number(declared), cap, true);
-  if (!req.body) return new Uint8Array(0);
+  if (declared === null) return undefined;
+  if (Number(declared) > cap) tooLarge(Number(declared), cap, true);
+  return Number(declared);
+}
+
+/** The posted body, refused past `cap` bytes: by its Content-Length, or while reading a body sent without one. */
+async function readBody(req: Request, cap: number): Promise<Uint8Array<ArrayBuffer>> {
+  // A declared length within the cap: the platform reads the body in one buffer.
+  if (declaredLength(req, cap) !== undefined || !req.body) return new Uint8Array(await req.arrayBuffer());
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -163,9 +170,7 @@ async function requestInput(req: Request, q: URLSearchParams, cap: number): Prom
     let form: FormData;
     // With a Content-Length within the cap the platform parses the body itself (one copy); a
     // form sent without one is read under the cap first.
-    const declared = req.headers.get('content-length');
-    if (declared !== null && Number(declared) > cap) tooLarge(Number(declared), cap, true);
-    const body = declared === null ? await readBody(req, cap) : undefined;
+    const body = declaredLength(req, cap) === undefined ? await readBody(req, cap) : undefined;
     try {
       form = await (body ? new Response(body, { headers: { 'content-type': type } }) : req).formData();
     } catch (e) {
