@@ -10,7 +10,7 @@
 // quant_map[code] * absmax (int8: (code * SCB) * f32(1/127), bitsandbytes' int8_vectorwise_dequant)
 // in f32; the companions are folded into it.
 import { ErrorCodes, fail } from '../errors.js';
-import { parseJson } from './json.js';
+import { isJsonObject, parseJson } from './json.js';
 import { numel, type TensorEntry } from './checkpoint.js';
 import { floatBytesToF32 } from './dtypes.js';
 import { moduleName } from '../formats/types.js';
@@ -38,7 +38,6 @@ export interface Bnb8Weight {
 
 export type BnbWeight = Bnb4Weight | Bnb8Weight;
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The bitsandbytes weights among the entries, presented as BNB_4BIT / BNB_INT8 with their companions folded in. */
 export function presentBnb(source: string, entries: TensorEntry[], ours: ReadonlySet<string>, readAll: (e: TensorEntry) => Uint8Array | undefined): { entries: TensorEntry[]; weights: Map<string, BnbWeight> } {
@@ -61,7 +60,7 @@ export function presentBnb(source: string, entries: TensorEntry[], ours: Readonl
       } catch {
         return bad(t.name, `${stateName} is not JSON`);
       }
-      if (!isObj(q) || !Array.isArray(q.shape) || !q.shape.every((d) => Number.isInteger(d) && (d as number) > 0) || !Number.isInteger(q.blocksize) || (q.blocksize as number) <= 0) {
+      if (!isJsonObject(q) || !Array.isArray(q.shape) || !q.shape.every((d) => Number.isInteger(d) && (d as number) > 0) || !Number.isInteger(q.blocksize) || (q.blocksize as number) <= 0) {
         return bad(t.name, `${stateName} has no valid shape and blocksize`, q);
       }
       const shape = q.shape as number[], blocksize = q.blocksize as number;

@@ -63,3 +63,8 @@ export function parseJson(text: string): unknown {
   }
   return JSON.parse(text);
 }
+
+/** A JSON object (not null, not an array). */
+export function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -20,7 +20,7 @@
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
 import { BaseCheckpoint, numel, type Checkpoint, type TensorEntry, type TensorInfo, type TensorValues } from './checkpoint.js';
 import { E4M3_TO_F32, E5M2_TO_F32, FLOAT_DTYPES, ST_DTYPE_SIZE, floatBytesToF32, stDtypeSize } from './dtypes.js';
-import { findDuplicateKey, parseJson } from './json.js';
+import { findDuplicateKey, isJsonObject, parseJson } from './json.js';
 import type { ByteSource } from './source.js';
 import { MLX_DTYPE, decodeMlx, presentMlx, type MlxQuantization, type MlxWeight } from './mlx.js';
 import { BNB4_DTYPE, BNB8_DTYPE, decodeBnb, presentBnb, type BnbWeight } from './bnb.js';
@@ -45,9 +45,6 @@ export function badTensorName(name: string): string | undefined {
   return undefined;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -86,7 +83,7 @@ export async function readSafetensorsHeader(src: ByteSource): Promise<Safetensor
   } catch (e) {
     return bad(ErrorCodes.ST_NOT_JSON, `header is not JSON (${(e as Error).message})`, { value: text.slice(0, 64) });
   }
-  if (!isObject(json)) bad(ErrorCodes.ST_NOT_JSON, 'header is not a JSON object', { value: Array.isArray(json) ? 'array' : json === null ? 'null' : typeof json, expected: 'object' });
+  if (!isJsonObject(json)) bad(ErrorCodes.ST_NOT_JSON, 'header is not a JSON object', { value: Array.isArray(json) ? 'array' : json === null ? 'null' : typeof json, expected: 'object' });
   const header = json as Record<string, unknown>;
   const dup = findDuplicateKey(text);
   if (dup) bad(ErrorCodes.ST_DUPLICATE, `duplicate key "${dup.key}"${dup.path.length ? ` in ${dup.path.join('.')}` : ''}`, { tensor: dup.path[0] ?? dup.key, value: dup.key });
@@ -100,7 +97,7 @@ export async function readSafetensorsHeader(src: ByteSource): Promise<Safetensor
   let metadata: Record<string, string> = {};
   if ('__metadata__' in header) {
     const m = header.__metadata__;
-    if (!isObject(m) || !Object.values(m).every((v) => typeof v === 'string')) {
+    if (!isJsonObject(m) || !Object.values(m).every((v) => typeof v === 'string')) {
       bad(ErrorCodes.ST_BAD_ENTRY, '__metadata__ must be an object of strings', { tensor: '__metadata__', value: JSON.stringify(m)?.slice(0, 64), expected: '{ [key]: string }' });
     }
     metadata = Object.fromEntries(Object.entries(m as Record<string, string>));
@@ -111,7 +108,7 @@ export async function readSafetensorsHeader(src: ByteSource): Promise<Safetensor
   for (const name of names) {
     const e = header[name];
     const expected = '{ dtype: string, shape: non-negative integer[], data_offsets: [begin, end] with 0 <= begin <= end }';
-    if (!isObject(e)) bad(ErrorCodes.ST_BAD_ENTRY, `entry of "${name}" is not an object`, { tensor: name, value: JSON.stringify(e)?.slice(0, 64), expected });
+    if (!isJsonObject(e)) bad(ErrorCodes.ST_BAD_ENTRY, `entry of "${name}" is not an object`, { tensor: name, value: JSON.stringify(e)?.slice(0, 64), expected });
     const { dtype, shape, data_offsets: off } = e as Record<string, unknown>;
     const ok = typeof dtype === 'string'
       && Array.isArray(shape) && shape.every(isCount)
@@ -225,7 +222,7 @@ function webquantTensors(metadata: Record<string, unknown>): Set<string> {
   const ours = new Set<string>();
   try {
     const q: unknown = parseJson(String(metadata['webquant.quantization'] ?? '{}'));
-    if (isObject(q)) for (const k of Object.keys(q)) ours.add(k);
+    if (isJsonObject(q)) for (const k of Object.keys(q)) ours.add(k);
   } catch {
     // not a webquant output (the serving API reports a malformed entry)
   }
@@ -438,7 +435,7 @@ export async function openSafetensorsIndex(index: ByteSource, resolve: ShardReso
   }
   const dup = findDuplicateKey(text);
   if (dup) fail(ErrorCodes.ST_DUPLICATE, `[safetensors] ${file}: duplicate key "${dup.key}"`, { file, tensor: dup.key, value: dup.key });
-  if (!isObject(json) || !isObject(json.weight_map)) return bad('index has no weight_map object', { expected: '{ weight_map: { [tensor]: file } }' });
+  if (!isJsonObject(json) || !isJsonObject(json.weight_map)) return bad('index has no weight_map object', { expected: '{ weight_map: { [tensor]: file } }' });
   const map = json.weight_map as Record<string, unknown>;
   const byShard = new Map<string, Set<string>>();
   for (const [tensor, shard] of Object.entries(map)) {
@@ -467,6 +464,6 @@ export async function openSafetensorsIndex(index: ByteSource, resolve: ShardReso
     for (const t of header.tensors) if (want.has(t.name)) entries.push({ info: { ...t, file: shard }, src });
     meta.push(...Object.entries(header.metadata));
   }
-  if (isObject(json.metadata)) meta.push(...Object.entries(json.metadata));
+  if (isJsonObject(json.metadata)) meta.push(...Object.entries(json.metadata));
   return newCheckpoint(file, entries, Object.fromEntries(meta), opts);
 }

@@ -12,7 +12,7 @@
 // formats without a fused kernel dequantize a chunk of rows with their own `<kernel>_dequantize`
 // and dot it (`serve_dot_rows`), so every registry format works.
 import { ErrorCodes, fail } from '../errors.js';
-import { parseJson } from '../io/json.js';
+import { isJsonObject, parseJson } from '../io/json.js';
 import { setRow0, writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
 import type { Kernels, WasmBuild } from '../kernels/loader.js';
 import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
@@ -239,7 +239,6 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
   return out;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isShape = (v: unknown): v is number[] => Array.isArray(v) && v.every((d) => Number.isSafeInteger(d) && d >= 0);
 
 /**
@@ -256,17 +255,17 @@ function webquantMeta(ckpt: Checkpoint): Record<string, WebquantMeta> {
   } catch {
     fail(ErrorCodes.BAD_INPUT, `${where} is not JSON`, { file: ckpt.source });
   }
-  if (!isObject(meta)) fail(ErrorCodes.BAD_INPUT, `${where} is not a JSON object`, { file: ckpt.source, value: meta === null ? 'null' : typeof meta, expected: 'an object of tensor names' });
+  if (!isJsonObject(meta)) fail(ErrorCodes.BAD_INPUT, `${where} is not a JSON object`, { file: ckpt.source, value: meta === null ? 'null' : typeof meta, expected: 'an object of tensor names' });
   for (const [name, m] of Object.entries(meta)) {
     function bad(field: string, expected: string): never {
       return fail(ErrorCodes.BAD_INPUT, `${where}: "${name}"${field ? `.${field}` : ''} is not ${expected}`, {
         file: ckpt.source, tensor: name, option: field || undefined, value: JSON.stringify(field ? (m as Record<string, unknown>)[field] : m)?.slice(0, 64), expected,
       });
     }
-    if (!isObject(m)) bad('', 'an object');
+    if (!isJsonObject(m)) bad('', 'an object');
     if (m.shape !== undefined && !isShape(m.shape)) bad('shape', 'a list of sizes (integers >= 0)');
     if (m.sections !== undefined && !(Array.isArray(m.sections) && m.sections.every((x) => typeof x === 'string'))) bad('sections', 'a list of tensor names');
-    if (m.options !== undefined && !isObject(m.options)) bad('options', 'an object');
+    if (m.options !== undefined && !isJsonObject(m.options)) bad('options', 'an object');
     for (const f of ['format', 'storedAs']) if (m[f] !== undefined && typeof m[f] !== 'string') bad(f, 'a string');
   }
   return meta as Record<string, WebquantMeta>;
