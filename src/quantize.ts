@@ -249,11 +249,15 @@ class Arena {
   }
 }
 
-function rowsPerChunk(rowLen: number, nrows: number, chunkBytes: number | undefined, op: 'quantize' | 'dequantize'): number {
-  // NaN would make the row loop take no rows at all, and the output would be zeros.
+/** Refuses a chunkBytes option that is not an integer >= 1: NaN makes a row loop take no rows, and the output zeros. */
+export function checkChunkBytes(chunkBytes: number | undefined, op: string): void {
   if (chunkBytes !== undefined && !(Number.isSafeInteger(chunkBytes) && chunkBytes >= 1)) {
     fail(ErrorCodes.BAD_OPTION, `[${op}] chunkBytes must be an integer >= 1 but got ${String(chunkBytes)}`, { option: 'chunkBytes', value: String(chunkBytes), expected: 'an integer >= 1' });
   }
+}
+
+function rowsPerChunk(rowLen: number, nrows: number, chunkBytes: number | undefined, op: 'quantize' | 'dequantize'): number {
+  checkChunkBytes(chunkBytes, op);
   return Math.max(1, Math.min(nrows, Math.floor((chunkBytes ?? DEFAULT_CHUNK) / (rowLen * 4))));
 }
 

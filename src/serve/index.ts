@@ -24,7 +24,7 @@ import { openCheckpoint } from '../io/open.js';
 import { ggmlType } from '../io/ggml-types.js';
 import { f16ToF32, f32ToF16, bf16ToF32 } from '../util/half.js';
 import { serveKernels } from './kernels.js';
-import { optionFlags, type QuantizedTensor } from '../quantize.js';
+import { checkChunkBytes, optionFlags, type QuantizedTensor } from '../quantize.js';
 import { openPersistentCache, type PersistentCache, type PersistentCacheOptions, type PersistentCacheStats } from './persist.js';
 
 export {
@@ -574,10 +574,8 @@ function sectionBytes(ckpt: Checkpoint, e: Entry): number[] {
 
 /** chunkBytes (an integer >= 1, default 4 MiB) and activations ('f32' or 'q8'), checked. */
 function computeOptions(o: ServeComputeOptions & { chunkBytes?: number }): { chunkBytes: number; q8: boolean } {
+  checkChunkBytes(o.chunkBytes, 'serve');
   const chunkBytes = o.chunkBytes ?? 4 << 20;
-  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) {
-    fail(ErrorCodes.BAD_OPTION, `[serve] chunkBytes must be an integer >= 1 but got ${String(chunkBytes)}`, { option: 'chunkBytes', value: String(chunkBytes), expected: 'an integer >= 1' });
-  }
   if (o.activations !== undefined && o.activations !== 'f32' && o.activations !== 'q8') {
     fail(ErrorCodes.BAD_OPTION, `[serve] activations must be "f32" or "q8" but got ${JSON.stringify(o.activations)}`, { option: 'activations', value: String(o.activations), expected: ['f32', 'q8'] });
   }
