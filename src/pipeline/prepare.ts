@@ -7,7 +7,7 @@ import { ErrorCodes, WebquantError } from '../errors.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
-import { openCheckpoint } from '../io/open.js';
+import { looksLikeHtml, openCheckpoint } from '../io/open.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
 import { importanceFor, imatrixMetadata } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
@@ -64,7 +64,7 @@ async function besideUrl(file: string, url: string, opts: UrlSourceOptions): Pro
   try {
     const src = fromUrl(new URL(file, url).toString(), opts);
     const head = await src.read(0, Math.min(await src.size(), 64));
-    if (/^\s*<(!doctype|html|head|body)/i.test(new TextDecoder().decode(head))) return undefined;
+    if (looksLikeHtml(head)) return undefined;
     return src;
   } catch (e) {
     if (e instanceof WebquantError && e.code !== ErrorCodes.ABORTED) return undefined;
