@@ -4,12 +4,12 @@
 // patterns such as `(a+)+$` or `(.*a){20}`: one tensor name would hang the run. Patterns are
 // checked by the platform's RegExp (so the syntax and its messages are JavaScript's), then
 // compiled here to an NFA that is run as a set of states over the name (Thompson's construction):
-// time is at most (name length) x (pattern states), and the sets met between a name's first and
-// last character are cached as a lazily built DFA (bounded), so a plan's thousands of names cost a
-// few array lookups per character. Character-level atoms (a class, `\w`, `\p{L}`,
-// `.`, a letter under `i`) are decided by the platform's RegExp on one character at a time, so
-// case folding and Unicode properties follow JavaScript exactly; only the structure (sequence,
-// alternation, repetition, anchors) is ours. Backreferences and lookarounds have no linear-time
+// time is at most (name length) x (pattern states), and the sets met are cached as a lazily built
+// DFA (bounded) whose steps are keyed by the character read and the class of the next one (all
+// that anchors look at), so a plan's thousands of names cost an array lookup per character.
+// Character-level atoms (a class, `\w`, `\p{L}`, `.`, a letter under `i`) are decided by the
+// platform's RegExp on one character at a time, so case folding and Unicode properties follow
+// JavaScript exactly; only the structure (sequence, alternation, repetition, anchors) is ours. Backreferences and lookarounds have no linear-time
 // form and are refused.
 import { ErrorCodes, fail } from '../errors.js';
 
@@ -221,12 +221,16 @@ function escapeLiteral(ch: string): string {
 
 interface DState {
   list: Int32Array;
-  /** Steps taken from this set, by character (an array: names are mostly ASCII). */
-  next: (DState | typeof MATCHED | undefined)[];
-  /** Whether reading an ASCII character as a name's last one matches: 0 not known yet, 1 no, 2 yes. */
-  last: Uint8Array;
+  /**
+   * Steps taken from this set by an ASCII character c followed by a character of class k
+   * (NEXT_*): at index 4c + k, made when first needed. Anchors look only at the character before
+   * (the one read) and the class of the one after, so a step is a function of (set, c, k).
+   */
+  next?: (DState | typeof MATCHED | undefined)[];
   cached: boolean;
 }
+/** Classes of the character after a position, all that \b, \B, $ and the m flag ask of it. */
+const NEXT_END = 0, NEXT_WORD = 1, NEXT_LINE = 2, NEXT_OTHER = 3;
 const MATCHED = Symbol('matched');
 
 class Program implements NamePattern {
@@ -237,10 +241,9 @@ class Program implements NamePattern {
   /** Sets of CHAR states met so far (a lazily built DFA), by their sorted list. */
   private readonly dfa = new Map<string, DState>();
   private dfaInts = 0;
-  private first: DState | typeof MATCHED | undefined;
+  /** The sets before a name's first character, by the class of that character. */
+  private readonly first: (DState | typeof MATCHED | undefined)[] = [];
   private readonly stack: number[] = [];
-  /** No \\b, \\B or m flag: inside a name, no anchor depends on where it is. */
-  private readonly positionFree: boolean;
   private readonly unicode: boolean;
   private readonly multiline: boolean;
   private readonly wordExtra: boolean;
@@ -253,7 +256,7 @@ class Program implements NamePattern {
     const match = this.add({ kind: MATCH, out: -1, out2: -1 });
     this.start = this.build(root, match);
     this.marks = new Int32Array(this.states.length).fill(-1);
-    this.positionFree = !this.multiline && this.states.every((st) => st.kind !== ASSERT || st.a === '^' || st.a === '$');
+    for (let c = 0; c < 128; c++) this.asciiClass[c] = this.nextClass(c);
   }
 
   private add(s: State): number {
@@ -300,24 +303,28 @@ class Program implements NamePattern {
     return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || (this.wordExtra && (c === 0x17f || c === 0x212a));
   }
 
-  /** Whether anchor `a` holds before character `pos` of `n` (`text` is read only for \\b, \\B and the m flag). */
-  private holds(a: string, text: number[] | null, pos: number, n: number): boolean {
-    if (a === '^' && (pos === 0 || !this.multiline)) return pos === 0;
-    if (a === '$' && (pos === n || !this.multiline)) return pos === n;
-    const prev = pos > 0 ? text![pos - 1] : -1;
-    const next = pos < n ? text![pos] : -1;
+  /** nextClass of each ASCII character. */
+  private readonly asciiClass = new Uint8Array(128);
+
+  private nextClass(c: number): number {
+    return c < 0 ? NEXT_END : this.isWord(c) ? NEXT_WORD : isLineTerminator(c) ? NEXT_LINE : NEXT_OTHER;
+  }
+
+  /** Whether anchor `a` holds between `prev` and a character of class `next` (-1 / NEXT_END: the name's ends). */
+  private holds(a: string, prev: number, next: number): boolean {
     switch (a) {
-      case '^': return isLineTerminator(prev);
-      case '$': return isLineTerminator(next);
+      case '^': return prev < 0 || (this.multiline && isLineTerminator(prev));
+      case '$': return next === NEXT_END || (this.multiline && next === NEXT_LINE);
       default: {
-        const edge = (prev >= 0 && this.isWord(prev)) !== (next >= 0 && this.isWord(next));
+        const edge = (prev >= 0 && this.isWord(prev)) !== (next === NEXT_WORD);
         return a === 'b' ? edge : !edge;
       }
     }
   }
 
   /** Adds the states reachable from `s` without reading a character; true once MATCH is reached. */
-  private close(list: number[], s: number, text: number[] | null, pos: number, n: number, stack: number[]): boolean {
+  private close(list: number[], s: number, prev: number, next: number): boolean {
+    const stack = this.stack;
     stack.length = 0;
     stack.push(s);
     while (stack.length) {
@@ -328,7 +335,7 @@ class Program implements NamePattern {
       if (st.kind === MATCH) return true;
       if (st.kind === CHAR) list.push(k);
       else if (st.kind === SPLIT) stack.push(st.out2, st.out);
-      else if (this.holds(st.a!, text, pos, n)) stack.push(st.out);
+      else if (this.holds(st.a!, prev, next)) stack.push(st.out);
     }
     return false;
   }
@@ -340,7 +347,7 @@ class Program implements NamePattern {
     let d = this.dfa.get(key);
     if (d) return d;
     const cached = this.dfaInts + sorted.length <= MAX_DFA_INTS;
-    d = { list: sorted, next: new Array(128).fill(undefined), last: new Uint8Array(128), cached };
+    d = { list: sorted, cached };
     if (cached) {
       this.dfa.set(key, d);
       this.dfaInts += sorted.length;
@@ -348,67 +355,60 @@ class Program implements NamePattern {
     return d;
   }
 
-  /** The states after reading `c`, character `pos` of `n` (no set is made for the last one). */
-  private step(cur: DState, c: number, text: number[] | null, pos: number, n: number): DState | typeof MATCHED | null {
+  /** The set after reading `c` followed by a character of class `next`, or MATCHED. */
+  private step(cur: DState, c: number, next: number): DState | typeof MATCHED {
     const list: number[] = [];
     this.generation++;
     for (let j = 0; j < cur.list.length; j++) {
       const st = this.states[cur.list[j]];
-      if (st.pred!(c) && this.close(list, st.out, text, pos + 1, n, this.stack)) return MATCHED;
+      if (st.pred!(c) && this.close(list, st.out, c, next)) return MATCHED;
     }
     // A search, not an anchored match: a match may also start after this character.
-    if (this.close(list, this.start, text, pos + 1, n, this.stack)) return MATCHED;
-    return pos + 1 === n ? null : this.intern(list);
+    if (this.close(list, this.start, c, next)) return MATCHED;
+    return this.intern(list);
   }
 
   test(name: string): boolean {
-    // Without the u flag a name is read by UTF-16 unit; the characters are kept in an array only
-    // for \b, \B and the m flag (which look at the neighbours) and for code points.
-    let text: number[] | null = null;
-    let n = name.length;
-    if (this.unicode || !this.positionFree) {
+    // Without the u flag a name is read by UTF-16 unit, straight from the string.
+    let text: number[] | undefined;
+    if (this.unicode) {
       text = [];
-      if (this.unicode) for (const ch of name) text.push(ch.codePointAt(0)!);
-      else for (let k = 0; k < name.length; k++) text.push(name.charCodeAt(k));
-      n = text.length;
+      for (const ch of name) text.push(ch.codePointAt(0)!);
     }
-    let cur: DState;
-    if (n > 0 && this.positionFree) {
-      // Before the first of one or more characters, ^ holds and $ does not: the same for every name.
-      if (this.first === undefined) {
-        const list: number[] = [];
-        this.generation++;
-        this.first = this.close(list, this.start, null, 0, 1, this.stack) ? MATCHED : this.intern(list);
-      }
-      if (this.first === MATCHED) return true;
-      cur = this.first;
-    } else {
+    const n = text ? text.length : name.length;
+    const classes = this.asciiClass;
+    let d = n === 0 ? -1 : text ? text[0] : name.charCodeAt(0);
+    const k0 = d < 0 ? NEXT_END : d < 128 ? classes[d] : this.nextClass(d);
+    let first = this.first[k0];
+    if (first === undefined) {
       const list: number[] = [];
       this.generation++;
-      if (this.close(list, this.start, text, 0, n, this.stack)) return true;
-      cur = this.intern(list);
+      first = this.close(list, this.start, -1, k0) ? MATCHED : this.intern(list);
+      this.first[k0] = first;
     }
-    for (let pos = 0; pos < n - 1; pos++) {
-      const c = text ? text[pos] : name.charCodeAt(pos);
-      // Between the first and the last character ^ and $ never hold (without the m flag) and
-      // nothing else depends on the position, so the step is a function of (states, c): cached.
-      const cacheable = this.positionFree && c < 128 && cur.cached;
-      let nx = cacheable ? cur.next[c] : undefined;
+    let cur: DState | typeof MATCHED = first;
+    for (let pos = 0; pos < n && cur !== MATCHED; pos++) {
+      const c = d;
+      d = pos + 1 >= n ? -1 : text ? text[pos + 1] : name.charCodeAt(pos + 1);
+      const k = d < 0 ? NEXT_END : d < 128 ? classes[d] : this.nextClass(d);
+      let nx = c < 128 && cur.next ? cur.next[4 * c + k] : undefined;
       if (nx === undefined) {
-        nx = this.step(cur, c, text, pos, n)!;
-        if (cacheable && (nx === MATCHED || nx.cached)) cur.next[c] = nx;
+        nx = this.step(cur, c, k);
+        if (c < 128 && cur.cached && (nx === MATCHED || nx.cached)) this.remember(cur, 4 * c + k, nx);
       }
-      if (nx === MATCHED) return true;
       cur = nx;
     }
-    if (n === 0) return false;
-    // The last character: $ holds after it, the same for every name.
-    const c = text ? text[n - 1] : name.charCodeAt(n - 1);
-    const cacheable = this.positionFree && c < 128 && cur.cached;
-    if (cacheable && cur.last[c] !== 0) return cur.last[c] === 2;
-    const matched = this.step(cur, c, text, n - 1, n) === MATCHED;
-    if (cacheable) cur.last[c] = matched ? 2 : 1;
-    return matched;
+    return cur === MATCHED;
+  }
+
+  /** Stores a step in `from`'s table (512 slots, counted in the cache's budget like the sets). */
+  private remember(from: DState, slot: number, to: DState | typeof MATCHED): void {
+    if (!from.next) {
+      if (this.dfaInts + 512 > MAX_DFA_INTS) return;
+      this.dfaInts += 512;
+      from.next = new Array(512).fill(undefined);
+    }
+    from.next[slot] = to;
   }
 }
 
