@@ -3,7 +3,7 @@
 import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
-import { formats, getFormat } from './formats/registry.js';
+import { formats, getFormat, readableFormat } from './formats/registry.js';
 import { constantSections, cutsByRows, layoutOf, tensorSectionsOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
@@ -425,10 +425,35 @@ export async function dequantizeInto(qt: QuantizedTensor, out: Float32Array, opt
   return dequantizeWith(k, qt, opts, out);
 }
 
+/**
+ * The format and options of a tensor to dequantize. A GGUF type's bytes need no options (its
+ * geometry is fixed), so `{ format: 'q4_k', shape, data }` made from a file's bytes is enough.
+ */
+function storedOptions(qt: QuantizedTensor): { spec: FormatSpec; o: ResolvedOptions } {
+  if (typeof qt !== 'object' || qt === null) fail(ErrorCodes.BAD_INPUT, '[dequantize] expected a quantized tensor { format, shape, data, options }', { value: qt === null ? 'null' : typeof qt });
+  const spec = readableFormat(qt.format);
+  const shape = qt.shape as unknown;
+  if (!Array.isArray(shape) || shape.length !== 2 || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    fail(ErrorCodes.BAD_INPUT, `[dequantize] ${spec.name}: shape must be [rows, rowLength] (integers >= 0)`, { option: 'shape', value: JSON.stringify(shape)?.slice(0, 64), expected: '[rows, rowLength]' });
+  }
+  if (!(qt.data instanceof Uint8Array)) fail(ErrorCodes.BAD_INPUT, `[dequantize] ${spec.name}: data must be a Uint8Array`, { option: 'data', expected: 'Uint8Array' });
+  if (qt.options !== undefined && (typeof qt.options !== 'object' || qt.options === null)) {
+    fail(ErrorCodes.BAD_INPUT, `[dequantize] ${spec.name}: options must be the object quantize() returned`, { option: 'options' });
+  }
+  if (qt.options === undefined && spec.family !== 'gguf') {
+    fail(ErrorCodes.BAD_INPUT, `[dequantize] ${spec.name}: options are missing (they say how the bytes were written: pass the tensor quantize() returned)`, { option: 'options', expected: 'ResolvedOptions' });
+  }
+  const o = qt.options ?? resolveOptions(spec, { format: spec.name });
+  const block = spec.blockSize(o);
+  if (shape[1] % block !== 0) {
+    fail(ErrorCodes.ROW_LENGTH, `[dequantize] ${spec.name}: row length ${shape[1]} is not a multiple of its block of ${block}`, { option: 'shape', value: shape[1], expected: `a multiple of ${block}` });
+  }
+  return { spec, o };
+}
+
 export function dequantizeWith(k: Kernels, qt: QuantizedTensor, opts: DequantizeOptions = {}, into?: Float32Array): Float32Array {
-  const spec: FormatSpec = getFormat(qt.format);
+  const { spec, o } = storedOptions(qt);
   const [nrows, rowLen] = qt.shape;
-  const o = qt.options;
   const layout = layoutOf(spec, nrows, rowLen, o);
   if (qt.data.byteLength !== layout.bytes) {
     fail(ErrorCodes.BAD_INPUT, `[dequantize] ${qt.format} data of shape [${nrows}, ${rowLen}] must be ${layout.bytes} bytes but is ${qt.data.byteLength}`, {

@@ -17,6 +17,14 @@ function gguf(name: string, type: number, blockSize: number, typeSize: number, i
   };
 }
 
+/**
+ * A GGUF type webquant reads but does not write: dequantize, serving and GGUF input use its
+ * `<name>_dequantize`; it has no quantizer (llama.cpp's searches for these grids are not ported).
+ */
+function ggufRead(name: string, type: number, typeSize: number, description: string): FormatSpec {
+  return { ...gguf(name, type, 256, typeSize, false, description), readOnly: true };
+}
+
 export const ggufFormats: FormatSpec[] = [
   gguf('q8_0', 8, 32, 34, false, '8-bit, fp16 scale per 32 (8.5 bpw)'),
   gguf('q4_0', 2, 32, 18, true, '4-bit symmetric, fp16 scale per 32 (4.5 bpw)'),
@@ -36,4 +44,17 @@ export const ggufFormats: FormatSpec[] = [
   gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)', 'mxfp4'),
   // ggml's NVFP4 block: no per-tensor fp32 scale (ggml applies one outside the block, if any).
   gguf('nvfp4_gguf', 40, 64, 36, false, 'NVFP4 as GGUF type 40 (ggml reference rounding): E2M1 values, UE4M3 scale per 16 (4.5 bpw)', 'nvfp4'),
+];
+
+/** Read only: the sub-4-bit IQ types and the ternary types, as GGUF files hold them. */
+export const ggufReadOnlyFormats: FormatSpec[] = [
+  ggufRead('iq2_xxs', 16, 66, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)'),
+  ggufRead('iq2_xs', 17, 74, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)'),
+  ggufRead('iq2_s', 22, 82, '2-bit grid of 8-value vectors (1024 entries), explicit signs (2.5625 bpw)'),
+  ggufRead('iq3_xxs', 18, 98, '3-bit grid of 4-value vectors (256 entries) (3.0625 bpw)'),
+  ggufRead('iq3_s', 21, 110, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)'),
+  ggufRead('iq1_s', 19, 50, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)'),
+  ggufRead('iq1_m', 29, 56, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)'),
+  ggufRead('tq1_0', 34, 54, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
+  ggufRead('tq2_0', 35, 66, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
 ];

@@ -1,0 +1,41 @@
+// Shared decoding of the sub-4-bit IQ types webquant reads (IQ1_S, IQ1_M, IQ2_*, IQ3_*). Each
+// value is computed as llama.cpp's dequantize_row_<type> does, with the same float operations
+// in the same order: (scale * grid value) negated by a sign bit, or scale * (grid value + delta).
+
+// The sign byte of 7 stored bits: the 8th bit makes the count of set bits even.
+@inline export function evenSigns(s: u32): u32 {
+  return s | ((popcnt<u32>(s) & 1) << 7);
+}
+
+// Eight values of entry `idx` of an IQ2 grid (levels 8, 25, 43) times db, negated where bit j of
+// `signs` is set.
+@inline export function iq2Eight(grid: usize, idx: u32, db: f32, signs: u32, y: usize): void {
+  const w = <u32>load<u16>(grid + (<usize>idx << 1));
+  for (let j: u32 = 0; j < 8; j++) {
+    const l = (w >> (j << 1)) & 3;
+    const g: u32 = 8 + 17 * l + (l >> 1);
+    const v = db * <f32>g;
+    store<f32>(y + (<usize>j << 2), (signs >> j) & 1 ? -v : v);
+  }
+}
+
+// Four values of entry `idx` of IQ3_XXS's grid (levels 4, 12, ..., 52, 62) or, when `s` is set,
+// IQ3_S's (1, 3, ..., 15), times db, negated where bit j of `signs` is set.
+@inline export function iq3Four(grid: usize, idx: u32, s: bool, db: f32, signs: u32, y: usize): void {
+  const w = <u32>load<u16>(grid + (<usize>idx << 1));
+  for (let j: u32 = 0; j < 4; j++) {
+    const l = (w >> (j * 3)) & 7;
+    const g = s ? 2 * l + 1 : 4 + 8 * l + ((l + 1) >> 3) * 2;
+    const v = db * <f32>g;
+    store<f32>(y + (<usize>j << 2), (signs >> j) & 1 ? -v : v);
+  }
+}
+
+// Eight values of entry `idx` of IQ1_S's grid (levels -1, 0, 1): dl * (value + delta).
+@inline export function iq1Eight(grid: usize, idx: u32, dl: f32, delta: f32, y: usize): void {
+  const w = <u32>load<u16>(grid + (<usize>idx << 1));
+  for (let j: u32 = 0; j < 8; j++) {
+    const g = <f32>(<i32>((w >> (j << 1)) & 3) - 1);
+    store<f32>(y + (<usize>j << 2), dl * (g + delta));
+  }
+}

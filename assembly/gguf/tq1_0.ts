@@ -1,0 +1,32 @@
+// TQ1_0 (ggml type 34, ternary), read only: super-blocks of 256 values in 54 bytes (1.6875 bpw).
+// Layout: qs: u8[48] at 0, qh: u8[4] at 48, d: fp16 at 52. Each byte holds five (qh: four) base-3
+// digits as the fixed-point fraction q / 256 ~ sum of t_n / 3^(n+1); digit n is the integer part
+// of 3 * (q * 3^n mod 256) / 256, and the value (digit - 1) * d. Order: digit n of qs[0..32) fills
+// values 32n.., digit n of qs[32..48) values 160 + 16n.., digit n of qh[0..4) values 240 + 4n...
+import { f16ToF32 } from '../common';
+
+export const TQ1_0_BLOCK: i32 = 256;
+export const TQ1_0_BYTES: i32 = 54;
+
+// the value of digit n (n < 5) of byte q, times d
+@inline function trit(q: u32, n: u32, d: f32): f32 {
+  const p: u32 = n == 0 ? 1 : n == 1 ? 3 : n == 2 ? 9 : n == 3 ? 27 : 81;
+  const r = (q * p) & 255;
+  return <f32>(<i32>((r * 3) >> 8) - 1) * d;
+}
+
+export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  for (let b: usize = 0; b < nblocks; b++) {
+    const blk = src + b * 54;
+    const d = f16ToF32(<u32>load<u16>(blk, 52));
+    const y = dst + (b << 10);
+    for (let n: u32 = 0; n < 5; n++) {
+      for (let m: usize = 0; m < 32; m++) store<f32>(y + ((<usize>(32 * n) + m) << 2), trit(<u32>load<u8>(blk + m), n, d));
+      for (let m: usize = 0; m < 16; m++) store<f32>(y + ((160 + <usize>(16 * n) + m) << 2), trit(<u32>load<u8>(blk + 32 + m), n, d));
+    }
+    for (let n: u32 = 0; n < 4; n++) {
+      for (let m: usize = 0; m < 4; m++) store<f32>(y + ((240 + <usize>(4 * n) + m) << 2), trit(<u32>load<u8>(blk + 48 + m), n, d));
+    }
+  }
+}
