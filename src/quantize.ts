@@ -410,6 +410,8 @@ export interface TensorDequantizeOptions extends Omit<DequantizeOptions, 'backen
 }
 
 export async function dequantize(qt: QuantizedTensor, opts: TensorDequantizeOptions = {}): Promise<Float32Array> {
+  const { o } = storedOptions(qt); // before the GPU path: it reads the same fields
+  if (qt.options === undefined) qt = { ...qt, options: o };
   const gpu: GpuResult<Float32Array> = await (await gpuModule()).maybeGpuDequantize(qt, opts);
   if (gpu.ran) return gpu.value;
   const k = await loadKernels(gpu.build);

@@ -171,6 +171,20 @@ describe('typed errors', () => {
     // The smallest legal chunk is one row at a time: same bytes.
     expect((await quantize(v, { format: 'q8_0', rowLength: 64, chunkBytes: 1 })).data).toEqual(q.data);
   });
+  it('dequantize: a malformed tensor object is named, a GGUF tensor\'s bytes need no options', async () => {
+    const v = new Float32Array(64 * 2).map((_, i) => Math.cos(i));
+    const q4 = await quantize(v, { format: 'q4_0', rowLength: 64 });
+    const int4 = await quantize(v, { format: 'int4', rowLength: 128 });
+    const bad = (x: unknown) => dequantize(x as never);
+    await expect(bad(null)).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
+    await expect(bad({ ...q4, shape: 'x' })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { option: 'shape' } });
+    await expect(bad({ ...q4, shape: [2, -64] })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { option: 'shape' } });
+    await expect(bad({ ...q4, data: [1, 2] })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { option: 'data' } });
+    await expect(bad({ ...q4, options: 7 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { option: 'options' } });
+    await expect(bad({ ...q4, shape: [2, 48] })).rejects.toMatchObject({ code: ErrorCodes.ROW_LENGTH });
+    await expect(bad({ ...int4, options: undefined })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { option: 'options' } });
+    await expect(bad({ format: 'q4_0', shape: [2, 64], data: q4.data })).resolves.toEqual(await dequantize(q4));
+  });
   it('a Uint16Array without dtype is refused', async () => {
     await expect(quantize(new Uint16Array(64), { format: 'q8_0', rowLength: 64 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT });
   });
