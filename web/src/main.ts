@@ -169,6 +169,7 @@ async function run(): Promise<void> {
   demo.error = undefined;
   demo.result = undefined;
   demo.build = undefined;
+  let sink: Sink | undefined;
   try {
     const workers = numberField(els.workers, 'Workers', navigator.hardwareConcurrency || 4);
     const maxInFlightBytes = Math.max(1024, Math.round(numberField(els.budget, 'Memory budget (MiB)', 256) * (1 << 20)));
@@ -179,13 +180,16 @@ async function run(): Promise<void> {
       const pick = (globalThis as unknown as { showSaveFilePicker: SaveFilePicker }).showSaveFilePicker;
       file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
     }
+    // Made now so that every failure below aborts it: a picked file is left as it was, never half written.
+    const out = await outputSink(file);
+    sink = out.sink;
     status('Opening the checkpoint…', 'running');
     // The URL's requests take the run's signal: Cancel aborts one a server never answers.
     const opened = await openInput(spec, signal);
     const imatrixFile = els.imatrix.files?.[0];
     const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
     const job = await prepare(opened, what, want, { imatrix });
-    const { sink, blob } = await outputSink(file);
+    const { blob } = out;
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {
       sink, workers, maxInFlightBytes, resumable: els.resume.checked, signal, onProgress,
@@ -223,6 +227,7 @@ async function run(): Promise<void> {
     const resumed = r.resumedUnits ? `, ${r.resumedUnits} units taken from the interrupted run` : '';
     status(`Done: ${r.tensors.length} tensors in ${(r.elapsedMs / 1000).toFixed(2)} s with ${r.build}${resumed}.`, 'done');
   } catch (e) {
+    await sink?.abort(e).catch(() => undefined); // the pipeline may have aborted it already
     demo.error = errorState(e);
     els.result.textContent = 'No output.';
     // The rate line's "about n s left" and the bar belong to a run that no longer goes on.
