@@ -7,15 +7,24 @@
   return s | ((popcnt<u32>(s) & 1) << 7);
 }
 
+// Grid levels as floats: IQ2 (8, 25, 43), IQ3_XXS (4, 12, ..., 52, 62), IQ3_S (1, 3, ..., 15).
+const IQ2_LEVELS = memory.data<f32>([8, 25, 43, 0]);
+const IQ3XXS_LEVELS = memory.data<f32>([4, 12, 20, 28, 36, 44, 52, 62]);
+const IQ3S_LEVELS = memory.data<f32>([1, 3, 5, 7, 9, 11, 13, 15]);
+
+// db * level, negated where `neg` is 1: flipping the sign bit is llama.cpp's multiplication by -1
+// for every value but NaN, whose bits the tests do not compare.
+@inline function signed(v: f32, neg: u32): f32 {
+  return reinterpret<f32>(reinterpret<u32>(v) ^ (neg << 31));
+}
+
 // Eight values of entry `idx` of an IQ2 grid (levels 8, 25, 43) times db, negated where bit j of
 // `signs` is set.
 @inline export function iq2Eight(grid: usize, idx: u32, db: f32, signs: u32, y: usize): void {
   const w = <u32>load<u16>(grid + (<usize>idx << 1));
   for (let j: u32 = 0; j < 8; j++) {
-    const l = (w >> (j << 1)) & 3;
-    const g: u32 = 8 + 17 * l + (l >> 1);
-    const v = db * <f32>g;
-    store<f32>(y + (<usize>j << 2), (signs >> j) & 1 ? -v : v);
+    const v = db * load<f32>(IQ2_LEVELS + (<usize>((w >> (j << 1)) & 3) << 2));
+    store<f32>(y + (<usize>j << 2), signed(v, (signs >> j) & 1));
   }
 }
 
@@ -23,11 +32,10 @@
 // IQ3_S's (1, 3, ..., 15), times db, negated where bit j of `signs` is set.
 @inline export function iq3Four(grid: usize, idx: u32, s: bool, db: f32, signs: u32, y: usize): void {
   const w = <u32>load<u16>(grid + (<usize>idx << 1));
+  const levels = s ? IQ3S_LEVELS : IQ3XXS_LEVELS;
   for (let j: u32 = 0; j < 4; j++) {
-    const l = (w >> (j * 3)) & 7;
-    const g = s ? 2 * l + 1 : 4 + 8 * l + ((l + 1) >> 3) * 2;
-    const v = db * <f32>g;
-    store<f32>(y + (<usize>j << 2), (signs >> j) & 1 ? -v : v);
+    const v = db * load<f32>(levels + (<usize>((w >> (j * 3)) & 7) << 2));
+    store<f32>(y + (<usize>j << 2), signed(v, (signs >> j) & 1));
   }
 }
 
