@@ -1,6 +1,8 @@
 // ggml tensor types as GGUF files store them (shared/spec §17): id, name, block geometry.
 // The registry (src/formats) knows the types webquant can quantize; this table knows every type
 // a file may hold, so that tensors of types without a kernel can still be listed and copied raw.
+// (Q1_0 and Q2_0, types 41 and 42, are in the geometry a September 2026 llama.cpp release reports
+// through ggml_blck_size / ggml_type_size: listed and copied, not decoded.)
 
 export interface GgmlType {
   id: number;
