@@ -7,6 +7,9 @@
 //    from llama.cpp's decoder (one block per 32 or 64 grid entries, with a scale that makes each
 //    value exact) and packed as level indices into assembly/gguf/iq_grids.ts (`--write` writes it,
 //    otherwise the file is checked against the probe).
+// 3. `--time`: single-thread dequantize throughput (GB/s of f32 output, 4M values per call) of
+//    the SIMD build's kernel (data resident in wasm memory) and of llama.cpp's, samples
+//    alternating, the ratio the median of per-sample ratios.
 // 2. Our dequantization of seeded blocks (test/helpers/ggml-blocks.ts) is compared with llama.cpp's
 //    bit for bit (NaNs as NaNs), on both wasm builds; `--write` records SHA-256 digests of
 //    llama.cpp's output in test/assembly/fixtures/llamacpp-decode.json, which the test suite checks
@@ -15,9 +18,10 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dequantize } from '../src/index.js';
+import { loadKernels } from '../src/kernels/loader.js';
 import { canonicalNaN, READ_ONLY_TYPES, randomBlocks, setScale } from '../test/helpers/ggml-blocks.js';
 import { loadGgml, nativeLibs } from './llamacpp.js';
-import { arg } from './util.js';
+import { alternate, arg, median, table } from './util.js';
 
 const write = process.argv.includes('--write');
 const ggml = loadGgml(nativeLibs(arg('lib', '') || undefined));
@@ -142,3 +146,28 @@ for (const t of READ_ONLY_TYPES) {
 if (write) writeFileSync(FIXTURE, `${JSON.stringify(fixture, null, 2)}\n`);
 console.log(bad ? `${bad} mismatches` : `dequantization: every value of ${READ_ONLY_TYPES.length} types equals llama.cpp's on both builds${write ? `; ${FIXTURE} written` : ''}`);
 if (bad) process.exit(1);
+
+// ---- 3. speed ----------------------------------------------------------------------------
+
+if (process.argv.includes('--time')) {
+  const k = await loadKernels('wasm-simd', 'bench');
+  const nblk = 16384;
+  const n = nblk * 256;
+  const y = new Float32Array(n);
+  const rows: (string | number)[][] = [];
+  for (const t of READ_ONLY_TYPES) {
+    const blocks = randomBlocks(t, nblk, 3, 'weights');
+    const src = k.reserve(blocks.length + n * 4 + 64);
+    const dst = src + ((blocks.length + 63) & ~63);
+    k.u8(src, blocks.length).set(blocks);
+    const fn = k.fn(`${t.name}_dequantize`);
+    const secs = (f: () => unknown) => { const t0 = performance.now(); f(); return (performance.now() - t0) / 1000; };
+    const ours = () => secs(() => fn(src, nblk, 256, dst, 0));
+    const theirs = () => secs(() => ggml.dequantize(t.name)(blocks, y, n));
+    for (let i = 0; i < 2; i++) { ours(); theirs(); }
+    const { a, b } = alternate(15, ours, theirs);
+    const gb = (s: number) => (n * 4) / s / 1e9;
+    rows.push([t.name, gb(median(b)), gb(median(a)), `${median(a.map((x, i) => b[i] / x)).toFixed(2)}x`]);
+  }
+  console.log(table(['format', 'llama.cpp dequant', 'webquant dequant', 'ratio'], rows));
+}

@@ -40,8 +40,24 @@ const IQ3S_LEVELS = memory.data<f32>([1, 3, 5, 7, 9, 11, 13, 15]);
 }
 
 // Eight values of entry `idx` of IQ1_S's grid (levels -1, 0, 1): dl * (value + delta).
+const IQ1_MASK = memory.data<u32>([3, 3 << 2, 3 << 4, 3 << 6]);
+const IQ1_UNSHIFT = memory.data<f32>([1, 0.25, 0.0625, 0.015625]);
+
 @inline export function iq1Eight(grid: usize, idx: u32, dl: f32, delta: f32, y: usize): void {
   const w = <u32>load<u16>(grid + (<usize>idx << 1));
+  if (ASC_FEATURE_SIMD) {
+    // Field j of a lane, masked in place and scaled by 2^-2j: the level index exactly.
+    const mask = v128.load(IQ1_MASK);
+    const unshift = v128.load(IQ1_UNSHIFT);
+    const one = f32x4.splat(1);
+    const vdl = f32x4.splat(dl);
+    const vdelta = f32x4.splat(delta);
+    const a = f32x4.sub(f32x4.mul(f32x4.convert_i32x4_s(v128.and(i32x4.splat(w), mask)), unshift), one);
+    const b = f32x4.sub(f32x4.mul(f32x4.convert_i32x4_s(v128.and(i32x4.splat(w >> 8), mask)), unshift), one);
+    v128.store(y, f32x4.mul(vdl, f32x4.add(a, vdelta)));
+    v128.store(y + 16, f32x4.mul(vdl, f32x4.add(b, vdelta)));
+    return;
+  }
   for (let j: u32 = 0; j < 8; j++) {
     const g = <f32>(<i32>((w >> (j << 1)) & 3) - 1);
     store<f32>(y + (<usize>j << 2), dl * (g + delta));

@@ -21,6 +21,22 @@ export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     const blk = src + b * 54;
     const d = f16ToF32(<u32>load<u16>(blk, 52));
     const y = dst + (b << 10);
+    if (ASC_FEATURE_SIMD) {
+      const vd = f32x4.splat(d);
+      const a = v128.load(blk);
+      const c = v128.load(blk + 16);
+      const e = v128.load(blk + 32);
+      for (let n: u32 = 0; n < 5; n++) {
+        const p = i16x8.splat(<i16>(n == 0 ? 1 : n == 1 ? 3 : n == 2 ? 9 : n == 3 ? 27 : 81));
+        ternary16(digits16(a, p), vd, y + (<usize>(32 * n) << 2));
+        ternary16(digits16(c, p), vd, y + ((<usize>(32 * n) + 16) << 2));
+        ternary16(digits16(e, p), vd, y + ((160 + <usize>(16 * n)) << 2));
+      }
+      for (let n: u32 = 0; n < 4; n++) {
+        for (let m: usize = 0; m < 4; m++) store<f32>(y + ((240 + <usize>(4 * n) + m) << 2), trit(<u32>load<u8>(blk + 48 + m), n, d));
+      }
+      continue;
+    }
     for (let n: u32 = 0; n < 5; n++) {
       for (let m: usize = 0; m < 32; m++) store<f32>(y + ((<usize>(32 * n) + m) << 2), trit(<u32>load<u8>(blk + m), n, d));
       for (let m: usize = 0; m < 16; m++) store<f32>(y + ((160 + <usize>(16 * n) + m) << 2), trit(<u32>load<u8>(blk + 32 + m), n, d));
@@ -29,4 +45,24 @@ export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       for (let m: usize = 0; m < 4; m++) store<f32>(y + ((240 + <usize>(4 * n) + m) << 2), trit(<u32>load<u8>(blk + 48 + m), n, d));
     }
   }
+}
+
+// Digit n of 16 bytes (p = 3^n), as bytes: (((q * p) mod 256) * 3) >> 8, in 16-bit lanes.
+@inline function digits16(b: v128, p: v128): v128 {
+  const m = i16x8.splat(255);
+  const three = i16x8.splat(3);
+  const lo = i16x8.shr_u(i16x8.mul(v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(b), p), m), three), 8);
+  const hi = i16x8.shr_u(i16x8.mul(v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(b), p), m), three), 8);
+  return i8x16.narrow_i16x8_u(lo, hi);
+}
+
+// 16 codes q (bytes 0..3) to (q - 1) * d at y: the integer converted, then multiplied, as the scalar path.
+@inline export function ternary16(q: v128, vd: v128, y: usize): void {
+  const one = i32x4.splat(1);
+  const lo = i16x8.extend_low_i8x16_u(q);
+  const hi = i16x8.extend_high_i8x16_u(q);
+  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(i32x4.extend_low_i16x8_u(lo), one)), vd));
+  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(i32x4.extend_high_i16x8_u(lo), one)), vd));
+  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(i32x4.extend_low_i16x8_u(hi), one)), vd));
+  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.sub(i32x4.extend_high_i16x8_u(hi), one)), vd));
 }

@@ -2,6 +2,7 @@
 // Layout: qs: u8[64] at 0, d: fp16 at 64. Per 128 values, bits 2l..2l+1 of qs[32h + m] are
 // code q of value 128h + 32l + m, and the value (q - 1) * d (q = 3 gives 2d, as llama.cpp reads it).
 import { f16ToF32 } from '../common';
+import { ternary16 } from './tq1_0';
 
 export const TQ2_0_BLOCK: i32 = 256;
 export const TQ2_0_BYTES: i32 = 66;
@@ -12,6 +13,20 @@ export function tq2_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     const blk = src + b * 66;
     const d = f16ToF32(<u32>load<u16>(blk, 64));
     const y = dst + (b << 10);
+    if (ASC_FEATURE_SIMD) {
+      const vd = f32x4.splat(d);
+      const three = i16x8.splat(3);
+      for (let h: usize = 0; h < 2; h++) {
+        const a = v128.load(blk + (h << 5));
+        const c = v128.load(blk + (h << 5) + 16);
+        for (let l: u32 = 0; l < 4; l++) {
+          const o = y + (((h << 7) + (<usize>l << 5)) << 2);
+          ternary16(codes2(a, l, three), vd, o);
+          ternary16(codes2(c, l, three), vd, o + 64);
+        }
+      }
+      continue;
+    }
     for (let h: usize = 0; h < 2; h++) {
       for (let l: u32 = 0; l < 4; l++) {
         for (let m: usize = 0; m < 32; m++) {
@@ -21,4 +36,11 @@ export function tq2_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       }
     }
   }
+}
+
+// Bits 2l..2l+1 of each of 16 bytes, as 16-bit lanes of two vectors packed back to bytes.
+@inline function codes2(b: v128, l: u32, three: v128): v128 {
+  const lo = v128.and(i16x8.shr_u(i16x8.extend_low_i8x16_u(b), l << 1), three);
+  const hi = v128.and(i16x8.shr_u(i16x8.extend_high_i8x16_u(b), l << 1), three);
+  return i8x16.narrow_i16x8_u(lo, hi);
 }
