@@ -5,7 +5,7 @@
 // (low nibble for the first 32) giving d * (1 + 2s).
 import { f16ToF32 } from '../common';
 import { IQ3S_GRID } from './iq_grids';
-import { iq3Four } from './iq_lowbit';
+import { IQ3S_LEVELS, iq3Four } from './iq_lowbit';
 
 export const IQ3_S_BLOCK: i32 = 256;
 export const IQ3_S_BYTES: i32 = 110;
@@ -24,8 +24,8 @@ export function iq3_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       for (let l: usize = 0; l < 4; l++) {
         const signs = <u32>load<u8>(blk + 74 + (ib << 2) + l);
         const k = (ib << 3) + (l << 1);
-        iq3Four(IQ3S_GRID, <u32>load<u8>(blk + 2 + k) | ((qh << (8 - 2 * <u32>l)) & 256), true, db, signs, y + (l << 5));
-        iq3Four(IQ3S_GRID, <u32>load<u8>(blk + 3 + k) | ((qh << (7 - 2 * <u32>l)) & 256), true, db, signs >> 4, y + (l << 5) + 16);
+        iq3Four(IQ3S_GRID, IQ3S_LEVELS, <u32>load<u8>(blk + 2 + k) | ((qh << (8 - 2 * <u32>l)) & 256), db, signs, y + (l << 5));
+        iq3Four(IQ3S_GRID, IQ3S_LEVELS, <u32>load<u8>(blk + 3 + k) | ((qh << (7 - 2 * <u32>l)) & 256), db, signs >> 4, y + (l << 5) + 16);
       }
     }
   }

@@ -4,7 +4,7 @@
 // bits s giving the scale d * (0.5 + s) * 0.5.
 import { f16ToF32 } from '../common';
 import { IQ3XXS_GRID } from './iq_grids';
-import { evenSigns, iq3Four } from './iq_lowbit';
+import { evenSigns, IQ3XXS_LEVELS, iq3Four } from './iq_lowbit';
 
 export const IQ3_XXS_BLOCK: i32 = 256;
 export const IQ3_XXS_BYTES: i32 = 98;
@@ -21,8 +21,8 @@ export function iq3_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usi
       const y = dst + (b << 10) + (ib << 7);
       for (let l: usize = 0; l < 4; l++) {
         const signs = evenSigns((aux >> (7 * <u32>l)) & 127);
-        iq3Four(IQ3XXS_GRID, <u32>load<u8>(q + (l << 1)), false, db, signs, y + (l << 5));
-        iq3Four(IQ3XXS_GRID, <u32>load<u8>(q + (l << 1) + 1), false, db, signs >> 4, y + (l << 5) + 16);
+        iq3Four(IQ3XXS_GRID, IQ3XXS_LEVELS, <u32>load<u8>(q + (l << 1)), db, signs, y + (l << 5));
+        iq3Four(IQ3XXS_GRID, IQ3XXS_LEVELS, <u32>load<u8>(q + (l << 1) + 1), db, signs >> 4, y + (l << 5) + 16);
       }
     }
   }

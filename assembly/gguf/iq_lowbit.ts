@@ -9,8 +9,8 @@
 
 // Grid levels as floats: IQ2 (8, 25, 43), IQ3_XXS (4, 12, ..., 52, 62), IQ3_S (1, 3, ..., 15).
 const IQ2_LEVELS = memory.data<f32>([8, 25, 43, 0]);
-const IQ3XXS_LEVELS = memory.data<f32>([4, 12, 20, 28, 36, 44, 52, 62]);
-const IQ3S_LEVELS = memory.data<f32>([1, 3, 5, 7, 9, 11, 13, 15]);
+export const IQ3XXS_LEVELS = memory.data<f32>([4, 12, 20, 28, 36, 44, 52, 62]);
+export const IQ3S_LEVELS = memory.data<f32>([1, 3, 5, 7, 9, 11, 13, 15]);
 
 // db * level, negated where `neg` is 1: flipping the sign bit is llama.cpp's multiplication by -1
 // for every value but NaN, whose bits the tests do not compare.
@@ -28,11 +28,10 @@ const IQ3S_LEVELS = memory.data<f32>([1, 3, 5, 7, 9, 11, 13, 15]);
   }
 }
 
-// Four values of entry `idx` of IQ3_XXS's grid (levels 4, 12, ..., 52, 62) or, when `s` is set,
-// IQ3_S's (1, 3, ..., 15), times db, negated where bit j of `signs` is set.
-@inline export function iq3Four(grid: usize, idx: u32, s: bool, db: f32, signs: u32, y: usize): void {
+// Four values of entry `idx` of an IQ3 grid (its level table: IQ3XXS_LEVELS or IQ3S_LEVELS) times
+// db, negated where bit j of `signs` is set.
+@inline export function iq3Four(grid: usize, levels: usize, idx: u32, db: f32, signs: u32, y: usize): void {
   const w = <u32>load<u16>(grid + (<usize>idx << 1));
-  const levels = s ? IQ3S_LEVELS : IQ3XXS_LEVELS;
   for (let j: u32 = 0; j < 4; j++) {
     const v = db * load<f32>(levels + (<usize>((w >> (j * 3)) & 7) << 2));
     store<f32>(y + (<usize>j << 2), signed(v, (signs >> j) & 1));

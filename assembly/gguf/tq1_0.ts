@@ -8,10 +8,11 @@ import { f16ToF32 } from '../common';
 export const TQ1_0_BLOCK: i32 = 256;
 export const TQ1_0_BYTES: i32 = 54;
 
+const POW3 = memory.data<u8>([1, 3, 9, 27, 81]);
+
 // the value of digit n (n < 5) of byte q, times d
 @inline function trit(q: u32, n: u32, d: f32): f32 {
-  const p: u32 = n == 0 ? 1 : n == 1 ? 3 : n == 2 ? 9 : n == 3 ? 27 : 81;
-  const r = (q * p) & 255;
+  const r = (q * <u32>load<u8>(POW3 + n)) & 255;
   return <f32>(<i32>((r * 3) >> 8) - 1) * d;
 }
 
@@ -27,7 +28,7 @@ export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const c = v128.load(blk + 16);
       const e = v128.load(blk + 32);
       for (let n: u32 = 0; n < 5; n++) {
-        const p = i16x8.splat(<i16>(n == 0 ? 1 : n == 1 ? 3 : n == 2 ? 9 : n == 3 ? 27 : 81));
+        const p = i16x8.splat(<i16>load<u8>(POW3 + n));
         ternary16(digits16(a, p), vd, y + (<usize>(32 * n) << 2));
         ternary16(digits16(c, p), vd, y + ((<usize>(32 * n) + 16) << 2));
         ternary16(digits16(e, p), vd, y + ((160 + <usize>(16 * n)) << 2));

@@ -189,13 +189,12 @@ async function run(): Promise<void> {
     const imatrixFile = els.imatrix.files?.[0];
     const imatrix = imatrixFile ? { matrix: await readImatrix(fromBlob(imatrixFile)), file: imatrixFile.name } : undefined;
     const job = await prepare(opened, what, want, { imatrix });
-    const { blob } = out;
     status(`${opened.checkpoint.tensors.length} tensors, ${job.label} → ${job.kind}`, 'running');
     const r = await runJob(job, {
       sink, workers, maxInFlightBytes, resumable: els.resume.checked, signal, onProgress,
       onBuild: (b) => { demo.build = b; els.rate.textContent = `kernels: ${b} in ${workers} Web Worker${workers > 1 ? 's' : ''}`; },
     });
-    const output = blob ? await blob() : undefined;
+    const output = out.blob ? await out.blob() : undefined;
     demo.result = { fileName: job.fileName, kind: job.kind, bytes: r.bytesWritten, tensors: r.tensors.length, chunked: r.tensors.filter((t) => t.chunks > 1).length, resumedUnits: r.resumedUnits, elapsedMs: r.elapsedMs, blob: output };
     els.result.replaceChildren();
     if (output) {
