@@ -69,6 +69,11 @@ export interface Ggml {
   dequantize(t: string): NativeFn;
   /** The CPU backend's quantize_row_<t>(src, dst, k) (SIMD where the build has it). */
   cpuQuantize(t: string): NativeFn | undefined;
+  /**
+   * ggml_quantize_chunk(type, src, dst, start, nrows, n_per_row, imatrix): llama-quantize's entry,
+   * which also builds the IQ types' search tables (ggml_quantize_init) before their quantizers run.
+   */
+  quantizeChunk: NativeFn;
 }
 
 export function loadGgml(libs: NativeLibs): Ggml {
@@ -92,5 +97,6 @@ export function loadGgml(libs: NativeLibs): Ggml {
     quantizeRef: (t) => sym(base, `void quantize_row_${t}_ref(const float *src, void *dst, int64_t k)`),
     dequantize: (t) => need(sym(base, `void dequantize_row_${t}(const void *src, float *dst, int64_t k)`), `dequantize_row_${t}`),
     cpuQuantize: (t) => (cpu ? sym(cpu, `void quantize_row_${t}(const float *src, void *dst, int64_t k)`) : undefined),
+    quantizeChunk: need(sym(base, 'size_t ggml_quantize_chunk(int type, const float *src, void *dst, int64_t start, int64_t nrows, int64_t n_per_row, const float *imatrix)'), 'ggml_quantize_chunk'),
   };
 }
