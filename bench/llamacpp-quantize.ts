@@ -3,19 +3,20 @@
 // The quantizers of the GGUF types llama.cpp writes beyond the twelve of the spec (IQ1_S, IQ1_M,
 // IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0) against llama.cpp's own, through
 // ggml_quantize_chunk (llama-quantize's entry point) of the released build of bench/llamacpp.ts:
-// the varied rows of test/helpers/varied-rows.ts with and without its three importance vectors,
-// the shipped vectors with and without their imatrix, and weight-like rows. Both wasm builds must
+// the rows of test/helpers/llamacpp-cases.ts (varied rows with and without three importance
+// vectors, the shipped vectors with and without their imatrix, weight-like rows). Both wasm builds must
 // give llama.cpp's bytes, row for row; the first differing block of each case is printed.
 // `--write` (only when everything matches) records SHA-256 digests of llama.cpp's bytes in
-// test/assembly/fixtures/llamacpp-quantize.json, which the test suite checks without the library.
+// test/assembly/fixtures/llamacpp-quantize.json (the types run replace theirs, the others are kept),
+// which the test suite checks without the library.
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { quantize } from '../src/index.js';
 import { readableFormat } from '../src/formats/registry.js';
-import { VARIED_KINDS, VARIED_ROW_LENGTH, variedRows } from '../test/helpers/varied-rows.js';
+import { type LlamacppCase as Case, llamacppCases } from '../test/helpers/llamacpp-cases.js';
 import { loadGgml, nativeLibs } from './llamacpp.js';
-import { arg, table, weightData } from './util.js';
+import { arg, table } from './util.js';
 
 const TYPES = ['tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq2_xxs', 'iq2_xs', 'iq2_s', 'iq1_s', 'iq1_m'];
 /** llama.cpp asserts an importance matrix for these (ggml_quantize_requires_imatrix and the IQ1 quantizers). */
@@ -26,31 +27,7 @@ const only = arg('formats', '');
 const types = only ? only.split(',') : TYPES;
 const ggml = loadGgml(nativeLibs(arg('lib', '') || undefined));
 const FIXTURE = fileURLToPath(new URL('../test/assembly/fixtures/llamacpp-quantize.json', import.meta.url));
-const SHARED = fileURLToPath(new URL('../../shared/', import.meta.url));
-
-const f32File = (p: string) => { const b = readFileSync(SHARED + p); return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4); };
-
-/** Log-normal-like importance, seeded; the same construction for every row length. */
-function importance(n: number, seed: number): Float32Array {
-  const w = weightData(n * 2, seed);
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = 2 ** Math.round(200 * w[2 * i]) * (1 + Math.abs(50 * w[2 * i + 1]));
-  return out;
-}
-
-interface Case { x: Float32Array; rowLength: number; importance?: Float32Array; rowName: (r: number) => string }
-const varied = variedRows();
-const vectors = f32File('vectors/input_f32.bin');
-const cases: Record<string, Case> = {
-  'varied': { x: varied.rows, rowLength: VARIED_ROW_LENGTH, rowName: (r) => VARIED_KINDS[r] },
-  'varied+lognormal': { x: varied.rows, rowLength: VARIED_ROW_LENGTH, importance: varied.imatrix.lognormal, rowName: (r) => VARIED_KINDS[r] },
-  'varied+zeros20': { x: varied.rows, rowLength: VARIED_ROW_LENGTH, importance: varied.imatrix.zeros20, rowName: (r) => VARIED_KINDS[r] },
-  'varied+zeroRanges': { x: varied.rows, rowLength: VARIED_ROW_LENGTH, importance: varied.imatrix.zeroRanges, rowName: (r) => VARIED_KINDS[r] },
-  'vectors': { x: vectors, rowLength: 4096, rowName: (r) => `row ${r}` },
-  'vectors+imatrix': { x: vectors, rowLength: 4096, importance: f32File('vectors/imatrix_f32.bin'), rowName: (r) => `row ${r}` },
-  'weights': { x: weightData(32 * 4096, 777), rowLength: 4096, rowName: (r) => `row ${r}` },
-  'weights+imatrix': { x: weightData(32 * 4096, 777), rowLength: 4096, importance: importance(4096, 99), rowName: (r) => `row ${r}` },
-};
+const cases = llamacppCases();
 
 const sha = (a: Uint8Array) => createHash('sha256').update(a).digest('hex');
 
@@ -65,7 +42,7 @@ function native(type: string, c: Case): Uint8Array {
 }
 
 const fixture: Record<string, unknown> = {
-  _about: `SHA-256 of the bytes llama.cpp's ggml_quantize_chunk writes (${nativeLibs(arg('lib', '') || undefined).origin}), recorded by bench/llamacpp-quantize.ts --write. sha256 covers all rows of a case; rows[r] is the first 12 hex digits of row r's SHA-256. Inputs: shared/vectors, test/helpers/varied-rows.ts and bench/stats.ts weightData (seed 777; the importance of 'weights+imatrix' as built in the script).`,
+  _about: `SHA-256 of the bytes llama.cpp's ggml_quantize_chunk writes (${nativeLibs(arg('lib', '') || undefined).origin}), recorded by bench/llamacpp-quantize.ts --write. sha256 covers all rows of a case; rows[r] is the first 12 hex digits of row r's SHA-256. Inputs: test/helpers/llamacpp-cases.ts.`,
 };
 const report: (string | number)[][] = [];
 let allSame = true;
@@ -115,7 +92,14 @@ if (write) {
     console.error('not writing the fixture: some rows differ from llama.cpp');
     process.exit(1);
   }
-  writeFileSync(FIXTURE, JSON.stringify(fixture, null, 1) + '\n');
+  // Types not run this time keep their recorded digests.
+  const old = existsSync(FIXTURE) ? JSON.parse(readFileSync(FIXTURE, 'utf8')) as Record<string, Record<string, unknown>> : {};
+  for (const name of Object.keys(cases)) fixture[name] = { ...old[name], ...(fixture[name] as object) };
+  // One line per type, as fixtures/llamacpp-digests.json.
+  const lines = Object.entries(fixture).map(([k, v]) => typeof v === 'string'
+    ? ` ${JSON.stringify(k)}: ${JSON.stringify(v)}`
+    : ` ${JSON.stringify(k)}: {\n${Object.entries(v as object).map(([t, e]) => `  ${JSON.stringify(t)}: ${JSON.stringify(e)}`).join(',\n')}\n }`);
+  writeFileSync(FIXTURE, `{\n${lines.join(',\n')}\n}\n`);
   console.log(`wrote ${FIXTURE}`);
 }
 if (!allSame) process.exit(1);

@@ -1,14 +1,96 @@
-// TQ1_0 (ggml type 34, ternary), read only: super-blocks of 256 values in 54 bytes (1.6875 bpw).
+// TQ1_0 (ggml type 34, ternary): super-blocks of 256 values in 54 bytes (1.6875 bpw).
 // Layout: qs: u8[48] at 0, qh: u8[4] at 48, d: fp16 at 52. Each byte holds five (qh: four) base-3
 // digits as the fixed-point fraction q / 256 ~ sum of t_n / 3^(n+1); digit n is the integer part
 // of 3 * (q * 3^n mod 256) / 256, and the value (digit - 1) * d. Order: digit n of qs[0..32) fills
 // values 32n.., digit n of qs[32..48) values 160 + 16n.., digit n of qh[0..4) values 240 + 4n...
-import { f16ToF32 } from '../common';
+// Quantizer (llama.cpp's quantize_row_tq1_0_ref; TQ2_0 shares its codes): d = the block's absmax,
+// code = roundf(x / d) + 1 with x / d taken as x * (1 / d). A byte's digits are packed as the
+// integer t = sum t_n 3^(4-n) (qh: four digits, then one zero digit), stored as ceil(256 t / 243).
+import { f16ToF32, f32ToF16, roundAway } from '../common';
+import { quantizeBlockRows } from './pack';
 
 export const TQ1_0_BLOCK: i32 = 256;
 export const TQ1_0_BYTES: i32 = 54;
 
 const POW3 = memory.data<u8>([1, 3, 9, 27, 81]);
+/** The 256 codes (0, 1, 2) of the block being quantized. */
+export const TQ_CODES = memory.data(256);
+
+/**
+ * Ternary codes of 256 values into TQ_CODES; returns the block's scale d (its absmax).
+ * When 1/d overflows (an fp32-denormal absmax) x * (1/d) is infinite or NaN, which the x86
+ * reference's lroundf turns into LONG_MIN, and LONG_MIN + 1 truncated to int is 1: every code 1.
+ */
+export function ternaryCodes(x: usize): f32 {
+  let amax: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let m = f32x4.splat(0);
+    for (let i = 0; i < 256; i += 4) m = f32x4.max(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
+    amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+  } else {
+    for (let i = 0; i < 256; i++) {
+      const a = Mathf.abs(load<f32>(x + (<usize>i << 2)));
+      if (a > amax) amax = a;
+    }
+  }
+  const id: f32 = amax != 0 ? <f32>1 / amax : 0;
+  if (id == Infinity) {
+    memory.fill(TQ_CODES, 1, 256);
+    return amax;
+  }
+  if (ASC_FEATURE_SIMD) {
+    // |x * id| <= ~1: truncating x*id + copysign(0.5) is roundf there, except below 0.5 where the
+    // sum may round up to 1 (x*id = 0.49999997), so those lanes are 0 (q8_0.ts' rounding).
+    const vid = f32x4.splat(id);
+    const half = f32x4.splat(0.5);
+    const sign = i32x4.splat(0x80000000);
+    const one = i32x4.splat(1);
+    for (let i = 0; i < 256; i += 16) {
+      const c0 = ternary4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, sign, one);
+      const c1 = ternary4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, sign, one);
+      const c2 = ternary4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, sign, one);
+      const c3 = ternary4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, sign, one);
+      v128.store(TQ_CODES + <usize>i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(c0, c1), i16x8.narrow_i32x4_s(c2, c3)));
+    }
+  } else {
+    for (let i = 0; i < 256; i++) store<u8>(TQ_CODES + <usize>i, <u8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id) + 1));
+  }
+  return amax;
+}
+
+@inline function ternary4(v: v128, half: v128, sign: v128, one: v128): v128 {
+  const q = i32x4.trunc_sat_f32x4_s(f32x4.add(v, v128.or(v128.and(v, sign), half)));
+  return i32x4.add(v128.andnot(q, f32x4.lt(f32x4.abs(v), half)), one);
+}
+
+// ceil(256 t / 243) of a base-3 integer t < 243, as the reference stores it.
+@inline function tritByte(t: u32): u8 {
+  return <u8>((t * 256 + 242) / 243);
+}
+
+function quantizeBlock(x: usize, qw: usize, y: usize): void {
+  const d = ternaryCodes(x);
+  for (let m: usize = 0; m < 32; m++) {
+    let t: u32 = 0;
+    for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + m + (n << 5));
+    store<u8>(y + m, tritByte(t));
+  }
+  for (let m: usize = 0; m < 16; m++) {
+    let t: u32 = 0;
+    for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 160 + m + (n << 4));
+    store<u8>(y + 32 + m, tritByte(t));
+  }
+  for (let m: usize = 0; m < 4; m++) {
+    let t: u32 = 0;
+    for (let n: usize = 0; n < 4; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 240 + m + (n << 2));
+    store<u8>(y + 48 + m, tritByte(t * 3));
+  }
+  store<u16>(y + 52, f32ToF16(d));
+}
+
+export function tq1_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 54, quantizeBlock);
+}
 
 // the value of digit n (n < 5) of byte q, times d
 @inline function trit(q: u32, n: u32, d: f32): f32 {

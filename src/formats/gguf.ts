@@ -43,10 +43,13 @@ export const ggufFormats: FormatSpec[] = [
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
   gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)', 'mxfp4'),
   // ggml's NVFP4 block: no per-tensor fp32 scale (ggml applies one outside the block, if any).
+  // Ternary (BitNet b1.58, TriLMs): codes -1, 0, 1 times the block's absmax.
+  gguf('tq1_0', 34, 256, 54, false, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
+  gguf('tq2_0', 35, 256, 66, false, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
   gguf('nvfp4_gguf', 40, 64, 36, false, 'NVFP4 as GGUF type 40 (ggml reference rounding): E2M1 values, UE4M3 scale per 16 (4.5 bpw)', 'nvfp4'),
 ];
 
-/** Read only: the sub-4-bit IQ types and the ternary types, as GGUF files hold them. */
+/** Read only: the sub-4-bit IQ types, as GGUF files hold them. */
 export const ggufReadOnlyFormats: FormatSpec[] = [
   ggufRead('iq2_xxs', 16, 66, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)'),
   ggufRead('iq2_xs', 17, 74, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)'),
@@ -55,6 +58,4 @@ export const ggufReadOnlyFormats: FormatSpec[] = [
   ggufRead('iq3_s', 21, 110, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)'),
   ggufRead('iq1_s', 19, 50, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)'),
   ggufRead('iq1_m', 29, 56, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)'),
-  ggufRead('tq1_0', 34, 54, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
-  ggufRead('tq2_0', 35, 66, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
 ];

@@ -10,6 +10,8 @@ import { CODE_BOOKS } from '../../src/formats/bnb.js';
 import { edgeRows, toBf16Exact, gaussian } from '../helpers/data.js';
 
 const builds = ['wasm-simd', 'wasm'] as const;
+/** Gaussian data through a ternary code book (-d, 0, d with d the block's absmax) keeps less. */
+const MIN_COSINE: Record<string, number> = { tq1_0: 0.65, tq2_0: 0.65 };
 
 describe('registry mirrors the wasm exports', () => {
   it('bitsandbytes code books written without the kernels are the kernels\' tables', async () => {
@@ -132,7 +134,7 @@ for (const f of formats.values()) {
       expect(z.every((x) => x === 0)).toBe(true);
       const v = gaussian(rowLen * 4, 3);
       const qt = await quantize(v, { ...o, rowLength: rowLen, metrics: true });
-      expect(qt.metrics!.cosine).toBeGreaterThan(0.85);
+      expect(qt.metrics!.cosine).toBeGreaterThan(MIN_COSINE[f.name] ?? 0.85);
       expect(qt.metrics!.count).toBe(v.length);
     });
 
