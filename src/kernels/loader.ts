@@ -143,7 +143,9 @@ export class Kernels {
 
   constructor(readonly build: WasmBuild, readonly exports: Record<string, unknown>) {
     this.memory = exports.memory as WebAssembly.Memory;
-    this.heapBase = Number((exports.heapBase as () => number)());
+    // The static data ends wherever the kernels' tables end; the host's views (Float64Array
+    // included) need aligned offsets, so its region starts at the next 64-byte boundary.
+    this.heapBase = (Number((exports.heapBase as () => number)()) + 63) & ~63;
   }
 
   has(name: string): boolean {

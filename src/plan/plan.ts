@@ -44,6 +44,7 @@ function dtypeClass(dtype: string): DtypeClass {
  */
 export const GGUF_FALLBACK: Readonly<Record<string, string>> = Object.freeze({
   q4_k: 'q5_0', q5_k: 'q5_1', q6_k: 'q8_0', q2_k: 'iq4_nl', q3_k: 'iq4_nl', iq4_xs: 'iq4_nl',
+  tq1_0: 'q4_0', tq2_0: 'q4_0',
 });
 
 interface Compiled {

@@ -25,7 +25,7 @@ export const LLAMA_FTYPE = Object.freeze({
   ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q4_1: 3, MOSTLY_Q8_0: 7, MOSTLY_Q5_0: 8, MOSTLY_Q5_1: 9,
   MOSTLY_Q2_K: 10, MOSTLY_Q3_K_S: 11, MOSTLY_Q3_K_M: 12, MOSTLY_Q3_K_L: 13, MOSTLY_Q4_K_S: 14, MOSTLY_Q4_K_M: 15,
   MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ4_NL: 25, MOSTLY_IQ4_XS: 30, MOSTLY_BF16: 32,
-  MOSTLY_MXFP4_MOE: 38,
+  MOSTLY_TQ1_0: 36, MOSTLY_TQ2_0: 37, MOSTLY_MXFP4_MOE: 38,
 });
 
 // llama-quantize quantizes token_embd with the file's type, never position embeddings.
@@ -43,6 +43,9 @@ const FFN_DOWN = ['ffn', 'expert', 'shared_expert'] as PlanRule['role'];
 function bump(role: 'attention' | 'ffn', kind: string, format: string, note: string, extra: Partial<PlanRule> = {}): PlanRule {
   return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...extra };
 }
+
+/** TQ1_0 / TQ2_0 files keep an untied token_embd in Q4_K (a tied one is the output: Q6_K). */
+const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 'q4_k' }, optional: true, note: 'llama.cpp TQ1_0 / TQ2_0: token_embd -> Q4_K' };
 
 /** llama.cpp gives 70B models' attn_v Q5_K where the ftype would give Q3_K or Q4_K. */
 const V70B: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
@@ -146,6 +149,12 @@ const builtins: Preset[] = [
     6, 5,
     [MOE8_O, bump('attention', 'v', 'q5_k', 'IQ4_NL attn_v, n_gqa >= 4', { minGqa: 4 }),
      bump('ffn', 'down', 'q5_k', 'IQ4_NL ffn_down, no imatrix', { layers: 'first_eighth', importance: false })]),
+  gguf('tq1_0', LLAMA_FTYPE.MOSTLY_TQ1_0, 'tq1_0',
+    'GGUF TQ1_0 (1.69 bpw, ternary: for BitNet b1.58 / TriLM checkpoints trained ternary); token_embd Q4_K; output Q6_K; rows not a multiple of 256 fall back to Q4_0',
+    0.5, 5, [TQ_EMBD]),
+  gguf('tq2_0', LLAMA_FTYPE.MOSTLY_TQ2_0, 'tq2_0',
+    'GGUF TQ2_0 (2.06 bpw, ternary, faster to unpack than TQ1_0: for BitNet b1.58 / TriLM checkpoints); token_embd Q4_K; output Q6_K; rows not a multiple of 256 fall back to Q4_0',
+    0.5, 6, [TQ_EMBD]),
   gguf('mxfp4_moe', LLAMA_FTYPE.MOSTLY_MXFP4_MOE, 'q8_0',
     "llama.cpp's MXFP4_MOE: MoE expert tensors in MXFP4 (gpt-oss's own experts keep their values), every other weight Q8_0",
     6, 7, [{ role: 'expert', scheme: { format: 'mxfp4_gguf' }, optional: true, note: 'llama.cpp MXFP4_MOE: experts -> MXFP4' }]),
