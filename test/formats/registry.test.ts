@@ -22,6 +22,17 @@ describe('registry mirrors the wasm exports', () => {
     }
   });
 
+  it('the host region starts 64-byte aligned whatever the static tables add (Float64Array views of the reference forward need it)', async () => {
+    for (const build of builds) {
+      const k = await loadKernels(build);
+      const raw = Number((k.exports.heapBase as () => number)());
+      expect(k.heapBase % 64, build).toBe(0);
+      expect(k.heapBase - raw, build).toBeLessThan(64);
+      expect(k.heapBase, build).toBeGreaterThanOrEqual(raw);
+      expect(new Float64Array(k.buffer, k.reserve(64), 8).length).toBe(8);
+    }
+  });
+
   for (const build of builds) {
     it(`${build}: every format has its kernels and GGUF constants`, async () => {
       const k = await loadKernels(build);
