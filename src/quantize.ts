@@ -151,6 +151,11 @@ export function planInput(length: number, dtype: DType, opts: QuantizeOptions) {
       }
     }
   }
+  if (spec.requiresImportance && opts.importance === undefined) {
+    fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} needs importance weights (an importance matrix: \`webquant imatrix\`, or llama.cpp's imatrix file), as llama.cpp's quantizer does`, {
+      tensor: name, option: 'importance', expected: `a Float32Array of ${rowLen} values`,
+    });
+  }
   if (opts.tensorScale !== undefined) {
     if (!spec.sharedScale) {
       fail(ErrorCodes.BAD_OPTION, `[quantize] ${name}: ${spec.name} takes no tensorScale (formats with a per-tensor scale to share: ${[...formats.values()].filter((f) => f.sharedScale).map((f) => f.name).join(', ')})`, { tensor: name, option: 'tensorScale', value: opts.tensorScale });
@@ -292,6 +297,23 @@ export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void
  * quantizeWith for input that is copied into wasm memory chunk by chunk (see ChunkSource),
  * optionally handing the output over chunk by chunk too (see RowOutput).
  */
+/** First of n f32 / bf16 values at `at` in kernel memory with |x| >= limit, or -1 (f16 never reaches the limits used). */
+function firstAbove(k: Kernels, at: number, dtype: DType, n: number, limit: number): number {
+  if (dtype === 'f32') {
+    const v = new Float32Array(k.buffer, at, n);
+    for (let i = 0; i < n; i++) if (Math.abs(v[i]) >= limit) return i;
+    return -1;
+  }
+  const h = new Uint16Array(k.buffer, at, n);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  for (let i = 0; i < n; i++) {
+    u[0] = h[i] << 16;
+    if (Math.abs(f[0]) >= limit) return i;
+  }
+  return -1;
+}
+
 export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
   if (out && !cutsByRows(layout) && !opts.slice?.prepared) {
@@ -326,6 +348,15 @@ export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: Quantiz
       const at = arena.input + bad * eb;
       const value = eb === 4 ? new Float32Array(k.buffer.slice(at, at + 4))[0] : new Uint16Array(k.buffer.slice(at, at + 2))[0];
       fail(ErrorCodes.NON_FINITE, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) is not finite`, { tensor: name, index, value: String(value) });
+    }
+    if (!scanned && spec.maxAbs !== undefined && dtype !== 'f16') {
+      const big = firstAbove(k, arena.input, dtype, n * rowLen, spec.maxAbs);
+      if (big >= 0) {
+        const index = (row0 + r0) * rowLen + big;
+        fail(ErrorCodes.BAD_INPUT, `[quantize] ${name}: value at index ${index} (row ${Math.floor(index / rowLen)}, column ${index % rowLen}) has magnitude >= ${spec.maxAbs}, beyond what the ${spec.name} search handles (its fp32 squared errors overflow; llama.cpp aborts on such rows): rescale the tensor or choose another format`, {
+          tensor: name, index, expected: `|x| < ${spec.maxAbs}`,
+        });
+      }
     }
     cb(r0, n);
   };

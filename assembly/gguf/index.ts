@@ -16,11 +16,11 @@ export { MXFP4_GGUF_BLOCK, MXFP4_GGUF_BYTES, mxfp4_gguf_quantize, mxfp4_gguf_deq
 export { NVFP4_GGUF_BLOCK, NVFP4_GGUF_BYTES, nvfp4_gguf_quantize, nvfp4_gguf_dequantize } from './nvfp4';
 export { TQ1_0_BLOCK, TQ1_0_BYTES, tq1_0_quantize, tq1_0_dequantize } from './tq1_0';
 export { TQ2_0_BLOCK, TQ2_0_BYTES, tq2_0_quantize, tq2_0_dequantize } from './tq2_0';
+export { IQ3_XXS_BLOCK, IQ3_XXS_BYTES, iq3_xxs_quantize, iq3_xxs_dequantize } from './iq3_xxs';
+export { IQ3_S_BLOCK, IQ3_S_BYTES, iq3_s_quantize, iq3_s_dequantize } from './iq3_s';
+export { IQ1_S_BLOCK, IQ1_S_BYTES, iq1_s_quantize, iq1_s_dequantize } from './iq1_s';
+export { IQ1_M_BLOCK, IQ1_M_BYTES, iq1_m_quantize, iq1_m_dequantize } from './iq1_m';
 // Read only (no quantizer): the sub-4-bit IQ types, for GGUF input.
 export { IQ2_XXS_BLOCK, IQ2_XXS_BYTES, iq2_xxs_dequantize } from './iq2_xxs';
 export { IQ2_XS_BLOCK, IQ2_XS_BYTES, iq2_xs_dequantize } from './iq2_xs';
 export { IQ2_S_BLOCK, IQ2_S_BYTES, iq2_s_dequantize } from './iq2_s';
-export { IQ3_XXS_BLOCK, IQ3_XXS_BYTES, iq3_xxs_dequantize } from './iq3_xxs';
-export { IQ3_S_BLOCK, IQ3_S_BYTES, iq3_s_dequantize } from './iq3_s';
-export { IQ1_S_BLOCK, IQ1_S_BYTES, iq1_s_dequantize } from './iq1_s';
-export { IQ1_M_BLOCK, IQ1_M_BYTES, iq1_m_dequantize } from './iq1_m';

@@ -1,12 +1,14 @@
-// IQ1_M (ggml type 29), read only: super-blocks of 256 values in 56 bytes (1.75 bpw).
+// IQ1_M (ggml type 29): super-blocks of 256 values in 56 bytes (1.75 bpw).
 // Layout: qs: u8[32] at 0, the low 8 bits of one grid index (IQ1S_GRID) per 8 values; qh: u8[16]
 // at 32, per 16 values one byte: bits 0-2 / 4-6 the top bits of the two indices, bits 3 / 7 the
 // signs of their offsets delta = +-1/8; scales: u16[4] at 48: the fp16 super-scale d in their top
 // nibbles (word k holds bits 4k..4k+3), and per 16 values a 3-bit s (word ib/2, bits 6*(ib%2) +
 // 0..2 and + 3..5 for the two halves of 32 values ib) giving d * (2s + 1).
-import { f16ToF32 } from '../common';
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
+import { quantizeBlockRows } from './pack';
+import { IQ1_KMAP, IQ1_XM, IQ1_XP, iq1GridIndex, iq1SortOrder, iq1Tables } from './iq1_search';
 
 export const IQ1_M_BLOCK: i32 = 256;
 export const IQ1_M_BYTES: i32 = 56;
@@ -36,4 +38,197 @@ export function iq1_m_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       }
     }
   }
+}
+
+// ---- quantizer (llama.cpp quantize_row_iq1_m_impl) -----------------------------------------
+// Per 16 values: weights w = qw*sqrt(sigma2 + x^2) (x^2 without importance), sigma2 =
+// 2*sum(x^2)/256. As in IQ1_S the sorted values are split into three runs at i1 <= i2, but each
+// half of 8 values takes its own offset: 4 sign pairs k (bit 1: first half -1/8, bit 0: second
+// half -1/8). llama.cpp scores every split from prefix sums kept per half: with levels
+// v0 = v2 - 2, v1 = v2 - 1 the half's sum of w*x*v is T*v2 - P(i1) - P(i2) (T its total, P the
+// prefix sums of w*x), and its sum of w*v^2 is W*v2^2 + Q(i1)*(v0^2 - v1^2) + Q(i2)*(v1^2 - v2^2).
+// (That is recent llama.cpp's form, the one bench/llamacpp.ts loads: older releases summed each
+// split's terms directly, which rounds differently.)
+// Groups go to the grid as in IQ1_S; the super-scale is then refitted over all 256 values with
+// the 3-bit sub-scales (2l + 1) applied, and stored as fp16(d*1.1125) in the scales' top nibbles.
+const weights = memory.data(1024, 16);
+const keys = memory.data(64, 16);
+const order = memory.data(64, 16);
+// Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each.
+const prefix = memory.data(4 * 68, 16);
+const codes = memory.data(16, 16);
+const index = memory.data(4, 16);
+const scales = memory.data(64, 16);
+const shifts = memory.data(16, 16);
+const MASKS = memory.data<u8>([0x00, 0x80, 0x08, 0x88]);
+
+const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
+
+@inline function levelsOf(k: i32, half: i32): usize {
+  return (half == 0 ? k < 2 : (k & 1) == 0) ? IQ1_XP : IQ1_XM;
+}
+
+// The search of one 16-value sub-block: writes its qs bytes and qh low bits; returns its scale
+// (0: nothing written) and leaves the sign pair in `shifts`.
+function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
+  let max = Mathf.abs(load<f32>(xb));
+  for (let i = 1; i < 16; i++) {
+    const a = Mathf.abs(load<f32>(xb + (<usize>i << 2)));
+    max = max > a ? max : a;
+  }
+  store<i8>(shifts + ib, 0);
+  if (max < IQ1M_EPS) return 0;
+  iq1SortOrder(xb, 16, keys, order);
+  const P0 = prefix, P1 = prefix + 68, Q0 = prefix + 136, Q1 = prefix + 204;
+  store<f32>(P0, 0);
+  store<f32>(P1, 0);
+  store<f32>(Q0, 0);
+  store<f32>(Q1, 0);
+  for (let j: usize = 0; j < 16; j++) {
+    const i = <usize>load<i32>(order + (j << 2));
+    const wi = load<f32>(w + (i << 2));
+    const wx = wi * load<f32>(xb + (i << 2));
+    const a = j << 2;
+    const px = i < 8 ? P0 : P1, ox = i < 8 ? P1 : P0;
+    const pw = i < 8 ? Q0 : Q1, ow = i < 8 ? Q1 : Q0;
+    store<f32>(px + a + 4, load<f32>(px + a) + wx);
+    store<f32>(ox + a + 4, load<f32>(ox + a));
+    store<f32>(pw + a + 4, load<f32>(pw + a) + wi);
+    store<f32>(ow + a + 4, load<f32>(ow + a));
+  }
+  const p0 = load<f32>(IQ1_XP), p1 = load<f32>(IQ1_XP, 4), p2 = load<f32>(IQ1_XP, 8);
+  const m0 = load<f32>(IQ1_XM), m1 = load<f32>(IQ1_XM, 4), m2 = load<f32>(IQ1_XM, 8);
+  const cp1 = p0 * p0 - p1 * p1, cp2 = p1 * p1 - p2 * p2;
+  const cm1 = m0 * m0 - m1 * m1, cm2 = m1 * m1 - m2 * m2;
+  const tx0 = load<f32>(P0, 64), tx1 = load<f32>(P1, 64);
+  const tw0 = load<f32>(Q0, 64), tw1 = load<f32>(Q1, 64);
+  let best: f32 = -F32.MAX_VALUE;
+  let scale = max;
+  let b1 = -1;
+  let b2 = -1;
+  let bestK = -1;
+  for (let i1 = 0; i1 <= 16; i1++) {
+    const a1 = <usize>i1 << 2;
+    for (let i2 = i1; i2 <= 16; i2++) {
+      const a2 = <usize>i2 << 2;
+      const sx0 = load<f32>(P0 + a1) + load<f32>(P0 + a2);
+      const sx1 = load<f32>(P1 + a1) + load<f32>(P1 + a2);
+      const qxp0 = tx0 * p2 - sx0, qxm0 = tx0 * m2 - sx0;
+      const qxp1 = tx1 * p2 - sx1, qxm1 = tx1 * m2 - sx1;
+      const q2p0 = tw0 * p2 * p2 + load<f32>(Q0 + a1) * cp1 + load<f32>(Q0 + a2) * cp2;
+      const q2m0 = tw0 * m2 * m2 + load<f32>(Q0 + a1) * cm1 + load<f32>(Q0 + a2) * cm2;
+      const q2p1 = tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1 + load<f32>(Q1 + a2) * cp2;
+      const q2m1 = tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1 + load<f32>(Q1 + a2) * cm2;
+      for (let k = 0; k < 4; k++) {
+        const sqx = ((k & 2) == 0 ? qxp0 : qxm0) + ((k & 1) == 0 ? qxp1 : qxm1);
+        const sq2 = ((k & 2) == 0 ? q2p0 : q2m0) + ((k & 1) == 0 ? q2p1 : q2m1);
+        if (sq2 > 0 && sqx * sqx > best * sq2) {
+          scale = sqx / sq2;
+          best = scale * sqx;
+          b1 = i1;
+          b2 = i2;
+          bestK = k;
+        }
+      }
+    }
+  }
+  if (b1 < 0) return 0;
+  for (let j = 0; j < 16; j++) {
+    const l: u8 = j < b1 ? 0 : j < b2 ? 1 : 2;
+    store<u8>(codes + <usize>load<i32>(order + (<usize>j << 2)), l);
+  }
+  if (scale < 0) {
+    for (let j: usize = 0; j < 16; j++) store<u8>(codes + j, 2 - load<u8>(codes + j));
+    scale = -scale;
+    bestK = 3 - bestK;
+  }
+  let allOnGrid = true;
+  for (let k: usize = 0; k < 2; k++) {
+    let t: u32 = 0;
+    for (let j = 7; j >= 0; j--) t = t * 3 + <u32>load<u8>(codes + (k << 3) + <usize>j);
+    if (load<i32>(IQ1_KMAP + (<usize>t << 2)) < 0) allOnGrid = false;
+    const gi = iq1GridIndex(t, xb + (k << 5), w + (k << 5), scale, levelsOf(bestK, <i32>k));
+    store<u16>(index + (k << 1), <u16>gi);
+  }
+  if (!allOnGrid) {
+    let sqx: f32 = 0;
+    let sq2: f32 = 0;
+    for (let k: usize = 0; k < 2; k++) {
+      const xg = levelsOf(bestK, <i32>k);
+      const g = <u32>load<u16>(IQ1S_GRID + (<usize>load<u16>(index + (k << 1)) << 1));
+      for (let j: usize = 0; j < 8; j++) {
+        const wj = load<f32>(w + (((k << 3) + j) << 2));
+        const q = load<f32>(xg + (<usize>((g >> (<u32>j << 1)) & 3) << 2));
+        sqx += wj * q * load<f32>(xb + (((k << 3) + j) << 2));
+        sq2 += wj * q * q;
+      }
+    }
+    if (sqx > 0 && sq2 > 0) scale = sqx / sq2;
+  }
+  const g0 = <u32>load<u16>(index);
+  const g1 = <u32>load<u16>(index, 2);
+  store<u8>(y + (ib << 1), <u8>g0);
+  store<u8>(y + (ib << 1) + 1, <u8>g1);
+  store<u8>(y + 32 + ib, <u8>((g0 >> 8) | ((g1 >> 8) << 4)));
+  store<i8>(shifts + ib, <i8>bestK);
+  return scale;
+}
+
+function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
+  memory.fill(y, 0, 56);
+  let sumx2: f32 = 0;
+  for (let i = 0; i < 256; i++) {
+    const v = load<f32>(x + (<usize>i << 2));
+    sumx2 += v * v;
+  }
+  const sigma2: f32 = (2 * sumx2) / 256;
+  for (let i: usize = 0; i < 256; i++) {
+    const v = load<f32>(x + (i << 2));
+    store<f32>(weights + (i << 2), qw != 0 ? load<f32>(qw + (i << 2)) * Mathf.sqrt(sigma2 + v * v) : v * v);
+  }
+  let maxScale: f32 = 0;
+  for (let ib: usize = 0; ib < 16; ib++) {
+    const s = subBlock(x + (ib << 6), weights + (ib << 6), ib, y);
+    store<f32>(scales + (ib << 2), s);
+    maxScale = maxScale > s ? maxScale : s;
+  }
+  if (maxScale == 0) return;
+  let d: f32 = maxScale / 15;
+  const id: f32 = 1 / d;
+  let sqx: f32 = 0;
+  let sq2: f32 = 0;
+  for (let ib: usize = 0; ib < 16; ib++) {
+    let l = nearestInt(<f32>0.5 * (id * load<f32>(scales + (ib << 2)) - 1));
+    l = max(0, min(7, l));
+    const sc = y + 48 + ((ib >> 2) << 1);
+    store<u16>(sc, load<u16>(sc) | <u16>(l << (3 * <i32>(ib & 3))));
+    const k = <i32>load<i8>(shifts + ib);
+    const h = <u32>load<u8>(y + 32 + ib) | <u32>load<u8>(MASKS + <usize>k);
+    store<u8>(y + 32 + ib, <u8>h);
+    const odd = 2 * l + 1;
+    const ls = <f32>odd;
+    for (let half: usize = 0; half < 2; half++) {
+      const xg = levelsOf(k, <i32>half);
+      const gi = <u32>load<u8>(y + (ib << 1) + half) | ((h << (8 - 4 * <u32>half)) & 0x700);
+      const g = <u32>load<u16>(IQ1S_GRID + (<usize>gi << 1));
+      const base = ((ib << 4) + (half << 3)) << 2;
+      for (let j: usize = 0; j < 8; j++) {
+        const wj = load<f32>(weights + base + (j << 2));
+        const q = load<f32>(xg + (<usize>((g >> (<u32>j << 1)) & 3) << 2)) * ls;
+        sqx += wj * q * load<f32>(x + base + (j << 2));
+        sq2 += wj * q * q;
+      }
+    }
+  }
+  if (sq2 > 0) d = sqx / sq2;
+  const s = <u32>f32ToF16(d * <f32>1.1125);
+  for (let k: usize = 0; k < 4; k++) {
+    const sc = y + 48 + (k << 1);
+    store<u16>(sc, load<u16>(sc) | <u16>((s >> (4 * <u32>k) & 0xf) << 12));
+  }
+}
+
+export function iq1_m_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  iq1Tables();
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 56, quantizeSuperBlock);
 }

@@ -1,11 +1,21 @@
-// IQ3_S (ggml type 21), read only: super-blocks of 256 values in 110 bytes (3.4375 bpw).
+// IQ3_S (ggml type 21): super-blocks of 256 values in 110 bytes (3.4375 bpw).
 // Layout: d: fp16 at 0; qs: u8[64] at 2, the low 8 bits of one grid index (IQ3S_GRID, 9 bits) per
 // 4 values; qh: u8[8] at 66, the 9th bits (bit k of byte ib for the k-th 4 values of 32); signs:
 // u8[32] at 74, one full sign byte per 8 values; scales: u8[4] at 106, per 64 values two 4-bit s
 // (low nibble for the first 32) giving d * (1 + 2s).
-import { f16ToF32 } from '../common';
+// Quantizer (llama.cpp's quantize_row_iq3_s_impl, block size 32): weights x^2 (or
+// qw * sqrt(sigma2 + x^2), sigma2 = 2 sum(x^2) / 256 over the super-block), every sign stored, a
+// sub-block of zeros (maximum magnitude 0) skipped, else iq3_search.ts finds its scale and levels.
+// d = max scale / 31, stored times 1.033; s = nearest_int(0.5 (scale / d - 1)) clamped to 0..15.
+// As in llama.cpp, a skipped sub-block does not advance the qs and signs positions: the next
+// sub-block's bytes move into its place (qh and scales stay indexed by sub-block), and the last
+// places stay zero. Decoders then read those sub-blocks shifted; that is llama.cpp's output.
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3S_GRID } from './iq_grids';
 import { IQ3S_LEVELS, iq3Four } from './iq_lowbit';
+import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
+import { quantizeBlockRows } from './pack';
+import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
 
 export const IQ3_S_BLOCK: i32 = 256;
 export const IQ3_S_BYTES: i32 = 110;
@@ -29,4 +39,75 @@ export function iq3_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       }
     }
   }
+}
+
+const weight = memory.data(128, 16);
+const waux = memory.data(128, 16);
+const xval = memory.data(128, 16);
+const scales = memory.data(32, 16);
+const levels = memory.data(32, 16);
+
+function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
+  memory.fill(y, 0, 110);
+  const map = iq3Map(true);
+  const sigma2: f32 = (<f32>2 * sumSquares(x, 256)) / <f32>256;
+  let maxScale: f32 = 0;
+  let qs = y + 2;
+  let sg = y + 74;
+  for (let ib: usize = 0; ib < 8; ib++) {
+    const xb = x + (ib << 7);
+    if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
+    else squareWeights32(xb, weight);
+    for (let i: usize = 0; i < 128; i += 4) store<f32>(waux + i, Mathf.sqrt(load<f32>(weight + i)));
+    let signs: u32 = 0;
+    for (let i: usize = 0; i < 32; i++) {
+      const v = load<f32>(xb + (i << 2));
+      if (v >= 0) store<f32>(xval + (i << 2), v);
+      else {
+        store<f32>(xval + (i << 2), -v);
+        signs |= 1 << <u32>i;
+      }
+    }
+    // MAX(a, b) = a > b ? a : b, as llama.cpp writes it (NaN order matters).
+    let amax = load<f32>(xval);
+    for (let i: usize = 1; i < 32; i++) {
+      const v = load<f32>(xval + (i << 2));
+      amax = amax > v ? amax : v;
+    }
+    memory.fill(levels, 0, 32);
+    if (amax == 0) {
+      store<f32>(scales + (ib << 2), 0);
+      continue;
+    }
+    let scale = iq3Search32(true, xval, weight, waux, amax, levels);
+    if (scale < 0) {
+      scale = -scale;
+      signs = ~signs;
+    }
+    let qh: u32 = 0;
+    for (let k: usize = 0; k < 8; k++) {
+      const gi = iq3GridIndex(map, levels + (k << 2));
+      store<u8>(qs + k, <u8>gi);
+      qh |= (gi >> 8) << <u32>k;
+    }
+    store<u8>(y + 66 + ib, <u8>qh);
+    qs += 8;
+    store<u32>(sg, signs);
+    sg += 4;
+    store<f32>(scales + (ib << 2), scale);
+    maxScale = maxScale > scale ? maxScale : scale;
+  }
+  if (maxScale == 0) return;
+  const d: f32 = maxScale / <f32>31;
+  store<u16>(y, f32ToF16(d * <f32>1.033));
+  const id: f32 = <f32>1 / d;
+  for (let ib: usize = 0; ib < 8; ib += 2) {
+    const l1 = min(15, max(0, nearestInt(<f32>0.5 * (id * load<f32>(scales + (ib << 2)) - <f32>1))));
+    const l2 = min(15, max(0, nearestInt(<f32>0.5 * (id * load<f32>(scales + (ib << 2) + 4) - <f32>1))));
+    store<u8>(y + 106 + (ib >> 1), <u8>(l1 | (l2 << 4)));
+  }
+}
+
+export function iq3_s_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 110, quantizeSuperBlock);
 }

@@ -1,10 +1,19 @@
-// IQ3_XXS (ggml type 18), read only: super-blocks of 256 values in 98 bytes (3.0625 bpw).
+// IQ3_XXS (ggml type 18): super-blocks of 256 values in 98 bytes (3.0625 bpw).
 // Layout: d: fp16 at 0; qs: u8[64] at 2, one grid index (IQ3XXS_GRID) per 4 values; then per 32
 // values a u32 at 66 + 4*ib: bits 7l..7l+6 the sign bits of its l-th 8 values (evenSigns), top 4
 // bits s giving the scale d * (0.5 + s) * 0.5.
-import { f16ToF32 } from '../common';
+// Quantizer (llama.cpp's quantize_row_iq3_xxs_impl, grid of 256): per 32 values weights x^2 (or
+// qw * sqrt(sigma2 + x^2), sigma2 = 2 sum(x^2) / 256 over the super-block); per 8 values the signs
+// are taken off, and where their count is odd the value with the smallest w x^2 keeps its sign
+// flipped (it becomes a negative magnitude), so that 7 stored bits imply the 8th. Below a maximum
+// magnitude of 1e-8 the sub-block is zero; otherwise iq3_search.ts finds its scale and levels.
+// d = max scale / 31, stored times 1.0125; s = nearest_int(0.5 (scale / d - 1)) clamped to 0..15.
+import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3XXS_GRID } from './iq_grids';
 import { evenSigns, IQ3XXS_LEVELS, iq3Four } from './iq_lowbit';
+import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
+import { quantizeBlockRows } from './pack';
+import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
 
 export const IQ3_XXS_BLOCK: i32 = 256;
 export const IQ3_XXS_BYTES: i32 = 98;
@@ -26,4 +35,97 @@ export function iq3_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usi
       }
     }
   }
+}
+
+const GROUP_MAX_EPS_IQ3_XXS: f32 = 1e-8;
+
+const weight = memory.data(128, 16);
+const waux = memory.data(128, 16);
+const xval = memory.data(128, 16);
+const scales = memory.data(32, 16);
+const levels = memory.data(32, 16);
+
+// Magnitudes of 8 values into xv and their sign bits, made even (see the header); returns the 7
+// stored bits.
+function signs8(xb: usize, w: usize, xv: usize): u32 {
+  let s: u32 = 0;
+  let nflip = 0;
+  for (let i: usize = 0; i < 8; i++) {
+    const v = load<f32>(xb + (i << 2));
+    if (v >= 0) store<f32>(xv + (i << 2), v);
+    else {
+      store<f32>(xv + (i << 2), -v);
+      nflip++;
+      s |= 1 << <u32>i;
+    }
+  }
+  if (nflip & 1) {
+    let imin: usize = 0;
+    let vmin = load<f32>(xb);
+    let least = load<f32>(w) * vmin * vmin;
+    for (let i: usize = 1; i < 8; i++) {
+      const v = load<f32>(xb + (i << 2));
+      const ax = load<f32>(w + (i << 2)) * v * v;
+      if (ax < least) {
+        least = ax;
+        imin = i;
+      }
+    }
+    store<f32>(xv + (imin << 2), -load<f32>(xv + (imin << 2)));
+    s ^= 1 << <u32>imin;
+  }
+  return s & 127;
+}
+
+function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
+  memory.fill(y, 0, 98);
+  const map = iq3Map(false);
+  const sigma2: f32 = (<f32>2 * sumSquares(x, 256)) / <f32>256;
+  let maxScale: f32 = 0;
+  for (let ib: usize = 0; ib < 8; ib++) {
+    const xb = x + (ib << 7);
+    if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
+    else squareWeights32(xb, weight);
+    for (let i: usize = 0; i < 128; i += 4) store<f32>(waux + i, Mathf.sqrt(load<f32>(weight + i)));
+    let signs: u32 = 0;
+    for (let k: usize = 0; k < 4; k++) signs |= signs8(xb + (k << 5), weight + (k << 5), xval + (k << 5)) << (7 * <u32>k);
+    // MAX(a, b) = a > b ? a : b, as llama.cpp writes it (NaN order matters).
+    let amax = load<f32>(xval);
+    for (let i: usize = 1; i < 32; i++) {
+      const v = load<f32>(xval + (i << 2));
+      amax = amax > v ? amax : v;
+    }
+    // Zeroed per sub-block: where no trial scale fits (all weights zero) these levels stay.
+    memory.fill(levels, 0, 32);
+    if (amax < GROUP_MAX_EPS_IQ3_XXS) {
+      store<f32>(scales + (ib << 2), 0);
+      continue;
+    }
+    let scale = iq3Search32(false, xval, weight, waux, amax, levels);
+    if (scale < 0) {
+      // Not expected (llama.cpp guards it too): a positive scale with every sign flipped.
+      scale = -scale;
+      signs = ~signs & 0x0fffffff;
+    }
+    for (let k: usize = 0; k < 8; k++) store<u8>(y + 2 + (ib << 3) + k, <u8>iq3GridIndex(map, levels + (k << 2)));
+    store<u32>(y + 66 + (ib << 2), signs);
+    store<f32>(scales + (ib << 2), scale);
+    maxScale = maxScale > scale ? maxScale : scale;
+  }
+  if (maxScale == 0) {
+    memory.fill(y, 0, 98);
+    return;
+  }
+  const d: f32 = maxScale / <f32>31;
+  store<u16>(y, f32ToF16(d * <f32>1.0125));
+  const id: f32 = <f32>1 / d;
+  for (let ib: usize = 0; ib < 8; ib++) {
+    const l = min(15, max(0, nearestInt(<f32>0.5 * (id * load<f32>(scales + (ib << 2)) - <f32>1))));
+    const p = y + 66 + (ib << 2);
+    store<u32>(p, load<u32>(p) | (<u32>l << 28));
+  }
+}
+
+export function iq3_xxs_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 98, quantizeSuperBlock);
 }

@@ -3,8 +3,9 @@
 import type { FormatSpec } from './types.js';
 
 /** `typeName`: the ggml type's name when it is not the format's. */
-function gguf(name: string, type: number, blockSize: number, typeSize: number, importance: boolean, description: string, typeName?: string): FormatSpec {
+function gguf(name: string, type: number, blockSize: number, typeSize: number, importance: boolean, description: string, typeName?: string, extra: Partial<FormatSpec> = {}): FormatSpec {
   return {
+    ...extra,
     name,
     family: 'gguf',
     description,
@@ -25,6 +26,13 @@ function ggufRead(name: string, type: number, typeSize: number, description: str
   return { ...gguf(name, type, 256, typeSize, false, description), readOnly: true };
 }
 
+/**
+ * The IQ3 searches weigh squared errors by x^2 (or by importance * sqrt(sigma2 + x^2)) in fp32:
+ * from about |x| = 2^45 (2^54 with an imatrix) every candidate's score overflows and llama.cpp
+ * aborts (GGML_ASSERT(grid_index >= 0)). Values at or above 2^40 are refused instead.
+ */
+const IQ_MAX_ABS = 2 ** 40;
+
 export const ggufFormats: FormatSpec[] = [
   gguf('q8_0', 8, 32, 34, false, '8-bit, fp16 scale per 32 (8.5 bpw)'),
   gguf('q4_0', 2, 32, 18, true, '4-bit symmetric, fp16 scale per 32 (4.5 bpw)'),
@@ -38,6 +46,10 @@ export const ggufFormats: FormatSpec[] = [
   gguf('q5_1', 7, 32, 24, true, '5-bit asymmetric, fp16 scale and min per 32 (6.0 bpw)'),
   gguf('iq4_nl', 20, 32, 18, true, '4-bit non-linear grid, fp16 scale per 32 (4.5 bpw)'),
   gguf('iq4_xs', 23, 256, 136, true, '4-bit non-linear grid, 8 x 32 sub-blocks with 6-bit scales (4.25 bpw)'),
+  gguf('iq3_xxs', 18, 256, 98, true, '3-bit grid of 4-value vectors (256 entries) (3.0625 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
+  gguf('iq3_s', 21, 256, 110, true, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
+  gguf('iq1_s', 19, 256, 50, true, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)', undefined, { requiresImportance: true }),
+  gguf('iq1_m', 29, 256, 56, true, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)'),
   gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
@@ -54,8 +66,4 @@ export const ggufReadOnlyFormats: FormatSpec[] = [
   ggufRead('iq2_xxs', 16, 66, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)'),
   ggufRead('iq2_xs', 17, 74, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)'),
   ggufRead('iq2_s', 22, 82, '2-bit grid of 8-value vectors (1024 entries), explicit signs (2.5625 bpw)'),
-  ggufRead('iq3_xxs', 18, 98, '3-bit grid of 4-value vectors (256 entries) (3.0625 bpw)'),
-  ggufRead('iq3_s', 21, 110, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)'),
-  ggufRead('iq1_s', 19, 50, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)'),
-  ggufRead('iq1_m', 29, 56, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)'),
 ];

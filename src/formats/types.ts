@@ -80,6 +80,13 @@ export interface FormatSpec {
   readonly calibrations: readonly CalibrationName[];
   /** Whether per-column importance weights change the result. */
   readonly importance: boolean;
+  /** Importance weights are required (llama.cpp's quantizer asserts an importance matrix). */
+  readonly requiresImportance?: boolean;
+  /**
+   * Largest input magnitude accepted (exclusive): the IQ3 searches square values and their
+   * weights in fp32, and llama.cpp aborts where those overflow. Larger values are refused.
+   */
+  readonly maxAbs?: number;
   readonly bits?: readonly number[];
   readonly groupSizes?: readonly number[];
   readonly granularities?: readonly ResolvedOptions['granularity'][];

@@ -44,7 +44,8 @@ function dtypeClass(dtype: string): DtypeClass {
  */
 export const GGUF_FALLBACK: Readonly<Record<string, string>> = Object.freeze({
   q4_k: 'q5_0', q5_k: 'q5_1', q6_k: 'q8_0', q2_k: 'iq4_nl', q3_k: 'iq4_nl', iq4_xs: 'iq4_nl',
-  tq1_0: 'q4_0', tq2_0: 'q4_0',
+  tq1_0: 'q4_0', tq2_0: 'q4_0', iq3_xxs: 'iq4_nl', iq3_s: 'iq4_nl', iq1_s: 'iq4_nl', iq1_m: 'iq4_nl',
+  iq2_xxs: 'iq4_nl', iq2_xs: 'iq4_nl', iq2_s: 'iq4_nl',
 });
 
 interface Compiled {
@@ -253,7 +254,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
     // a scale dtype that leaves it open takes the tensor's (F32, F16, BF16; others the default).
     const sd = SCALE_DTYPE_OF[e.dtype];
     if (sd && chosen.scaleDtype === undefined && formatHasScaleDtype(lookup, chosen.format, sd)) e.scheme = chosen = { ...chosen, scaleDtype: sd };
-    resolveScheme(e, chosen, validate, !!opts.strict, problem);
+    resolveScheme(e, chosen, validate, !!opts.strict, !!opts.importance, problem);
   }
 
   for (const c of compiled) {
@@ -271,13 +272,25 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
 type Validate = (s: Scheme) => { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError };
 type ProblemFn = (severity: Severity, code: ErrorCode, message: string, where?: { tensor?: string; rule?: number }) => void;
 
-function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, problem: ProblemFn): void {
+function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, importance: boolean, problem: ProblemFn): void {
+  settleScheme(e, chosen, validate, strict, problem);
+  // On the scheme that stays (a row-length fallback may need no importance matrix), as llama-quantize checks.
+  if (e.error || e.scheme === 'keep') return;
+  const v = validate(e.scheme);
+  if (!('err' in v) && v.spec.requiresImportance && !importance) {
+    e.error = `${v.spec.name} needs an importance matrix`;
+    problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${v.spec.name} needs an importance matrix (llama.cpp refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
+  }
+}
+
+function settleScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, problem: ProblemFn): void {
   const v = validate(chosen);
   if ('err' in v) {
     e.error = v.err.message;
     problem('error', v.err.code, `[plan] ${e.name}: ${schemeLabel(chosen)} (${e.reason}): ${v.err.message}`, { tensor: e.name, rule: e.rule });
     return;
   }
+
   const block = v.spec.blockSize(v.o);
   if (e.rowLength > 0 && e.rowLength % block === 0) {
     e.options = v.o;

@@ -4,8 +4,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { formats, quantize } from '../../src/index.js';
-import { llamacppCases } from '../helpers/llamacpp-cases.js';
+import { ErrorCodes, formats, quantize } from '../../src/index.js';
+import { llamacppCases, rowsBelow } from '../helpers/llamacpp-cases.js';
 
 interface Entry { sha256: string; rows: string[] }
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/llamacpp-quantize.json', import.meta.url), 'utf8')) as Record<string, Record<string, Entry> | string>;
@@ -17,15 +17,51 @@ describe('fixture covers what it claims', () => {
   it('every case is recorded, and every recorded type is a format webquant writes', () => {
     expect(Object.keys(fixture).filter((k) => k !== '_about').sort()).toEqual(Object.keys(cases).sort());
     for (const t of recorded) expect(formats.has(t), t).toBe(true);
-    expect([...recorded]).toEqual(expect.arrayContaining(['tq1_0', 'tq2_0']));
+    expect([...recorded]).toEqual(expect.arrayContaining(['tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq1_s', 'iq1_m']));
+  });
+
+  it('types llama.cpp needs an importance matrix for are recorded with importance only', () => {
+    for (const [name, c] of Object.entries(cases)) {
+      for (const t of Object.keys(fixture[name] as object)) expect(!c.importance && formats.get(t)!.requiresImportance, `${name} ${t}`).toBeFalsy();
+    }
+  });
+});
+
+describe('inputs llama.cpp refuses or aborts on are typed errors', () => {
+  it('iq1_s without importance (llama.cpp asserts an importance matrix)', async () => {
+    await expect(quantize(new Float32Array(512).fill(0.5), { format: 'iq1_s', rowLength: 256, name: 'w' }))
+      .rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { tensor: 'w', option: 'importance' } });
+    const imp = new Float32Array(256).fill(1);
+    expect((await quantize(new Float32Array(512).fill(0.5), { format: 'iq1_s', rowLength: 256, importance: imp })).data.length).toBe(100);
+  });
+
+  it('IQ3 values at or above maxAbs (llama.cpp aborts where its squared errors overflow), named by index, in f32 and bf16', async () => {
+    for (const format of ['iq3_xxs', 'iq3_s']) {
+      const max = formats.get(format)!.maxAbs!;
+      const x = Float32Array.from({ length: 1024 }, (_, i) => Math.sin(i));
+      x[700] = -max;
+      await expect(quantize(x, { format, rowLength: 512 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 700 } });
+      const bf = new Uint16Array(1024);
+      bf[300] = 0x5380; // 2^40 in bfloat16
+      await expect(quantize(bf, { format, rowLength: 512, dtype: 'bf16' })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 300 } });
+      x[700] = -max * (1 - 2 ** -23);
+      await expect(quantize(x, { format, rowLength: 512 })).resolves.toBeDefined();
+    }
+  });
+
+  it('rows the varied cases leave out for a type are exactly those with a value beyond its maxAbs', () => {
+    const c = cases.varied;
+    expect(rowsBelow(c, formats.get('iq3_xxs')!.maxAbs).rows.length).toBe(c.x.length / c.rowLength - 1);
+    expect(rowsBelow(c, formats.get('q4_k')!.maxAbs).rows.length).toBe(c.x.length / c.rowLength);
   });
 });
 
 for (const backend of ['wasm-simd', 'wasm'] as const) {
   describe(`llama.cpp's ggml_quantize_chunk bytes (${backend})`, () => {
-    for (const [name, c] of Object.entries(cases)) {
+    for (const [name, all] of Object.entries(cases)) {
       for (const [fmt, want] of Object.entries(fixture[name] as Record<string, Entry>)) {
         it(`${name} ${fmt}`, async () => {
+          const { c } = rowsBelow(all, formats.get(fmt)!.maxAbs);
           const got = (await quantize(c.x, { format: fmt, rowLength: c.rowLength, backend, importance: c.importance })).data;
           const g = formats.get(fmt)!.ggml!;
           const rowBytes = (c.rowLength / g.blockSize) * g.typeSize;

@@ -37,7 +37,7 @@ describe('registry', () => {
 
   it('refuses them as a quantization target, naming them as readable', async () => {
     expect(() => getFormat('IQ2_XXS')).toThrow(expect.objectContaining({ code: ErrorCodes.UNKNOWN_FORMAT, message: expect.stringContaining('reads, dequantizes and serves') }));
-    await expect(quantize(new Float32Array(256), { format: 'iq1_m', rowLength: 256 })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
+    await expect(quantize(new Float32Array(256), { format: 'iq2_s', rowLength: 256 })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
     expect(readableFormat('TQ2_0').name).toBe('tq2_0');
     expect(readableFormat('q4_k').name).toBe('q4_k');
     expect(() => readableFormat('iq5_zz')).toThrow(expect.objectContaining({ code: ErrorCodes.UNKNOWN_FORMAT }));

@@ -1,13 +1,13 @@
 // The registry mirrors the wasm exports, and every registered format passes the same checks on
 // both builds: identical bytes, dtype equivalence, round trip, and typed errors.
 import { describe, expect, it } from 'vitest';
-import { dequantize, errorMetrics, formats, quantize, WebquantError, ErrorCodes } from '../../src/index.js';
+import { dequantize, errorMetrics, formats, quantize, quantize as quantizeAny, WebquantError, ErrorCodes } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ARGS_BYTES, A } from '../../src/kernels/args.js';
 import { resolveOptions } from '../../src/options.js';
 import { constantSections, cutsByRows } from '../../src/formats/types.js';
 import { CODE_BOOKS } from '../../src/formats/bnb.js';
-import { edgeRows, toBf16Exact, gaussian } from '../helpers/data.js';
+import { edgeRows, toBf16Exact, gaussian, withImportance } from '../helpers/data.js';
 
 const builds = ['wasm-simd', 'wasm'] as const;
 /** Gaussian data through a ternary code book (-d, 0, d with d the block's absmax) keeps less. */
@@ -54,6 +54,8 @@ describe('registry mirrors the wasm exports', () => {
 for (const f of formats.values()) {
   describe(`format ${f.name}`, () => {
     const o = { format: f.name };
+    // Formats that need importance weights get them (withImportance), every call alike.
+    const quantize: typeof quantizeAny = (v, opts) => quantizeAny(v, withImportance(opts, f));
     it('SIMD and scalar builds give identical bytes on edge-case rows', async () => {
       const rowLen = 4096;
       for (const { name, values } of edgeRows(rowLen)) {

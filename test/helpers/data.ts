@@ -121,3 +121,13 @@ export function nvfp4Weights(tensors: GenTensor[], style: 'modelopt' | 'compress
     ];
   });
 }
+
+/**
+ * `opts` with importance weights added when its format requires them (FormatSpec.requiresImportance:
+ * IQ1_S, IQ2_XXS, IQ2_XS, as llama.cpp): seeded values in [0.5, 1.5), one per column.
+ */
+export function withImportance<T extends { format: string; rowLength: number; importance?: Float32Array }>(opts: T, spec: { requiresImportance?: boolean } | undefined): T {
+  if (!spec?.requiresImportance || opts.importance) return opts;
+  const u = lcg(opts.rowLength);
+  return { ...opts, importance: Float32Array.from({ length: opts.rowLength }, () => 0.5 + u()) };
+}

@@ -46,3 +46,13 @@ export function llamacppCases(): Record<string, LlamacppCase> {
     'weights+imatrix': { x: weights, rowLength: 4096, importance: importance(4096, 99), rowName: row },
   };
 }
+
+/** The case without its rows holding a value of magnitude >= maxAbs (formats that refuse them); `rows` maps back. */
+export function rowsBelow(c: LlamacppCase, maxAbs: number | undefined): { c: LlamacppCase; rows: number[] } {
+  const n = c.x.length / c.rowLength;
+  const rows = Array.from({ length: n }, (_, r) => r).filter((r) => c.x.subarray(r * c.rowLength, (r + 1) * c.rowLength).every((v) => Math.abs(v) < (maxAbs ?? Infinity)));
+  if (rows.length === n) return { c, rows };
+  const x = new Float32Array(rows.length * c.rowLength);
+  rows.forEach((r, i) => x.set(c.x.subarray(r * c.rowLength, (r + 1) * c.rowLength), i * c.rowLength));
+  return { c: { ...c, x, rowName: (i) => c.rowName(rows[i]) }, rows };
+}

@@ -92,6 +92,6 @@ describe('GGUF input of read-only types', () => {
     const errors = r.problems.filter((p) => p.severity === 'error');
     expect(errors.length).toBe(g.tensors.length);
     for (const p of errors) expect(p).toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT, message: expect.stringContaining('reads, dequantizes and serves') });
-    await expect(quantize(new Float32Array(COLS), { format: 'iq1_m', rowLength: COLS })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
+    await expect(quantize(new Float32Array(COLS), { format: 'iq2_s', rowLength: COLS })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
   });
 });

@@ -6,6 +6,7 @@ import { writeGguf } from '../../src/io/gguf-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { quantize, dequantize } from '../../src/quantize.js';
 import { Bytes, expectCode, randomF32 } from './helpers.js';
+import { withImportance } from '../helpers/data.js';
 
 const open = (b: Uint8Array, initialRead?: number) => openGguf(fromBuffer(b, 'test.gguf'), { initialRead });
 
@@ -302,7 +303,7 @@ describe('every registered GGUF format reads back through readF32', () => {
     for (const f of formats.values()) {
       // Formats whose kernels are not in the current wasm build yet are someone else's work in progress.
       if (!f.ggml || !k.has(`${f.kernel}_quantize`) || !k.has(`${f.kernel}_dequantize`)) continue;
-      const qt = await quantize(values, { format: f.name, rowLength: 256 });
+      const qt = await quantize(values, withImportance({ format: f.name, rowLength: 256 }, f));
       const file = await collect(writeGguf({ tensors: [{ name: 't', ggmlType: f.ggml.type, shape: [3, 256], data: qt.data }] }));
       const g = await open(file);
       expect(g.tensor('t').dtype.toLowerCase(), f.name).toBe(f.ggml.name ?? f.name);

@@ -6,6 +6,7 @@ import { layoutOf, type FormatSpec } from '../../src/formats/types.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { estimatePlan, getPreset, listPresets, resolvePlan, type Plan, type Scheme, type TensorDesc, type ResolvedPlan } from '../../src/plan/index.js';
 import { fixtureLookup, formats, stories260K } from './fixtures.js';
+import { withImportance } from '../helpers/data.js';
 
 function lcgValues(n: number, seed: number): Float32Array {
   const out = new Float32Array(n);
@@ -34,7 +35,7 @@ async function actualBytes(r: ResolvedPlan, notBuilt: Set<string>): Promise<numb
   for (const t of r.tensors) {
     if (t.scheme === 'keep') { out.push(t.params * 4); continue; }
     try {
-      const qt = await quantize(lcgValues(t.params, seed++), { ...t.scheme, rowLength: t.rowLength, name: t.name });
+      const qt = await quantize(lcgValues(t.params, seed++), withImportance({ ...t.scheme, rowLength: t.rowLength, name: t.name }, formats.get(t.scheme.format)));
       expect(qt.layout).toEqual(layoutOf(formats.get(t.scheme.format)!, t.rows, t.rowLength, t.options!));
       out.push(qt.data.length);
     } catch (e) {
@@ -63,7 +64,7 @@ describe('estimatePlan', () => {
     for (const spec of formats.values()) {
       for (const scheme of variants(spec)) {
         const plan: Plan = { default: scheme, rules: [], skip: [] };
-        const r = resolvePlan(plan, tensors);
+        const r = resolvePlan(plan, tensors, { importance: !!spec.requiresImportance });
         if (!r.ok) {
           // Only a fallback target missing from the registry may stop a valid variant.
           for (const p of r.problems.filter((x) => x.severity === 'error')) expect(p.code, p.message).toBe(ErrorCodes.UNKNOWN_FORMAT);

@@ -126,6 +126,22 @@ describe('rules', () => {
 });
 
 describe('validation', () => {
+  it('a format that needs an importance matrix (iq1_s) is an error without one, naming the tensor; fine with one', () => {
+    const plan: Plan = { default: { format: 'q8_0' }, rules: [{ role: 'ffn', scheme: { format: 'iq1_s' } }], skip: [] };
+    const without = resolvePlan(plan, llama(1));
+    expect(without.ok).toBe(false);
+    const errs = without.problems.filter((p) => p.severity === 'error');
+    expect(errs.map((p) => p.tensor).sort()).toEqual(['model.layers.0.mlp.down_proj.weight', 'model.layers.0.mlp.gate_proj.weight', 'model.layers.0.mlp.up_proj.weight']);
+    for (const p of errs) expect(p).toMatchObject({ code: ErrorCodes.BAD_OPTION, message: expect.stringContaining('importance matrix') });
+    const withIt = resolvePlan(plan, llama(1), { importance: true });
+    expect(withIt.ok).toBe(true);
+    expect(fmt(withIt, 'model.layers.0.mlp.up_proj.weight')).toBe('iq1_s');
+    // A tensor whose rows fall back (96 is no multiple of 256: IQ4_NL, as llama.cpp) needs none.
+    const narrow = resolvePlan(plan, llama(1, 256, 96));
+    expect(fmt(narrow, 'model.layers.0.mlp.down_proj.weight')).toBe('iq4_nl');
+    expect(narrow.problems.filter((p) => p.severity === 'error').map((p) => p.tensor).sort()).toEqual(['model.layers.0.mlp.gate_proj.weight', 'model.layers.0.mlp.up_proj.weight']);
+  });
+
   it('unknown formats and bad options are errors naming the tensor, with the registry codes', () => {
     const plan: Plan = {
       default: { format: 'q8_0' },

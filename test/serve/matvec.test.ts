@@ -2,6 +2,7 @@
 // dequantize() rows, for every registry format and option variant, on both wasm builds.
 import { describe, expect, it } from 'vitest';
 import { formats } from '../../src/formats/registry.js';
+import { withImportance } from '../helpers/data.js';
 import { dequantize, quantize, type QuantizeOptions } from '../../src/quantize.js';
 import { MATVEC_REL_TOL, Q8_ACTIVATION_FORMATS, SERVE_Q8_ACT, SIMD_SCALAR_REL_TOL, hasFusedMatvec, servedFromQuantized } from '../../src/serve/index.js';
 import { serveKernels } from '../../src/serve/kernels.js';
@@ -66,7 +67,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     it(`${v.name}: both builds within MATVEC_REL_TOL, SIMD vs scalar within SIMD_SCALAR_REL_TOL`, async () => {
       const w = rand(ROWS * ROW, 17 + v.name.length, 0.05);
       const x = rand(ROW, 99, 1);
-      const qt = await quantize(w, { ...v.opts, rowLength: ROW, backend: 'wasm' });
+      const qt = await quantize(w, withImportance({ ...v.opts, rowLength: ROW, backend: 'wasm' }, formats.get(v.opts.format)));
       const deq = await dequantize(qt, { backend: 'wasm' });
       const { ref, mag } = reference(deq, x, ROWS, ROW);
       const ys: Float32Array[] = [];
@@ -168,7 +169,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
         const rows = 7;
         const w = rand(rows * n, 5 + n, 0.05);
         const x = rand(n, 7 + n, 1);
-        const qt = await quantize(w, { ...v.opts, rowLength: n, backend: 'wasm' });
+        const qt = await quantize(w, withImportance({ ...v.opts, rowLength: n, backend: 'wasm' }, formats.get(v.opts.format)));
         const deq = await dequantize(qt, { backend: 'wasm' });
         const { ref, mag } = reference(deq, x, rows, n);
         const ys: Float32Array[] = [];
@@ -222,7 +223,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
     it(`${f} with int8 activations: within MATVEC_REL_TOL of the f64 dot with x^, both builds`, async () => {
       const w = rand(ROWS * ROW, 3 + f.length, 0.05);
       const x = rand(ROW, 1234, 2);
-      const qt = await quantize(w, { format: f, rowLength: ROW, backend: 'wasm' });
+      const qt = await quantize(w, withImportance({ format: f, rowLength: ROW, backend: 'wasm' }, formats.get(f)));
       const deq = await dequantize(qt, { backend: 'wasm' });
       const xh = quantizedX(x);
       const ys: Float32Array[] = [];
