@@ -23,7 +23,7 @@ function regexToString(r: RegExp): string {
   return `/${r.source}/${r.flags.replace(/[gy]/g, '')}`;
 }
 
-const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'importance', 'modelType', 'scheme', 'optional', 'note'];
+const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'minExperts', 'importance', 'modelType', 'scheme', 'fallback', 'optional', 'note'];
 const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant', 'scaleDtype'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
@@ -114,7 +114,7 @@ export function normalizePlan(input: unknown): Plan {
       if (!ok) planError(`${where}.layers must be "use_more_bits", "first_eighth", "first_sixteenth" or a list of layer indices`, { option: `${where}.layers`, value: l, index: i });
       rule.layers = Array.isArray(l) ? [...(l as number[])] : (l as LayerSelector);
     }
-    for (const k of ['nExperts', 'minGqa'] as const) {
+    for (const k of ['nExperts', 'minGqa', 'minExperts'] as const) {
       if (o[k] === undefined) continue;
       if (!(typeof o[k] === 'number' && (o[k] as number) > 0)) planError(`${where}.${k} must be a positive number`, { option: `${where}.${k}`, value: o[k], index: i });
       rule[k] = o[k] as number;
@@ -127,10 +127,14 @@ export function normalizePlan(input: unknown): Plan {
       if (typeof o.modelType !== 'string') planError(`${where}.modelType must be a string (llama.cpp's size class, "70B")`, { option: `${where}.modelType`, value: o.modelType, index: i });
       rule.modelType = o.modelType as string;
     }
+    if (o.fallback !== undefined) {
+      if (typeof o.fallback !== 'string' || !o.fallback) planError(`${where}.fallback must be a format name (written when the scheme's block does not divide the rows)`, { option: `${where}.fallback`, value: o.fallback, index: i });
+      rule.fallback = o.fallback as string;
+    }
     if (o.optional) rule.optional = true;
     if (o.note !== undefined) rule.note = String(o.note);
-    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined && rule.importance === undefined && rule.modelType === undefined) {
-      planError(`${where} has no condition (match, role, kind, layers, nExperts, minGqa, importance or modelType); use "default" for a catch-all`, { option: where, index: i });
+    if (rule.match === undefined && rule.role === undefined && rule.kind === undefined && rule.layers === undefined && rule.nExperts === undefined && rule.minGqa === undefined && rule.minExperts === undefined && rule.importance === undefined && rule.modelType === undefined) {
+      planError(`${where} has no condition (match, role, kind, layers, nExperts, minGqa, minExperts, importance or modelType); use "default" for a catch-all`, { option: where, index: i });
     }
     plan.rules.push(rule);
   });

@@ -117,6 +117,7 @@ function describeRule(c: Compiled): string {
   if (r.layers !== undefined) parts.push(`layers ${Array.isArray(r.layers) ? r.layers.join(',') : r.layers}`);
   if (r.nExperts !== undefined) parts.push(`${r.nExperts} experts`);
   if (r.minGqa !== undefined) parts.push(`gqa >= ${r.minGqa}`);
+  if (r.minExperts !== undefined) parts.push(`>= ${r.minExperts} experts`);
   if (r.importance !== undefined) parts.push(r.importance ? 'with an importance matrix' : 'without an importance matrix');
   if (r.modelType !== undefined) parts.push(`${r.modelType} models`);
   if (r.note) parts.push(r.note);
@@ -231,6 +232,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       if (c.layers && !layerSelected(c.layers, e.layer, nLayers)) continue;
       if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
       if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
+      if (c.rule.minExperts !== undefined && !(nExperts !== undefined && nExperts >= c.rule.minExperts)) continue;
       if (c.rule.importance !== undefined && c.rule.importance !== !!opts.importance) continue;
       if (c.rule.modelType !== undefined && c.rule.modelType !== modelType) continue;
       c.hits++;
@@ -254,7 +256,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
     // a scale dtype that leaves it open takes the tensor's (F32, F16, BF16; others the default).
     const sd = SCALE_DTYPE_OF[e.dtype];
     if (sd && chosen.scaleDtype === undefined && formatHasScaleDtype(lookup, chosen.format, sd)) e.scheme = chosen = { ...chosen, scaleDtype: sd };
-    resolveScheme(e, chosen, validate, !!opts.strict, !!opts.importance, problem);
+    resolveScheme(e, chosen, validate, !!opts.strict, !!opts.importance, problem, e.rule >= 0 ? plan.rules[e.rule].fallback : undefined);
   }
 
   for (const c of compiled) {
@@ -272,8 +274,8 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
 type Validate = (s: Scheme) => { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError };
 type ProblemFn = (severity: Severity, code: ErrorCode, message: string, where?: { tensor?: string; rule?: number }) => void;
 
-function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, importance: boolean, problem: ProblemFn): void {
-  settleScheme(e, chosen, validate, strict, problem);
+function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, importance: boolean, problem: ProblemFn, fallback?: string): void {
+  settleScheme(e, chosen, validate, strict, problem, fallback);
   // On the scheme that stays (a row-length fallback may need no importance matrix), as llama-quantize checks.
   if (e.error || e.scheme === 'keep') return;
   const v = validate(e.scheme);
@@ -283,7 +285,7 @@ function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, str
   }
 }
 
-function settleScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, problem: ProblemFn): void {
+function settleScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, problem: ProblemFn, fallback?: string): void {
   const v = validate(chosen);
   if ('err' in v) {
     e.error = v.err.message;
@@ -324,7 +326,7 @@ function settleScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, stri
   };
 
   if (v.spec.family === 'gguf' || v.spec.ggml) {
-    const next = GGUF_FALLBACK[v.spec.name];
+    const next = fallback ?? GGUF_FALLBACK[v.spec.name];
     if (next) {
       chain.push(next);
       const f = fits({ format: next });

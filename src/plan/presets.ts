@@ -25,7 +25,8 @@ export const LLAMA_FTYPE = Object.freeze({
   ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q4_1: 3, MOSTLY_Q8_0: 7, MOSTLY_Q5_0: 8, MOSTLY_Q5_1: 9,
   MOSTLY_Q2_K: 10, MOSTLY_Q3_K_S: 11, MOSTLY_Q3_K_M: 12, MOSTLY_Q3_K_L: 13, MOSTLY_Q4_K_S: 14, MOSTLY_Q4_K_M: 15,
   MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ2_XXS: 19, MOSTLY_IQ2_XS: 20, MOSTLY_IQ3_XXS: 23,
-  MOSTLY_IQ1_S: 24, MOSTLY_IQ4_NL: 25, MOSTLY_IQ3_S: 26, MOSTLY_IQ2_S: 28, MOSTLY_IQ4_XS: 30, MOSTLY_IQ1_M: 31, MOSTLY_BF16: 32,
+  MOSTLY_IQ1_S: 24, MOSTLY_IQ4_NL: 25, MOSTLY_IQ3_S: 26, MOSTLY_IQ3_M: 27, MOSTLY_IQ2_S: 28, MOSTLY_IQ2_M: 29, MOSTLY_IQ4_XS: 30,
+  MOSTLY_IQ1_M: 31, MOSTLY_BF16: 32,
   MOSTLY_TQ1_0: 36, MOSTLY_TQ2_0: 37, MOSTLY_MXFP4_MOE: 38,
 });
 
@@ -41,9 +42,38 @@ const MOE8_KV: PlanRule = { role: 'attention', kind: ['v', 'k'], nExperts: 8, sc
 const MOE8_O: PlanRule = { role: 'attention', kind: 'o', nExperts: 8, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: 8-expert attn_output -> Q5_K' };
 const FFN_DOWN = ['ffn', 'expert', 'shared_expert'] as PlanRule['role'];
 /** A rule of llama_tensor_get_type: `kind` of `role` -> `format` (optionally on some layers). */
-function bump(role: 'attention' | 'ffn', kind: string, format: string, note: string, extra: Partial<PlanRule> = {}): PlanRule {
+function bump(role: 'attention' | 'ffn', kind: string | string[], format: string, note: string, extra: Partial<PlanRule> = {}): PlanRule {
   return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...extra };
 }
+
+/** output.weight (or the tied token_embd) of the IQ1 / IQ2 / IQ3_XXS ftypes: Q5_K, Q8_0 when its rows do not fit 256. */
+function outputQ5K(ftype: string): PlanRule {
+  return { role: 'output', scheme: { format: 'q5_k' }, fallback: 'q8_0', note: `llama.cpp ${ftype}: output.weight / tied token_embd -> Q5_K (Q8_0 when rows do not fit 256)` };
+}
+
+/**
+ * The IQ1 / IQ2 ftypes' branch of llama_tensor_get_type: output Q5_K; token_embd, attn_v, the
+ * first eighth of ffn_down (llama.cpp counts ffn_down tensors, which is the layer for one per
+ * layer) and attn_output as below; attn_k of 8-expert models Q4_K; no 8-expert Q8_0 bumps.
+ * `iq2sLike`: IQ2_S / IQ2_M, whose smaller bumps are IQ3_S where the others' are Q2_K.
+ */
+function iqLowRules(ftype: string, iq2sLike: boolean, attnOutput?: string): PlanRule[] {
+  const small = iq2sLike ? 'iq3_s' : 'q2_k';
+  return [
+    outputQ5K(ftype),
+    { role: 'embedding', kind: 'token', scheme: { format: small }, optional: true, note: `llama.cpp ${ftype}: token_embd -> ${small.toUpperCase()}` },
+    bump('attention', 'v', 'q4_k', `${ftype} attn_v, n_gqa >= 4`, { minGqa: 4 }),
+    bump('attention', 'v', 'q4_k', `${ftype} attn_v, >= 4 experts`, { minExperts: 4 }),
+    bump('attention', 'v', small, `${ftype} attn_v`),
+    bump('attention', 'k', 'q4_k', `${ftype} attn_k, 8 experts`, { nExperts: 8 }),
+    bump('ffn', 'down', small, `${ftype} ffn_down`, { layers: 'first_eighth' }),
+    bump('attention', 'o', 'q5_k', `${ftype} attn_output, 8 experts`, { nExperts: 8 }),
+    ...(attnOutput ? [bump('attention', 'o', attnOutput, `${ftype} attn_output`)] : []),
+  ];
+}
+
+/** 70B models: an attn_v the IQ3 ftypes put in Q4_K goes to Q5_K (before the 8-expert Q8_0, which MOE8_KV applies first). */
+const V70B_IQ3: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q4_K -> Q5_K' };
 
 /** TQ1_0 / TQ2_0 files keep an untied token_embd in Q4_K (a tied one is the output: Q6_K). */
 const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 'q4_k' }, optional: true, note: 'llama.cpp TQ1_0 / TQ2_0: token_embd -> Q4_K' };
@@ -54,7 +84,11 @@ const V70B: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme:
 /** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
 const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
 
-function gguf(name: string, fileType: number, format: string, description: string, quality: number, speed: number, extra: PlanRule[] = [], quantized = true): Preset {
+/**
+ * `own`: the preset's rules replace the generic output / 8-expert ones (llama.cpp's IQ1 / IQ2 /
+ * IQ3_XXS ftypes, whose branches of llama_tensor_get_type differ there).
+ */
+function gguf(name: string, fileType: number, format: string, description: string, quality: number, speed: number, extra: PlanRule[] = [], quantized = true, own = false): Preset {
   return {
     name,
     description,
@@ -65,7 +99,7 @@ function gguf(name: string, fileType: number, format: string, description: strin
     plan: {
       name, description, default: { format }, skip: GGUF_SKIP, protect: GGUF_PROTECT, fileType,
       // F16/BF16 files skip llama_tensor_get_type altogether; Q8_0 keeps output.weight in Q8_0.
-      rules: quantized ? [...(format === 'q8_0' ? [] : [OUTPUT_Q6K]), MOE8_KV, ...extra] : [],
+      rules: !quantized ? [] : own ? extra : [...(format === 'q8_0' ? [] : [OUTPUT_Q6K]), MOE8_KV, ...extra],
     },
   };
 }
@@ -150,6 +184,43 @@ const builtins: Preset[] = [
     6, 5,
     [MOE8_O, bump('attention', 'v', 'q5_k', 'IQ4_NL attn_v, n_gqa >= 4', { minGqa: 4 }),
      bump('ffn', 'down', 'q5_k', 'IQ4_NL ffn_down, no imatrix', { layers: 'first_eighth', importance: false })]),
+  gguf('iq3_m', LLAMA_FTYPE.MOSTLY_IQ3_M, 'iq3_s',
+    "llama.cpp's IQ3_M mixture: IQ3_S by default (3.44 bpw); attn_v Q4_K; ffn_down of the first eighth of layers (with 8 experts also of the use_more_bits layers) Q4_K; attn_output and fused attn_qkv Q4_K; output Q6_K",
+    3.8, 4,
+    [MOE8_O, V70B_IQ3, bump('attention', 'v', 'q4_k', 'IQ3_M attn_v'), bump('ffn', 'down', 'q4_k', 'IQ3_M ffn_down', { layers: 'first_eighth' }),
+     bump('ffn', 'down', 'q4_k', 'IQ3_M ffn_down, 8 experts', { layers: 'use_more_bits', nExperts: 8 }),
+     bump('attention', 'o', 'q4_k', 'IQ3_M attn_output'), bump('attention', 'qkv', 'q4_k', 'IQ3_M attn_qkv')]),
+  gguf('iq3_s', LLAMA_FTYPE.MOSTLY_IQ3_S, 'iq3_s',
+    "llama.cpp's IQ3_S: IQ3_S by default (3.44 bpw); attn_v Q4_K when n_gqa >= 4; output Q6_K",
+    3.5, 4, [MOE8_O, { ...V70B_IQ3, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'IQ3_S attn_v, n_gqa >= 4', { minGqa: 4 })]),
+  gguf('iq3_xxs', LLAMA_FTYPE.MOSTLY_IQ3_XXS, 'iq3_xxs',
+    "llama.cpp's IQ3_XXS mixture: IQ3_XXS by default (3.06 bpw); attn_q / attn_k IQ2_S; attn_v Q4_K when n_gqa >= 4, else IQ3_S without an imatrix; attn_output and token_embd IQ3_S; without an imatrix ffn_down Q4_K on the first eighth of layers, Q3_K after; output Q5_K",
+    3, 4,
+    [outputQ5K('IQ3_XXS'), MOE8_KV, { role: 'embedding', kind: 'token', scheme: { format: 'iq3_s' }, optional: true, note: 'llama.cpp IQ3_XXS: token_embd -> IQ3_S' },
+     MOE8_O, { ...V70B_IQ3, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'IQ3_XXS attn_v, n_gqa >= 4', { minGqa: 4 }),
+     bump('attention', 'v', 'iq3_s', 'IQ3_XXS attn_v, no imatrix', { importance: false }),
+     bump('attention', ['k', 'q'], 'iq2_s', 'IQ3_XXS attn_q / attn_k'),
+     bump('ffn', 'down', 'q4_k', 'IQ3_XXS ffn_down, no imatrix', { layers: 'first_eighth', importance: false }),
+     bump('ffn', 'down', 'q3_k', 'IQ3_XXS ffn_down, no imatrix', { importance: false }),
+     bump('attention', 'o', 'iq3_s', 'IQ3_XXS attn_output')], true, true),
+  gguf('iq2_m', LLAMA_FTYPE.MOSTLY_IQ2_M, 'iq2_s',
+    "llama.cpp's IQ2_M mixture (meant for an importance matrix): IQ2_S by default (2.56 bpw); token_embd, attn_v, attn_output and the first eighth of ffn_down IQ3_S (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    2.5, 3, iqLowRules('IQ2_M', true, 'iq3_s'), true, true),
+  gguf('iq2_s', LLAMA_FTYPE.MOSTLY_IQ2_S, 'iq2_xs',
+    "llama.cpp's IQ2_S mixture (needs an importance matrix): IQ2_XS by default (2.31 bpw); token_embd, attn_v, attn_output and the first eighth of ffn_down IQ3_S (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    2.2, 3, iqLowRules('IQ2_S', true, 'iq3_s'), true, true),
+  gguf('iq2_xs', LLAMA_FTYPE.MOSTLY_IQ2_XS, 'iq2_xs',
+    "llama.cpp's IQ2_XS mixture (needs an importance matrix): IQ2_XS by default (2.31 bpw); token_embd, attn_v and the first eighth of ffn_down Q2_K (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    2, 3, iqLowRules('IQ2_XS', false), true, true),
+  gguf('iq2_xxs', LLAMA_FTYPE.MOSTLY_IQ2_XXS, 'iq2_xxs',
+    "llama.cpp's IQ2_XXS mixture (needs an importance matrix): IQ2_XXS by default (2.06 bpw); token_embd, attn_v and the first eighth of ffn_down Q2_K (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    1.8, 3, iqLowRules('IQ2_XXS', false), true, true),
+  gguf('iq1_m', LLAMA_FTYPE.MOSTLY_IQ1_M, 'iq1_m',
+    "llama.cpp's IQ1_M mixture (meant for an importance matrix): IQ1_M by default (1.75 bpw); attn_output IQ2_XXS; token_embd, attn_v and the first eighth of ffn_down Q2_K (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    1.2, 3, iqLowRules('IQ1_M', false, 'iq2_xxs'), true, true),
+  gguf('iq1_s', LLAMA_FTYPE.MOSTLY_IQ1_S, 'iq1_s',
+    "llama.cpp's IQ1_S mixture (needs an importance matrix): IQ1_S by default (1.56 bpw); attn_output IQ2_XXS; token_embd, attn_v and the first eighth of ffn_down Q2_K (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
+    1, 3, iqLowRules('IQ1_S', false, 'iq2_xxs'), true, true),
   gguf('tq1_0', LLAMA_FTYPE.MOSTLY_TQ1_0, 'tq1_0',
     'GGUF TQ1_0 (1.69 bpw, ternary: for BitNet b1.58 / TriLM checkpoints trained ternary); token_embd Q4_K; output Q6_K; rows not a multiple of 256 fall back to Q4_0',
     0.5, 5, [TQ_EMBD]),

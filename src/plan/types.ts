@@ -47,6 +47,8 @@ export interface PlanRule {
   nExperts?: number;
   /** Only for models whose query heads per KV head (n_gqa) is at least this. */
   minGqa?: number;
+  /** Only for models with at least this many routed experts per layer (llama.cpp's n_expert >= 4 tweaks). */
+  minExperts?: number;
   /**
    * Only when an importance matrix is given (true) or only when none is (false): llama-quantize
    * decides some tensors' types by whether it has one (ResolveOptions.importance).
@@ -55,6 +57,11 @@ export interface PlanRule {
   /** Only for models of this llama.cpp size class ('70B': see ResolveOptions.modelType). */
   modelType?: string;
   scheme: SchemeOrKeep;
+  /**
+   * GGUF format to write when the scheme's block does not divide the rows, in place of llama.cpp's
+   * usual fallback chain (output.weight of the IQ1 / IQ2 / IQ3_XXS ftypes: Q5_K, else Q8_0).
+   */
+  fallback?: string;
   /** No "rule matches nothing" warning (architecture-specific rules of presets). */
   optional?: boolean;
   /** Shown in `reason`. */

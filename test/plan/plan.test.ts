@@ -198,6 +198,8 @@ describe('validation', () => {
       [{ default: { format: 'q8_0', bitz: 4 } }, 'default.bitz'],
       [{ default: 'q8_0', protect: ['norms'] }, 'protect'],
       [{ default: 'q8_0', extra: 1 }, 'extra'],
+      [{ default: 'q8_0', rules: [{ role: 'ffn', minExperts: 0, scheme: 'q8_0' }] }, 'rules[0].minExperts'],
+      [{ default: 'q8_0', rules: [{ role: 'ffn', fallback: 8, scheme: 'q8_0' }] }, 'rules[0].fallback'],
     ];
     for (const [p, option] of bad) {
       let err: unknown;
@@ -211,6 +213,17 @@ describe('validation', () => {
 });
 
 describe('JSON', () => {
+  it('minExperts and fallback: read from JSON, kept, and applied', () => {
+    const plan = normalizePlan({ default: 'q8_0', rules: [{ role: 'expert', minExperts: 4, scheme: 'q4_k', fallback: 'q8_0' }] });
+    expect(plan.rules[0]).toMatchObject({ minExperts: 4, fallback: 'q8_0' });
+    expect(planFromJSON(planToJSONString(plan)).rules[0]).toMatchObject({ minExperts: 4, fallback: 'q8_0' });
+    const moe = (n: number): TensorDesc[] => [{ name: 'blk.0.ffn_up_exps.weight', shape: [n, 96, 256], dtype: 'F16' }, { name: 'blk.0.ffn_down_exps.weight', shape: [n, 256, 96], dtype: 'F16' }];
+    const r = resolvePlan(plan, moe(4), { getFormat: lookup });
+    // q4_k fits 256-wide rows; 96-wide rows take the rule's fallback (q8_0), not llama.cpp's q5_0
+    expect([fmt(r, 'blk.0.ffn_up_exps.weight'), fmt(r, 'blk.0.ffn_down_exps.weight')]).toEqual(['q4_k', 'q8_0']);
+    expect([fmt(resolvePlan(plan, moe(2), { getFormat: lookup }), 'blk.0.ffn_up_exps.weight')]).toEqual(['q8_0']);
+  });
+
   it('round trips webquant plans, RegExp objects included', () => {
     const plan = {
       name: 'mine',

@@ -118,6 +118,19 @@ describe('presets on stories260K', () => {
     expect(table(iq)['model.layers.0.mlp.up_proj.weight']).toBe('iq4_nl');
   });
 
+  it("IQ / TQ presets: the tied embedding (output) Q5_K goes to Q8_0 on 64-wide rows as llama.cpp's output branch does, not Q5_1; the rest falls back to IQ4_NL / Q4_0, F16 on 172-wide rows", () => {
+    for (const name of ['iq2_xxs', 'iq2_xs', 'iq2_s', 'iq2_m', 'iq1_s', 'iq1_m', 'iq3_xxs', 'iq3_s', 'iq3_m', 'tq1_0', 'tq2_0']) {
+      const r = resolvePlan(getPreset(name).plan, tensors, { getFormat: lookup, importance: true });
+      expect(r.ok, name).toBe(true);
+      const t = table(r);
+      const embd = r.tensors.find((x) => x.name === 'model.embed_tokens.weight')!;
+      expect(t['model.embed_tokens.weight'], name).toBe('q8_0');
+      expect(embd.fallback!.from.format, name).toBe(['iq3_s', 'iq3_m', 'tq1_0', 'tq2_0'].includes(name) ? 'q6_k' : 'q5_k');
+      expect(t['model.layers.1.mlp.up_proj.weight'], name).toBe(name.startsWith('tq') ? 'q4_0' : 'iq4_nl');
+      expect(t['model.layers.1.mlp.down_proj.weight'], name).toBe('f16');
+    }
+  });
+
   it('int4w / hqq4 / int8 / adaptive (non-GGUF fallbacks: smaller groups, then channel, then keep)', () => {
     const i4 = resolvePlan(getPreset('int4w').plan, tensors, { getFormat: lookup });
     const byName = (r: ResolvedPlan, n: string) => r.tensors.find((x) => x.name === n)!;
@@ -266,14 +279,37 @@ describe("llama.cpp's shape-dependent tweaks", () => {
    * llama.cpp's 70B class), with and without an importance matrix, at gqa 4 and 1.
    */
   function llamaCppType(ftype: string, name: string, nLayers: number, gqa: number, nExperts: number, imatrix: boolean, is70B: boolean): string {
-    const base: Record<string, string> = { q2_k: 'q2_k', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs' };
+    const base: Record<string, string> = {
+      q2_k: 'q2_k', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs',
+      iq2_xxs: 'iq2_xxs', iq2_xs: 'iq2_xs', iq2_s: 'iq2_xs', iq2_m: 'iq2_s', iq1_s: 'iq1_s', iq1_m: 'iq1_m', iq3_xxs: 'iq3_xxs', iq3_s: 'iq3_s', iq3_m: 'iq3_s',
+    };
     const more = (i: number, n: number) => i < Math.floor(n / 8) || i >= Math.floor(7 * n / 8) || (i - Math.floor(n / 8)) % 3 === 2;
     const layer = Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
+    const lowIq = ['iq2_xxs', 'iq2_xs', 'iq2_s', 'iq2_m', 'iq1_s', 'iq1_m'].includes(ftype);
     let t = base[ftype];
-    if (name === 'output.weight') return 'q6_k';
-    if (name === 'token_embd.weight') return t;
+    if (name === 'output.weight') return lowIq || ftype === 'iq3_xxs' ? 'q5_k' : 'q6_k';
+    if (name === 'token_embd.weight') {
+      if (['iq2_xxs', 'iq2_xs', 'iq1_s', 'iq1_m'].includes(ftype)) return 'q2_k';
+      if (['iq2_s', 'iq2_m', 'iq3_xxs'].includes(ftype)) return 'iq3_s';
+      return t;
+    }
+    if (lowIq) {
+      const s2 = ftype === 'iq2_s' || ftype === 'iq2_m';
+      if (name.includes('attn_v.weight')) return gqa >= 4 || nExperts >= 4 ? 'q4_k' : s2 ? 'iq3_s' : 'q2_k';
+      if (nExperts === 8 && name.includes('attn_k.weight')) return 'q4_k';
+      if (name.includes('ffn_down')) return layer < Math.floor(nLayers / 8) ? (s2 ? 'iq3_s' : 'q2_k') : t;
+      if (name.includes('attn_output.weight')) {
+        if (nExperts === 8) return 'q5_k';
+        if (ftype === 'iq1_s' || ftype === 'iq1_m') return 'iq2_xxs';
+        if (s2) return 'iq3_s';
+      }
+      return t;
+    }
     if (name.includes('attn_v.weight')) {
-      if (ftype === 'q2_k') t = gqa >= 4 ? 'q4_k' : 'q3_k';
+      if (ftype === 'iq3_xxs') t = gqa >= 4 ? 'q4_k' : !imatrix ? 'iq3_s' : 'iq3_xxs';
+      else if (ftype === 'iq3_s' && gqa >= 4) t = 'q4_k';
+      else if (ftype === 'iq3_m') t = 'q4_k';
+      else if (ftype === 'q2_k') t = gqa >= 4 ? 'q4_k' : 'q3_k';
       else if (ftype === 'q3_k_m') t = layer < 2 ? 'q5_k' : 'q4_k';
       else if (ftype === 'q3_k_l') t = 'q5_k';
       else if ((ftype === 'iq4_nl' || ftype === 'iq4_xs') && gqa >= 4) t = 'q5_k';
@@ -283,8 +319,13 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       if (nExperts === 8) t = 'q8_0';
     } else if (name.includes('attn_k.weight')) {
       if (nExperts === 8) t = 'q8_0';
+      else if (ftype === 'iq3_xxs') t = 'iq2_s';
+    } else if (name.includes('attn_q.weight')) {
+      if (ftype === 'iq3_xxs') t = 'iq2_s';
     } else if (name.includes('ffn_down')) {
-      if (ftype === 'q2_k') t = 'q3_k';
+      if (ftype === 'iq3_xxs' && !imatrix) t = layer < Math.floor(nLayers / 8) ? 'q4_k' : 'q3_k';
+      else if (ftype === 'iq3_m' && (layer < Math.floor(nLayers / 8) || (nExperts === 8 && more(layer, nLayers)))) t = 'q4_k';
+      else if (ftype === 'q2_k') t = 'q3_k';
       else if (ftype === 'q3_k_m') t = layer < Math.floor(nLayers / 16) ? 'q5_k' : 'q4_k';
       else if (ftype === 'q3_k_l') t = 'q5_k';
       else if (ftype === 'q4_k_m') { if (more(layer, nLayers)) t = 'q6_k'; }
@@ -294,19 +335,21 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       else if ((ftype === 'q4_0' || ftype === 'q5_0') && imatrix && layer < Math.floor(nLayers / 8)) t = ftype === 'q4_0' ? 'q4_1' : 'q5_1';
     } else if (name.includes('attn_output.weight')) {
       if (nExperts === 8) {
-        if (['q2_k', 'q3_k_s', 'q3_k_m', 'iq4_nl', 'q4_k_s', 'q4_k_m', 'iq4_xs'].includes(ftype)) t = 'q5_k';
+        if (['q2_k', 'q3_k_s', 'q3_k_m', 'iq4_nl', 'q4_k_s', 'q4_k_m', 'iq4_xs', 'iq3_xxs', 'iq3_s', 'iq3_m'].includes(ftype)) t = 'q5_k';
       } else if (ftype === 'q2_k') t = 'q3_k';
+      else if (ftype === 'iq3_xxs') t = 'iq3_s';
+      else if (ftype === 'iq3_m') t = 'q4_k';
       else if (ftype === 'q3_k_m') t = 'q4_k';
       else if (ftype === 'q3_k_l') t = 'q5_k';
     } else if (name.includes('attn_qkv.weight')) {
-      if (ftype === 'q3_k_m' || ftype === 'q3_k_l') t = 'q4_k';
+      if (ftype === 'q3_k_m' || ftype === 'q3_k_l' || ftype === 'iq3_m') t = 'q4_k';
       else if (ftype === 'q4_k_m') t = 'q5_k';
       else if (ftype === 'q5_k_m') t = 'q6_k';
     }
     return t;
   }
 
-  it("every llama.cpp K/legacy/IQ4 preset assigns llama_tensor_get_type's types (dense, fused qkv and 8-expert models; 16 or 80 layers; imatrix or not; gqa 4 or 1)", () => {
+  it("every llama.cpp K/legacy/IQ preset assigns llama_tensor_get_type's types (dense, fused qkv and 8-expert models; 16 or 80 layers; imatrix or not; gqa 4 or 1)", () => {
     const model = (experts: number, fused: boolean, layers: number): TensorDesc[] => {
       const t: TensorDesc[] = [{ name: 'token_embd.weight', shape: [1000, 512], dtype: 'F16' }];
       for (let i = 0; i < layers; i++) {
@@ -320,7 +363,8 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       t.push({ name: 'output_norm.weight', shape: [512], dtype: 'F32' }, { name: 'output.weight', shape: [1000, 512], dtype: 'F16' });
       return t;
     };
-    const ftypes = ['q2_k', 'q3_k_s', 'q3_k_m', 'q3_k_l', 'q4_k_s', 'q4_k_m', 'q5_k_s', 'q5_k_m', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'iq4_xs'];
+    const ftypes = ['q2_k', 'q3_k_s', 'q3_k_m', 'q3_k_l', 'q4_k_s', 'q4_k_m', 'q5_k_s', 'q5_k_m', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'iq4_xs',
+      'iq3_m', 'iq3_s', 'iq3_xxs', 'iq2_m', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq1_m', 'iq1_s'];
     const seen = new Set<string>();
     for (const ftype of ftypes) {
       const p = getPreset(ftype);
@@ -342,7 +386,9 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       }
     }
     // The table above reaches every bump it describes.
-    for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_s:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k']) expect(seen.has(k), k).toBe(true);
+    for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_s:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k',
+      'iq3_m:q4_k', 'iq3_m:q5_k', 'iq3_m:q8_0', 'iq3_s:q4_k', 'iq3_s:q5_k', 'iq3_xxs:iq2_s', 'iq3_xxs:iq3_s', 'iq3_xxs:q3_k', 'iq3_xxs:q4_k', 'iq3_xxs:q5_k',
+      'iq2_m:iq3_s', 'iq2_m:q4_k', 'iq2_s:iq3_s', 'iq2_xs:q2_k', 'iq2_xxs:q2_k', 'iq2_xxs:q4_k', 'iq1_m:iq2_xxs', 'iq1_s:iq2_xxs', 'iq1_s:q5_k']) expect(seen.has(k), k).toBe(true);
   });
 
   it('GGUF presets skip the 2-D tensors llama-quantize never touches', () => {
