@@ -19,7 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dequantize } from '../src/index.js';
 import { loadKernels } from '../src/kernels/loader.js';
-import { canonicalNaN, READ_ONLY_TYPES, randomBlocks, setScale } from '../test/helpers/ggml-blocks.js';
+import { canonicalNaN, LOW_BIT_TYPES, randomBlocks, setScale } from '../test/helpers/ggml-blocks.js';
 import { loadGgml, nativeLibs } from './llamacpp.js';
 import { alternate, arg, median, table } from './util.js';
 
@@ -43,7 +43,7 @@ function probe(type: string, bytes: number, entries: number, perBlock: number, w
   const out: number[][] = [];
   for (let base = 0; base < entries; base += perBlock) {
     const b = new Uint8Array(bytes);
-    setScale(READ_ONLY_TYPES.find((t) => t.name === type)!, b, 0x3c00); // d = 1
+    setScale(LOW_BIT_TYPES.find((t) => t.name === type)!, b, 0x3c00); // d = 1
     for (let k = 0; k < perBlock; k++) fill(b, k, base + k);
     const y = native(type, b, 256);
     for (let k = 0; k < perBlock; k++) out.push([...y.subarray(width * k, width * (k + 1))].map(unscale));
@@ -93,7 +93,7 @@ function gridSource(): string {
 
 // The IQ2 / IQ3 sign bytes: 7 stored bits plus an 8th that makes the count of set bits even.
 {
-  const t = READ_ONLY_TYPES.find((x) => x.name === 'iq2_xxs')!;
+  const t = LOW_BIT_TYPES.find((x) => x.name === 'iq2_xxs')!;
   for (let s = 0; s < 128; s += 8) {
     const b = new Uint8Array(66);
     setScale(t, b, 0x3c00);
@@ -122,7 +122,7 @@ const fixture: Record<string, unknown> = {
   _about: 'SHA-256 of the f32 bytes llama.cpp\'s dequantize_row_<type> writes for the blocks of test/helpers/ggml-blocks.ts (randomBlocks(type, count, seed, case)), NaNs made 0x7fc00000; recorded by bench/llamacpp-decode.ts from node-llama-cpp 3.22.1\'s libggml-base.so (a September 2026 llama.cpp).',
 };
 let bad = 0;
-for (const t of READ_ONLY_TYPES) {
+for (const t of LOW_BIT_TYPES) {
   const entry: Record<string, { count: number; seed: number; sha256: string }> = {};
   for (const [name, c] of Object.entries(CASES)) {
     const blocks = randomBlocks(t, c.count, c.seed, name as 'weights' | 'raw');
@@ -144,7 +144,7 @@ for (const t of READ_ONLY_TYPES) {
   fixture[t.name] = entry;
 }
 if (write) writeFileSync(FIXTURE, `${JSON.stringify(fixture, null, 2)}\n`);
-console.log(bad ? `${bad} mismatches` : `dequantization: every value of ${READ_ONLY_TYPES.length} types equals llama.cpp's on both builds${write ? `; ${FIXTURE} written` : ''}`);
+console.log(bad ? `${bad} mismatches` : `dequantization: every value of ${LOW_BIT_TYPES.length} types equals llama.cpp's on both builds${write ? `; ${FIXTURE} written` : ''}`);
 if (bad) process.exit(1);
 
 // ---- 3. speed ----------------------------------------------------------------------------
@@ -155,7 +155,7 @@ if (process.argv.includes('--time')) {
   const n = nblk * 256;
   const y = new Float32Array(n);
   const rows: (string | number)[][] = [];
-  for (const t of READ_ONLY_TYPES) {
+  for (const t of LOW_BIT_TYPES) {
     const blocks = randomBlocks(t, nblk, 3, 'weights');
     const src = k.reserve(blocks.length + n * 4 + 64);
     const dst = src + ((blocks.length + 63) & ~63);

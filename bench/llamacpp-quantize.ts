@@ -1,4 +1,4 @@
-// npx tsx bench/llamacpp-quantize.ts [--formats a,b] [--write] [--lib path/to/libggml-base.so]
+// npx tsx bench/llamacpp-quantize.ts [--formats a,b] [--write] [--time] [--lib path/to/libggml-base.so]
 //
 // The quantizers of the GGUF types llama.cpp writes beyond the twelve of the spec (IQ1_S, IQ1_M,
 // IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0) against llama.cpp's own, through
@@ -6,14 +6,14 @@
 // the rows of test/helpers/llamacpp-cases.ts (varied rows with and without three importance
 // vectors, the shipped vectors with and without their imatrix, weight-like rows). Both wasm builds must
 // give llama.cpp's bytes, row for row; the first differing block of each case is printed.
-// `--write` (only when everything matches) records SHA-256 digests of llama.cpp's bytes in
+// `--time` adds a speed table (see the end). `--write` (only when everything matches) records SHA-256 digests of llama.cpp's bytes in
 // test/assembly/fixtures/llamacpp-quantize.json (the types run replace theirs, the others are kept),
 // which the test suite checks without the library.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { quantize } from '../src/index.js';
-import { readableFormat } from '../src/formats/registry.js';
+import { getFormat } from '../src/formats/registry.js';
 import { type LlamacppCase as Case, llamacppCases, rowsBelow } from '../test/helpers/llamacpp-cases.js';
 import { loadGgml, nativeLibs } from './llamacpp.js';
 import { arg, table } from './util.js';
@@ -32,7 +32,7 @@ const cases = llamacppCases();
 const sha = (a: Uint8Array) => createHash('sha256').update(a).digest('hex');
 
 function native(type: string, c: Case): Uint8Array {
-  const spec = readableFormat(type);
+  const spec = getFormat(type);
   const g = spec.ggml!;
   const rows = c.x.length / c.rowLength;
   const out = new Uint8Array(rows * (c.rowLength / g.blockSize) * g.typeSize);
@@ -51,8 +51,8 @@ for (const [name, all] of Object.entries(cases)) {
   for (const type of types) {
     if (!all.importance && NEEDS_IMATRIX.has(type)) continue;
     // Rows llama.cpp aborts on are refused by webquant (FormatSpec.maxAbs): left out here.
-    const { c } = rowsBelow(all, readableFormat(type).maxAbs);
-    const g = readableFormat(type).ggml!;
+    const { c } = rowsBelow(all, getFormat(type).maxAbs);
+    const g = getFormat(type).ggml!;
     const rowBytes = (c.rowLength / g.blockSize) * g.typeSize;
     const want = native(type, c);
     const rows = c.x.length / c.rowLength;
@@ -105,3 +105,27 @@ if (write) {
   console.log(`wrote ${FIXTURE}`);
 }
 if (!allSame) process.exit(1);
+
+// `--time`: single-thread quantize throughput (GB/s of f32 input) on the weight-like rows (32 x 4096)
+// with their importance, quantize() on the SIMD build against ggml_quantize_chunk, samples
+// alternating (the ratio is the median of per-sample ratios; > 1: webquant faster).
+if (process.argv.includes('--time')) {
+  const c = cases['weights+imatrix'];
+  const rows: (string | number)[][] = [];
+  for (const type of types) {
+    const g = getFormat(type).ggml!;
+    const out = new Uint8Array((c.x.length / g.blockSize) * g.typeSize);
+    const secs = async (f: () => unknown) => { const t0 = performance.now(); await f(); return (performance.now() - t0) / 1000; };
+    const ours = () => secs(() => quantize(c.x, { format: type, rowLength: c.rowLength, backend: 'wasm-simd', importance: c.importance }));
+    const theirs = () => secs(() => ggml.quantizeChunk(g.type, c.x, out, 0, c.x.length / c.rowLength, c.rowLength, c.importance));
+    for (let i = 0; i < 2; i++) { await ours(); await theirs(); }
+    const a: number[] = [], b: number[] = [];
+    for (let i = 0; i < 9; i++) {
+      if (i % 2 === 0) { a.push(await ours()); b.push(await theirs()); } else { b.push(await theirs()); a.push(await ours()); }
+    }
+    const gb = (sec: number) => (c.x.length * 4) / sec / 1e9;
+    const med = (v: number[]) => [...v].sort((x, y) => x - y)[v.length >> 1];
+    rows.push([type, gb(med(b)).toPrecision(3), gb(med(a)).toPrecision(3), `${med(a.map((x, i) => b[i] / x)).toFixed(2)}x`]);
+  }
+  console.log(table(['format', 'llama.cpp quantize', 'webquant quantize', 'ratio'], rows));
+}

@@ -1,6 +1,6 @@
 // webquant public API.
 export { quantize, dequantize, dequantizeInto, type QuantizeOptions, type QuantizedTensor, type DequantizeOptions, type Backend } from './quantize.js';
-export { formats, getFormat, readOnlyFormats, readableFormat } from './formats/registry.js';
+export { formats, getFormat } from './formats/registry.js';
 export type { FormatSpec, ResolvedOptions, Layout } from './formats/types.js';
 export { errorMetrics, type ErrorMetrics } from './metrics.js';
 export { WebquantError, ErrorCodes, isSerializedError, type ErrorCode, type SerializedError } from './errors.js';

@@ -3,7 +3,7 @@
 import { CALIBRATIONS, FLAGS, SrcType, setRow0, writeArgs, ARGS_BYTES, type DType, type KernelArgs } from './kernels/args.js';
 import { loadKernels, type Kernels, type WasmBuild } from './kernels/loader.js';
 import { ErrorCodes, fail } from './errors.js';
-import { formats, getFormat, readableFormat } from './formats/registry.js';
+import { formats, getFormat } from './formats/registry.js';
 import { constantSections, cutsByRows, layoutOf, tensorSectionsOf, type FormatSpec, type Layout, type PreparedArgs, type ResolvedOptions, type TensorContext } from './formats/types.js';
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
@@ -464,7 +464,7 @@ export async function dequantizeInto(qt: QuantizedTensor, out: Float32Array, opt
  */
 function storedOptions(qt: QuantizedTensor): { spec: FormatSpec; o: ResolvedOptions } {
   if (typeof qt !== 'object' || qt === null) fail(ErrorCodes.BAD_INPUT, '[dequantize] expected a quantized tensor { format, shape, data, options }', { value: qt === null ? 'null' : typeof qt });
-  const spec = readableFormat(qt.format);
+  const spec = getFormat(qt.format);
   const shape = qt.shape as unknown;
   if (!Array.isArray(shape) || shape.length !== 2 || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
     fail(ErrorCodes.BAD_INPUT, `[dequantize] ${spec.name}: shape must be [rows, rowLength] (integers >= 0)`, { option: 'shape', value: JSON.stringify(shape)?.slice(0, 64), expected: '[rows, rowLength]' });

@@ -20,7 +20,6 @@ export { IQ3_XXS_BLOCK, IQ3_XXS_BYTES, iq3_xxs_quantize, iq3_xxs_dequantize } fr
 export { IQ3_S_BLOCK, IQ3_S_BYTES, iq3_s_quantize, iq3_s_dequantize } from './iq3_s';
 export { IQ1_S_BLOCK, IQ1_S_BYTES, iq1_s_quantize, iq1_s_dequantize } from './iq1_s';
 export { IQ1_M_BLOCK, IQ1_M_BYTES, iq1_m_quantize, iq1_m_dequantize } from './iq1_m';
-// Read only (no quantizer): the sub-4-bit IQ types, for GGUF input.
-export { IQ2_XXS_BLOCK, IQ2_XXS_BYTES, iq2_xxs_dequantize } from './iq2_xxs';
-export { IQ2_XS_BLOCK, IQ2_XS_BYTES, iq2_xs_dequantize } from './iq2_xs';
-export { IQ2_S_BLOCK, IQ2_S_BYTES, iq2_s_dequantize } from './iq2_s';
+export { IQ2_XXS_BLOCK, IQ2_XXS_BYTES, iq2_xxs_quantize, iq2_xxs_dequantize } from './iq2_xxs';
+export { IQ2_XS_BLOCK, IQ2_XS_BYTES, iq2_xs_quantize, iq2_xs_dequantize } from './iq2_xs';
+export { IQ2_S_BLOCK, IQ2_S_BYTES, iq2_s_quantize, iq2_s_dequantize } from './iq2_s';

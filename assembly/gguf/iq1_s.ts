@@ -7,7 +7,7 @@ import { A_IMATRIX, argU32, f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
-import { IQ1_KMAP, IQ1_XM, IQ1_XP, iq1GridIndex, iq1SortOrder, iq1Tables } from './iq1_search';
+import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
 
 export const IQ1_S_BLOCK: i32 = 256;
 export const IQ1_S_BYTES: i32 = 50;
@@ -125,7 +125,7 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
     // Ternary index of the 8 codes (field j weighs 3^j).
     let t: u32 = 0;
     for (let j = 7; j >= 0; j--) t = t * 3 + <u32>load<u8>(codes + (k << 3) + <usize>j);
-    if (load<i32>(IQ1_KMAP + (<usize>t << 2)) < 0) allOnGrid = false;
+    if (!iq1OnGrid(t)) allOnGrid = false;
     const gi = iq1GridIndex(t, xb + (k << 5), weight + (k << 5), scale, xg);
     store<u16>(index + (k << 1), <u16>gi);
   }

@@ -1,22 +1,22 @@
-// Search tables and shared search steps of the grid quantizers (llama.cpp's iq2xs_init_impl
-// tables; the IQ1_S / IQ1_M neighbour search and sort). Not re-exported by gguf/index.ts.
+// Search steps shared by the IQ1_S and IQ1_M quantizers (llama.cpp's iq1_find_best_neighbour2 and
+// the sort of their split search). Not re-exported by gguf/index.ts.
 //
-// Grid tables. A grid entry is 8 values, each a 2-bit field (bits 2i..2i+1 of a u16, the
-// encoding of iq_grids.ts); the fields of every IQ1 / IQ2 grid are 0..2, and so are the codes
-// their quantizers look up (levels clamped to 0..2). llama.cpp keys its tables by the u16 code
-// (43692 entries, lists for every code off the grid, fields of 3 included); here they are keyed
-// by the ternary index t = sum f_i * 3^i of the 8 fields (6561 entries) and hold lists only for
-// those codes, which keeps IQ1's tables at 690 KB instead of 2.9 MB (wasm's initial memory is
-// 2 MB). Each list is llama.cpp's list for that code: `kmap[t]` is the grid index of the code
-// when it is on the grid, otherwise -(o + 1), where neighbours[o] = n and neighbours[o+1..o+n]
-// are the grid entries whose squared distance to the code (sum over the 8 fields of the squared
-// difference; llama.cpp's distance of the 2f+1 values is 4 times it) is among the `nwant`
-// smallest distinct distances, by distance, then index. That is the order of llama.cpp's qsort
-// on (distance, index) pairs, a total order, so its sort algorithm does not matter; here each
-// distance gets a bucket instead of a sort.
+// Their grid tables (the 2048-entry grid, llama.cpp's iq2xs_init_impl with 3 distances kept) are
+// iq2_search.ts' iq2Tables(2048): keyed by the ternary index t = sum f_i * 3^i of a code's 8
+// fields (each 0..2, as IQ1's levels clamp them).
 import { IQ1S_GRID } from './iq_grids';
+import { iq2Tables, tabMap, tabNeighbours } from './iq2_search';
 
-export const IQ2_KMAP_SIZE: i32 = 6561;
+let iq1Map: usize = 0;
+let iq1Nb: usize = 0;
+
+/** Builds the 2048-grid tables on first use (iq2_search.ts). */
+export function iq1Tables(): void {
+  if (iq1Map != 0) return;
+  const t = iq2Tables(2048);
+  iq1Nb = tabNeighbours(t);
+  iq1Map = tabMap(t);
+}
 
 /** Ternary index of a code u whose 8 fields are 0..2. */
 @inline export function ternaryIndex(u: u32): u32 {
@@ -25,98 +25,9 @@ export const IQ2_KMAP_SIZE: i32 = 6561;
   return t;
 }
 
-// Squared distances of one code to every grid entry (<= 8 * 4 = 32 for fields 0..2), the count
-// per distance and the write position of the kept distances (-1: not kept); the two 256-entry
-// tables give the distance of a code's low / high byte (4 fields) to any byte.
-const MAX_D2: i32 = 32;
-const dist = memory.data(2048);
-const counts = memory.data(4 * (MAX_D2 + 1), 16);
-const slots = memory.data(4 * (MAX_D2 + 1), 16);
-const byteLo = memory.data(256);
-const byteHi = memory.data(256);
-
-// Distance of each byte's 4 fields to the 4 fields of q (a byte of a code).
-function byteDistances(q: u32, out: usize): void {
-  for (let b: u32 = 0; b < 256; b++) {
-    let s: u32 = 0;
-    for (let f: u32 = 0; f < 8; f += 2) {
-      const d = <i32>((b >> f) & 3) - <i32>((q >> f) & 3);
-      s += <u32>(d * d);
-    }
-    store<u8>(out + b, <u8>s);
-  }
-}
-
-/**
- * Builds kmap (IQ2_KMAP_SIZE i32) and the neighbour lists (u16) of `grid` (gridSize u16
- * entries with fields 0..2, gridSize <= 2048) as llama.cpp's iq2xs_init_impl does for that grid
- * and `nwant`. Traps if the lists would pass `capacity` u16s; returns the u16s written.
- */
-export function buildIq2Tables(grid: usize, gridSize: i32, nwant: i32, kmap: usize, neighbours: usize, capacity: i32): i32 {
-  for (let t = 0; t < IQ2_KMAP_SIZE; t++) store<i32>(kmap + (<usize>t << 2), -1);
-  for (let j = 0; j < gridSize; j++) {
-    store<i32>(kmap + (<usize>ternaryIndex(<u32>load<u16>(grid + (<usize>j << 1))) << 2), j);
-  }
-  let at = 0;
-  for (let t = 0; t < IQ2_KMAP_SIZE; t++) {
-    if (load<i32>(kmap + (<usize>t << 2)) >= 0) continue;
-    let u: u32 = 0;
-    let r = <u32>t;
-    for (let i: u32 = 0; i < 16; i += 2) {
-      u |= (r % 3) << i;
-      r /= 3;
-    }
-    byteDistances(u & 0xff, byteLo);
-    byteDistances(u >> 8, byteHi);
-    memory.fill(counts, 0, 4 * (MAX_D2 + 1));
-    for (let j = 0; j < gridSize; j++) {
-      const g = <u32>load<u16>(grid + (<usize>j << 1));
-      const d = <u32>load<u8>(byteLo + (g & 0xff)) + <u32>load<u8>(byteHi + (g >> 8));
-      store<u8>(dist + j, <u8>d);
-      const c = counts + (<usize>d << 2);
-      store<i32>(c, load<i32>(c) + 1);
-    }
-    // The nwant smallest distances present, in order, each bucket after the previous one.
-    let n = 0;
-    let kept = 0;
-    for (let d = 0; d <= MAX_D2; d++) {
-      const c = load<i32>(counts + (<usize>d << 2));
-      if (c > 0 && kept < nwant) {
-        store<i32>(slots + (<usize>d << 2), at + 1 + n);
-        n += c;
-        kept++;
-      } else {
-        store<i32>(slots + (<usize>d << 2), -1);
-      }
-    }
-    if (at + 1 + n > capacity) unreachable();
-    store<i32>(kmap + (<usize>t << 2), -(at + 1));
-    store<u16>(neighbours + (<usize>at << 1), <u16>n);
-    for (let j = 0; j < gridSize; j++) {
-      const s = slots + (<usize>load<u8>(dist + j) << 2);
-      const p = load<i32>(s);
-      if (p < 0) continue;
-      store<u16>(neighbours + (<usize>p << 1), <u16>j);
-      store<i32>(s, p + 1);
-    }
-    at += 1 + n;
-  }
-  return at;
-}
-
-// IQ1_S / IQ1_M share one table set (2048 entries, nwant = 3), built on first use: 4513 ternary
-// codes off the grid with 327721 neighbours in all, so 332234 u16s (worked out by running the
-// builder; it traps should that ever not suffice).
-const IQ1_NEIGHBOUR_COUNT: i32 = 332234;
-export const IQ1_KMAP = memory.data(IQ2_KMAP_SIZE << 2, 16);
-export const IQ1_NEIGHBOURS = memory.data(IQ1_NEIGHBOUR_COUNT << 1, 16);
-let iq1Built = false;
-
-export function iq1Tables(): void {
-  if (iq1Built) return;
-  const used = buildIq2Tables(IQ1S_GRID, 2048, 3, IQ1_KMAP, IQ1_NEIGHBOURS, IQ1_NEIGHBOUR_COUNT);
-  if (used != IQ1_NEIGHBOUR_COUNT) unreachable();
-  iq1Built = true;
+/** Whether the code with ternary index t is a grid entry. */
+@inline export function iq1OnGrid(t: u32): bool {
+  return load<i32>(iq1Map + (<usize>t << 2)) >= 0;
 }
 
 // ---- IQ1 search steps ---------------------------------------------------------------------
@@ -131,9 +42,9 @@ export const IQ1_XM = memory.data<f32>([-1.125, -0.125, 0.875, 0]);
  * equals), as its iq1_find_best_neighbour2.
  */
 export function iq1GridIndex(t: u32, x: usize, w: usize, scale: f32, xg: usize): i32 {
-  const m = load<i32>(IQ1_KMAP + (<usize>t << 2));
+  const m = load<i32>(iq1Map + (<usize>t << 2));
   if (m >= 0) return m;
-  const list = IQ1_NEIGHBOURS + (<usize>(-m - 1) << 1);
+  const list = iq1Nb + (<usize>(-m - 1) << 1);
   const n = <i32>load<u16>(list);
   let best = F32.MAX_VALUE;
   let found = -1;

@@ -2,12 +2,94 @@
 // Layout: d: fp16 at 0; qs: u8[32] at 2, the low 8 bits of one grid index (IQ2S_GRID, 10 bits) per
 // 8 values; signs: u8[32] at 34, one full sign byte per 8 values; qh: u8[8] at 66, per 32 values
 // the indices' top 2 bits (bits 2l, 2l+1 for the l-th 8 values); scales: u8[8] at 74, as IQ2_XS.
-import { f16ToF32 } from '../common';
+// Quantizer (llama.cpp quantize_row_iq2_s_impl): weights qw*sqrt(sigma2 + x^2), or without
+// importance sigma2/4 + x^2, sigma2 = 2*sum(x^2)/256; per 16 values the magnitudes, every sign
+// stored, and iq2Search16 over the 1024-entry grid; the 4-bit scales are relative to
+// max scale / 31, and d is stored as that times 0.9875.
+import { f16ToF32, f32ToF16 } from '../common';
 import { IQ2S_GRID } from './iq_grids';
 import { iq2Eight } from './iq_lowbit';
+import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables } from './iq2_search';
+import { quantizeBlockRows } from './pack';
 
 export const IQ2_S_BLOCK: i32 = 256;
 export const IQ2_S_BYTES: i32 = 82;
+
+// llama.cpp's GROUP_MAX_EPS_IQ2_S: sub-blocks whose largest magnitude is below it are left zero.
+const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
+
+const weight = memory.data(64, 16);
+const waux = memory.data(64, 16);
+const xval = memory.data(64, 16);
+const scales = memory.data(64, 16);
+const codes = memory.data(16, 16);
+const trial = memory.data(16, 16);
+const signs = memory.data(2, 16);
+
+function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
+  const t = iq2Tables(1024);
+  memory.fill(y, 0, 82);
+  let sumx2: f32 = 0;
+  for (let i: usize = 0; i < 256; i++) {
+    const v = load<f32>(x + (i << 2));
+    sumx2 += v * v;
+  }
+  const sigma2: f32 = (2 * sumx2) / 256;
+  let maxScale: f32 = 0;
+  for (let ib: usize = 0; ib < 16; ib++) {
+    const xb = x + (ib << 6);
+    if (qw != 0) {
+      const qb = qw + (ib << 6);
+      for (let i: usize = 0; i < 16; i++) {
+        const v = load<f32>(xb + (i << 2));
+        store<f32>(weight + (i << 2), load<f32>(qb + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
+      }
+    } else {
+      const base: f32 = <f32>0.25 * sigma2;
+      for (let i: usize = 0; i < 16; i++) {
+        const v = load<f32>(xb + (i << 2));
+        store<f32>(weight + (i << 2), base + v * v);
+      }
+    }
+    for (let i: usize = 0; i < 16; i++) store<f32>(waux + (i << 2), Mathf.sqrt(load<f32>(weight + (i << 2))));
+    iq2Signs(xb, weight, xval, signs, 2, false);
+    const vmax = foldMax(xval, 16);
+    memory.fill(codes, 0, 16);
+    store<f32>(scales + (ib << 2), 0);
+    if (vmax < GROUP_MAX_EPS_IQ2_S) continue;
+    let scale = iq2Search16(t, xval, weight, waux, vmax, codes, trial);
+    let flip: u32 = 0;
+    if (scale < 0) {
+      scale = -scale;
+      flip = 255;
+    }
+    for (let k: usize = 0; k < 2; k++) {
+      const i8 = (ib << 1) + k;
+      const index = <u32>iq2IndexOf(t, codes + (k << 3));
+      store<u8>(y + 2 + i8, <u8>index);
+      const h = y + 66 + (i8 >> 2);
+      store<u8>(h, <u8>(<u32>load<u8>(h) | ((index >> 8) << (<u32>(i8 & 3) << 1))));
+      store<u8>(y + 34 + i8, <u8>(<u32>load<u8>(signs + k) ^ flip));
+    }
+    store<f32>(scales + (ib << 2), scale);
+    maxScale = cmax(maxScale, scale);
+  }
+  // No scale: d stays 0 (codes already written are kept, as llama.cpp leaves them).
+  if (maxScale == 0) return;
+  const d: f32 = maxScale / 31;
+  store<u16>(y, f32ToF16(d * <f32>0.9875));
+  const id: f32 = 1 / d;
+  for (let ib: usize = 0; ib < 16; ib += 2) {
+    const lo = iq2ScaleIndex(id, load<f32>(scales + (ib << 2)));
+    const hi = iq2ScaleIndex(id, load<f32>(scales + (ib << 2) + 4));
+    store<u8>(y + 74 + (ib >> 1), <u8>(lo | (hi << 4)));
+  }
+}
+
+/** Importance is optional: without it the weights are sigma2/4 + x^2, as llama.cpp's. */
+export function iq2_s_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 82, quantizeSuperBlock);
+}
 
 export function iq2_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;

@@ -2,12 +2,83 @@
 // Layout: d: fp16 at 0; qs: u16[32] at 2, one per 8 values: grid index (9 bits, IQ2XS_GRID) and
 // 7 sign bits (evenSigns) above it; scales: u8[8] at 66, per 32 values two 4-bit s (low nibble
 // for its first 16 values) giving d * (0.5 + s) * 0.25.
-import { f16ToF32 } from '../common';
+// Quantizer (llama.cpp quantize_row_iq2_xs_impl; it requires importance, so qw != 0): weights
+// qw*sqrt(sum(x^2)/256 + x^2); per 16 values the magnitudes with an even count of signs per 8 (the
+// least weighted value keeps its sign otherwise) and iq2Search16 over the 512-entry grid; the
+// 4-bit scales are relative to d = max scale / 31.
+import { GROUP_MAX_EPS, f16ToF32, f32ToF16 } from '../common';
 import { IQ2XS_GRID } from './iq_grids';
 import { evenSigns, iq2Eight } from './iq_lowbit';
+import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables } from './iq2_search';
+import { quantizeBlockRows } from './pack';
 
 export const IQ2_XS_BLOCK: i32 = 256;
 export const IQ2_XS_BYTES: i32 = 74;
+
+const weight = memory.data(64, 16);
+const waux = memory.data(64, 16);
+const xval = memory.data(64, 16);
+const scales = memory.data(64, 16);
+const codes = memory.data(16, 16);
+const trial = memory.data(16, 16);
+const signs = memory.data(2, 16);
+const words = memory.data(64, 16); // q2: grid index | signs << 9 per 8 values
+
+function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
+  const t = iq2Tables(512);
+  memory.fill(words, 0, 64);
+  let sumx2: f32 = 0;
+  for (let i: usize = 0; i < 256; i++) {
+    const v = load<f32>(x + (i << 2));
+    sumx2 += v * v;
+  }
+  const sigma2: f32 = sumx2 / 256;
+  let maxScale: f32 = 0;
+  for (let ib: usize = 0; ib < 16; ib++) {
+    const xb = x + (ib << 6);
+    const qb = qw + (ib << 6);
+    for (let i: usize = 0; i < 16; i++) {
+      const v = load<f32>(xb + (i << 2));
+      store<f32>(weight + (i << 2), load<f32>(qb + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
+    }
+    for (let i: usize = 0; i < 16; i++) store<f32>(waux + (i << 2), Mathf.sqrt(load<f32>(weight + (i << 2))));
+    iq2Signs(xb, weight, xval, signs, 2, true);
+    const vmax = foldMax(xval, 16);
+    memory.fill(codes, 0, 16);
+    store<f32>(scales + (ib << 2), 0);
+    if (vmax < GROUP_MAX_EPS) continue;
+    let scale = iq2Search16(t, xval, weight, waux, vmax, codes, trial);
+    let flip: u32 = 0;
+    if (scale < 0) {
+      scale = -scale;
+      flip = 127;
+    }
+    for (let k: usize = 0; k < 2; k++) {
+      const v = <u32>iq2IndexOf(t, codes + (k << 3)) | ((<u32>load<u8>(signs + k) ^ flip) << 9);
+      store<u16>(words + (ib << 2) + (k << 1), <u16>v);
+    }
+    store<f32>(scales + (ib << 2), scale);
+    maxScale = cmax(maxScale, scale);
+  }
+  if (maxScale == 0) {
+    memory.fill(y, 0, 74);
+    return;
+  }
+  const d: f32 = maxScale / 31;
+  store<u16>(y, f32ToF16(d));
+  const id: f32 = 1 / d;
+  for (let ib: usize = 0; ib < 16; ib += 2) {
+    const lo = iq2ScaleIndex(id, load<f32>(scales + (ib << 2)));
+    const hi = iq2ScaleIndex(id, load<f32>(scales + (ib << 2) + 4));
+    store<u8>(y + 66 + (ib >> 1), <u8>(lo | (hi << 4)));
+  }
+  memory.copy(y + 2, words, 64);
+}
+
+/** Importance is required (as in llama.cpp): the host refuses calls without it. */
+export function iq2_xs_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
+  quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 74, quantizeSuperBlock);
+}
 
 export function iq2_xs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;

@@ -19,17 +19,10 @@ function gguf(name: string, type: number, blockSize: number, typeSize: number, i
 }
 
 /**
- * A GGUF type webquant reads but does not write: dequantize, serving and GGUF input use its
- * `<name>_dequantize`; it has no quantizer (llama.cpp's searches for these grids are not ported).
- */
-function ggufRead(name: string, type: number, typeSize: number, description: string): FormatSpec {
-  return { ...gguf(name, type, 256, typeSize, false, description), readOnly: true };
-}
-
-/**
- * The IQ3 searches weigh squared errors by x^2 (or by importance * sqrt(sigma2 + x^2)) in fp32:
- * from about |x| = 2^45 (2^54 with an imatrix) every candidate's score overflows and llama.cpp
- * aborts (GGML_ASSERT(grid_index >= 0)). Values at or above 2^40 are refused instead.
+ * The IQ2 / IQ3 searches weigh squared errors by x^2 (or by importance * sqrt(sigma2 + x^2)) in
+ * fp32: from about |x| = 2^45 (2^52 with an imatrix) every candidate's score overflows and
+ * llama.cpp aborts (GGML_ASSERT(grid_index >= 0), measured on the release build). Values at or
+ * above 2^40 are refused instead. IQ1's search survives any finite value.
  */
 const IQ_MAX_ABS = 2 ** 40;
 
@@ -48,22 +41,18 @@ export const ggufFormats: FormatSpec[] = [
   gguf('iq4_xs', 23, 256, 136, true, '4-bit non-linear grid, 8 x 32 sub-blocks with 6-bit scales (4.25 bpw)'),
   gguf('iq3_xxs', 18, 256, 98, true, '3-bit grid of 4-value vectors (256 entries) (3.0625 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
   gguf('iq3_s', 21, 256, 110, true, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
+  gguf('iq2_xxs', 16, 256, 66, true, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)', undefined, { requiresImportance: true, maxAbs: IQ_MAX_ABS }),
+  gguf('iq2_xs', 17, 256, 74, true, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)', undefined, { requiresImportance: true, maxAbs: IQ_MAX_ABS }),
+  gguf('iq2_s', 22, 256, 82, true, '2-bit grid of 8-value vectors (1024 entries), explicit signs (2.5625 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
   gguf('iq1_s', 19, 256, 50, true, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)', undefined, { requiresImportance: true }),
   gguf('iq1_m', 29, 256, 56, true, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)'),
+  // Ternary (BitNet b1.58, TriLMs): codes -1, 0, 1 times the block's absmax.
+  gguf('tq1_0', 34, 256, 54, false, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
+  gguf('tq2_0', 35, 256, 66, false, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
   gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.
   gguf('mxfp4_gguf', 39, 32, 17, false, 'MXFP4 as GGUF type 39 (llama.cpp rounding): E2M1 values, E8M0 scale per 32 (4.25 bpw)', 'mxfp4'),
   // ggml's NVFP4 block: no per-tensor fp32 scale (ggml applies one outside the block, if any).
-  // Ternary (BitNet b1.58, TriLMs): codes -1, 0, 1 times the block's absmax.
-  gguf('tq1_0', 34, 256, 54, false, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
-  gguf('tq2_0', 35, 256, 66, false, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
   gguf('nvfp4_gguf', 40, 64, 36, false, 'NVFP4 as GGUF type 40 (ggml reference rounding): E2M1 values, UE4M3 scale per 16 (4.5 bpw)', 'nvfp4'),
-];
-
-/** Read only: the sub-4-bit IQ types, as GGUF files hold them. */
-export const ggufReadOnlyFormats: FormatSpec[] = [
-  ggufRead('iq2_xxs', 16, 66, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)'),
-  ggufRead('iq2_xs', 17, 74, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)'),
-  ggufRead('iq2_s', 22, 82, '2-bit grid of 8-value vectors (1024 entries), explicit signs (2.5625 bpw)'),
 ];

@@ -1,6 +1,6 @@
 // The one format registry: dispatch, validation, tests and tooling all read it.
 import { ErrorCodes, fail } from '../errors.js';
-import { ggufFormats, ggufReadOnlyFormats } from './gguf.js';
+import { ggufFormats } from './gguf.js';
 import { intFormats } from './int.js';
 import { bnbFormats } from './bnb.js';
 import type { FormatSpec } from './types.js';
@@ -10,26 +10,16 @@ const all: FormatSpec[] = [...ggufFormats, ...intFormats, ...bnbFormats];
 /** The formats webquant quantizes to. */
 export const formats: ReadonlyMap<string, FormatSpec> = new Map(all.map((f) => [f.name, f]));
 
-/** Formats webquant reads (dequantize, serving, GGUF input) but does not write (FormatSpec.readOnly). */
-export const readOnlyFormats: ReadonlyMap<string, FormatSpec> = new Map(ggufReadOnlyFormats.map((f) => [f.name, f]));
-
-/** A format to quantize to. */
+/** A format to quantize to, or to read stored bytes of. */
 export function getFormat(name: string): FormatSpec {
   const key = typeof name === 'string' ? name.toLowerCase() : name;
   const f = formats.get(key);
   if (!f) {
-    const read = readOnlyFormats.has(key) ? ` (${key} is a GGUF type webquant reads, dequantizes and serves, but has no quantizer for)` : '';
-    fail(ErrorCodes.UNKNOWN_FORMAT, `[quantize] unknown format "${String(name)}"${read}; valid formats: ${[...formats.keys()].join(', ')}`, {
+    fail(ErrorCodes.UNKNOWN_FORMAT, `[quantize] unknown format "${String(name)}"; valid formats: ${[...formats.keys()].join(', ')}`, {
       option: 'format', value: name, expected: [...formats.keys()],
     });
   }
   return f;
-}
-
-/** A format whose stored bytes can be read: those of `formats` and the read-only ones. */
-export function readableFormat(name: string): FormatSpec {
-  const f = typeof name === 'string' ? readOnlyFormats.get(name.toLowerCase()) : undefined;
-  return f ?? getFormat(name);
 }
 
 /** What to name in an error refusing format `name` for GGUF: its GGUF twin, if it has one. */
@@ -38,7 +28,7 @@ export function ggufTwinHint(name: string): string {
   return twin ? ` (${twin} is ${name.toUpperCase()} as GGUF stores it, with llama.cpp's rounding)` : '';
 }
 
-/** The format of a GGUF tensor type, read-only ones included. */
+/** The format of a GGUF tensor type. */
 export function ggufFormatByType(type: number): FormatSpec | undefined {
-  return all.find((f) => f.ggml?.type === type) ?? ggufReadOnlyFormats.find((f) => f.ggml?.type === type);
+  return all.find((f) => f.ggml?.type === type);
 }

@@ -71,11 +71,6 @@ export interface FormatSpec {
   readonly ggml?: { type: number; blockSize: number; typeSize: number; name?: string };
   /** The GGUF format a refusal of this one for GGUF names (mxfp4 -> mxfp4_gguf, nvfp4 -> nvfp4_gguf). */
   readonly ggufTwin?: string;
-  /**
-   * Read only: webquant dequantizes and serves it (GGUF input) but has no quantizer for it; it is
-   * not in `formats`, and quantize() and plans refuse it (see registry readableFormat).
-   */
-  readonly readOnly?: boolean;
   /** Accepted calibrations; the first is the default. */
   readonly calibrations: readonly CalibrationName[];
   /** Whether per-column importance weights change the result. */
@@ -83,7 +78,7 @@ export interface FormatSpec {
   /** Importance weights are required (llama.cpp's quantizer asserts an importance matrix). */
   readonly requiresImportance?: boolean;
   /**
-   * Largest input magnitude accepted (exclusive): the IQ3 searches square values and their
+   * Largest input magnitude accepted (exclusive): the IQ2 / IQ3 searches square values and their
    * weights in fp32, and llama.cpp aborts where those overflow. Larger values are refused.
    */
   readonly maxAbs?: number;

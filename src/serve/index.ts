@@ -15,7 +15,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { isJsonObject, parseJson } from '../io/json.js';
 import { setRow0, writeArgs, type KernelArgs, ARGS_BYTES } from '../kernels/args.js';
 import type { Kernels, WasmBuild } from '../kernels/loader.js';
-import { formats, getFormat, ggufFormatByType, readableFormat, readOnlyFormats } from '../formats/registry.js';
+import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
 import { layoutOf, type FormatSpec, type Layout, type ResolvedOptions } from '../formats/types.js';
 import { resolveOptions } from '../options.js';
 import type { Checkpoint, TensorInfo } from '../io/checkpoint.js';
@@ -635,7 +635,7 @@ export async function weightSource(q: QuantizedModel, opts: { names?: string[] }
 export async function servedFromQuantized(qt: QuantizedTensor, opts: ServeComputeOptions & { backend?: 'auto' | WasmBuild; chunkBytes?: number; name?: string } = {}): Promise<LoadedTensor> {
   const { chunkBytes, q8 } = computeOptions(opts);
   const k = await serveKernels(opts.backend ?? 'auto');
-  const spec = readableFormat(qt.format);
+  const spec = getFormat(qt.format);
   const name = opts.name ?? 'tensor';
   if (!isShape(qt.shape) || qt.shape.length !== 2) {
     fail(ErrorCodes.BAD_INPUT, `[serve] ${name}: shape [${qt.shape}] is not [rows, rowLength]`, { tensor: name, option: 'shape', value: qt.shape, expected: '[rows, rowLength]' });
@@ -657,10 +657,10 @@ export async function servedFromQuantized(qt: QuantizedTensor, opts: ServeComput
 
 /** Whether the build has a fused kernel for a registry format (otherwise the generic path runs). */
 export async function hasFusedMatvec(format: string, backend: 'auto' | WasmBuild = 'auto'): Promise<boolean> {
-  return (await serveKernels(backend)).has(`${readableFormat(format).kernel}_matvec`);
+  return (await serveKernels(backend)).has(`${getFormat(format).kernel}_matvec`);
 }
 
 /** Every registry format name (tests iterate it). */
-export const servedFormats = (): string[] => [...formats.keys(), ...readOnlyFormats.keys()];
+export const servedFormats = (): string[] => [...formats.keys()];
 // Re-exported for callers converting dequantizeF16 output.
 export { f16ToF32, bf16ToF32 };

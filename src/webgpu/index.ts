@@ -2,7 +2,7 @@
 // selection (backend.ts) says wasm, so the caller goes on with the wasm build it names.
 import type { WasmBuild } from '../kernels/loader.js';
 import type { TensorDequantizeOptions as DequantizeOptions, QuantizedTensor, QuantizeOptions, TensorValues, planTensor } from '../quantize.js';
-import { readableFormat } from '../formats/registry.js';
+import { getFormat } from '../formats/registry.js';
 import { selectBackend } from './backend.js';
 import { gpuUnsupported } from './kernels.js';
 import { gpuDequantize, gpuMatvec, gpuQuantize } from './run.js';
@@ -32,7 +32,7 @@ export async function maybeGpuQuantize(values: TensorValues, opts: QuantizeOptio
 }
 
 export async function maybeGpuDequantize(qt: QuantizedTensor, opts: DequantizeOptions & { preferGpu?: boolean }): Promise<GpuResult<Float32Array>> {
-  const sel = await selectBackend(opts.backend, opts.preferGpu, gpuUnsupported(readableFormat(qt.format).name, qt.options, 'dequantize'), 'dequantize');
+  const sel = await selectBackend(opts.backend, opts.preferGpu, gpuUnsupported(getFormat(qt.format).name, qt.options, 'dequantize'), 'dequantize');
   if (sel.kind === 'wasm') return { ran: false, build: sel.build };
   return { ran: true, value: await gpuDequantize(sel.gpu, qt, opts) };
 }

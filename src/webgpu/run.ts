@@ -3,7 +3,7 @@
 // finishes the rest on wasm (with a 'warning' event); later calls in the run use wasm.
 import { ErrorCodes, fail } from '../errors.js';
 import { errorMetrics } from '../metrics.js';
-import { readableFormat } from '../formats/registry.js';
+import { getFormat } from '../formats/registry.js';
 import { layoutOf, type Layout } from '../formats/types.js';
 import type { TensorDequantizeOptions as DequantizeOptions, QuantizedTensor, QuantizeOptions, TensorValues, planTensor } from '../quantize.js';
 import { markGpuLost, type GpuContext } from './device.js';
@@ -240,7 +240,7 @@ export async function gpuQuantize(gpu: GpuContext, values: TensorValues, opts: Q
 }
 
 export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: DequantizeOptions, onLost: OnLost = 'wasm'): Promise<Float32Array> {
-  const spec = readableFormat(qt.format);
+  const spec = getFormat(qt.format);
   const [nrows, rowLen] = qt.shape;
   const o = qt.options;
   const layout = layoutOf(spec, nrows, rowLen, o);
@@ -291,7 +291,7 @@ export async function gpuDequantize(gpu: GpuContext, qt: QuantizedTensor, opts: 
  * exact dot product of the dequantized row with x. No wasm fallback: a lost device is an error.
  */
 export async function gpuMatvec(gpu: GpuContext, qt: QuantizedTensor, x: Float32Array, chunkBytes?: number): Promise<Float32Array> {
-  const spec = readableFormat(qt.format);
+  const spec = getFormat(qt.format);
   const [nrows, rowLen] = qt.shape;
   if (x.length !== rowLen) {
     fail(ErrorCodes.BAD_INPUT, `[matvec] x has ${x.length} values but rows have ${rowLen}`, { option: 'x', value: x.length, expected: rowLen });
@@ -333,7 +333,7 @@ export function MATVEC_TOLERANCE(rowLen: number): number {
 /** Rows [r0, end) of a quantized tensor as a tensor of its own (tensor sections copied). */
 function sliceRows(qt: QuantizedTensor, layout: Layout, r0: number): QuantizedTensor {
   const [nrows, rowLen] = qt.shape;
-  const spec = readableFormat(qt.format);
+  const spec = getFormat(qt.format);
   const sub = layoutOf(spec, nrows - r0, rowLen, qt.options);
   const data = new Uint8Array(sub.bytes);
   layout.sections.forEach((s, i) => {

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes, formats, quantize } from '../../src/index.js';
 import { llamacppCases, rowsBelow } from '../helpers/llamacpp-cases.js';
+import { withImportance } from '../helpers/data.js';
 
 interface Entry { sha256: string; rows: string[] }
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/llamacpp-quantize.json', import.meta.url), 'utf8')) as Record<string, Record<string, Entry> | string>;
@@ -17,7 +18,7 @@ describe('fixture covers what it claims', () => {
   it('every case is recorded, and every recorded type is a format webquant writes', () => {
     expect(Object.keys(fixture).filter((k) => k !== '_about').sort()).toEqual(Object.keys(cases).sort());
     for (const t of recorded) expect(formats.has(t), t).toBe(true);
-    expect([...recorded]).toEqual(expect.arrayContaining(['tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq1_s', 'iq1_m']));
+    expect([...recorded].sort()).toEqual(['iq1_m', 'iq1_s', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq3_s', 'iq3_xxs', 'tq1_0', 'tq2_0']);
   });
 
   it('types llama.cpp needs an importance matrix for are recorded with importance only', () => {
@@ -28,24 +29,29 @@ describe('fixture covers what it claims', () => {
 });
 
 describe('inputs llama.cpp refuses or aborts on are typed errors', () => {
-  it('iq1_s without importance (llama.cpp asserts an importance matrix)', async () => {
-    await expect(quantize(new Float32Array(512).fill(0.5), { format: 'iq1_s', rowLength: 256, name: 'w' }))
-      .rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { tensor: 'w', option: 'importance' } });
-    const imp = new Float32Array(256).fill(1);
-    expect((await quantize(new Float32Array(512).fill(0.5), { format: 'iq1_s', rowLength: 256, importance: imp })).data.length).toBe(100);
+  it('iq1_s, iq2_xxs and iq2_xs without importance (llama.cpp asserts an importance matrix)', async () => {
+    expect([...formats.values()].filter((f) => f.requiresImportance).map((f) => f.name).sort()).toEqual(['iq1_s', 'iq2_xs', 'iq2_xxs']);
+    for (const format of ['iq1_s', 'iq2_xxs', 'iq2_xs']) {
+      await expect(quantize(new Float32Array(512).fill(0.5), { format, rowLength: 256, name: 'w' }))
+        .rejects.toMatchObject({ code: ErrorCodes.BAD_OPTION, details: { tensor: 'w', option: 'importance' } });
+      const imp = new Float32Array(256).fill(1);
+      expect((await quantize(new Float32Array(512).fill(0.5), { format, rowLength: 256, importance: imp })).data.length).toBe(2 * formats.get(format)!.ggml!.typeSize);
+    }
   });
 
-  it('IQ3 values at or above maxAbs (llama.cpp aborts where its squared errors overflow), named by index, in f32 and bf16', async () => {
-    for (const format of ['iq3_xxs', 'iq3_s']) {
-      const max = formats.get(format)!.maxAbs!;
+  it('IQ2 / IQ3 values at or above maxAbs (llama.cpp aborts where its squared errors overflow), named by index, in f32 and bf16', async () => {
+    expect([...formats.values()].filter((f) => f.maxAbs !== undefined).map((f) => f.name).sort()).toEqual(['iq2_s', 'iq2_xs', 'iq2_xxs', 'iq3_s', 'iq3_xxs']);
+    for (const format of ['iq3_xxs', 'iq3_s', 'iq2_xxs', 'iq2_xs', 'iq2_s']) {
+      const spec = formats.get(format)!;
+      const max = spec.maxAbs!;
       const x = Float32Array.from({ length: 1024 }, (_, i) => Math.sin(i));
       x[700] = -max;
-      await expect(quantize(x, { format, rowLength: 512 })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 700 } });
+      await expect(quantize(x, withImportance({ format, rowLength: 512 }, spec))).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 700 } });
       const bf = new Uint16Array(1024);
       bf[300] = 0x5380; // 2^40 in bfloat16
-      await expect(quantize(bf, { format, rowLength: 512, dtype: 'bf16' })).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 300 } });
+      await expect(quantize(bf, withImportance({ format, rowLength: 512, dtype: 'bf16' as const }, spec))).rejects.toMatchObject({ code: ErrorCodes.BAD_INPUT, details: { index: 300 } });
       x[700] = -max * (1 - 2 ** -23);
-      await expect(quantize(x, { format, rowLength: 512 })).resolves.toBeDefined();
+      await expect(quantize(x, withImportance({ format, rowLength: 512 }, spec))).resolves.toBeDefined();
     }
   });
 

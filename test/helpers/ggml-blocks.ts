@@ -4,7 +4,7 @@
 import { f32ToF16 } from '../../src/util/half.js';
 import { mulberry32 } from './data.js';
 
-export interface ReadOnlyType {
+export interface LowBitType {
   /** Our format name (also ggml's function suffix). */
   name: string;
   block: number;
@@ -13,7 +13,7 @@ export interface ReadOnlyType {
   d: number | 'iq1_m';
 }
 
-export const READ_ONLY_TYPES: readonly ReadOnlyType[] = [
+export const LOW_BIT_TYPES: readonly LowBitType[] = [
   { name: 'iq2_xxs', block: 256, bytes: 66, d: 0 },
   { name: 'iq2_xs', block: 256, bytes: 74, d: 0 },
   { name: 'iq2_s', block: 256, bytes: 82, d: 0 },
@@ -26,7 +26,7 @@ export const READ_ONLY_TYPES: readonly ReadOnlyType[] = [
 ];
 
 /** Writes the fp16 bits `h` as the block's super-block scale. */
-export function setScale(t: ReadOnlyType, blk: Uint8Array, h: number): void {
+export function setScale(t: LowBitType, blk: Uint8Array, h: number): void {
   if (t.d === 'iq1_m') {
     // IQ1_M keeps its fp16 scale in the top nibble of each of its four u16 scale words (bytes 48..55).
     for (let k = 0; k < 4; k++) blk[48 + 2 * k + 1] = (blk[48 + 2 * k + 1] & 0x0f) | (((h >> (4 * k)) & 0xf) << 4);
@@ -41,7 +41,7 @@ export function setScale(t: ReadOnlyType, blk: Uint8Array, h: number): void {
  * a weight-like magnitude (2^-12 .. 2^-3, either sign); 'raw' leaves the random bits (so some
  * scales are subnormal, infinite or NaN).
  */
-export function randomBlocks(t: ReadOnlyType, count: number, seed: number, scales: 'weights' | 'raw'): Uint8Array {
+export function randomBlocks(t: LowBitType, count: number, seed: number, scales: 'weights' | 'raw'): Uint8Array {
   const rnd = mulberry32(seed);
   const out = new Uint8Array(count * t.bytes);
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(rnd() * 256);

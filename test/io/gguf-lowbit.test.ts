@@ -1,8 +1,8 @@
-// A GGUF file holding the types webquant reads but does not write (IQ1/IQ2/IQ3, TQ1_0/TQ2_0), as
-// llama.cpp's low-bit files do: read as f32, requantized by the pipeline, served (dequantize and
-// matvec through the generic path), and refused as a plan's target.
+// A GGUF file holding the low-bit types (IQ1/IQ2/IQ3, TQ1_0/TQ2_0), as llama.cpp's low-bit files
+// do: read as f32, requantized by the pipeline (also into the low-bit types themselves), served
+// (dequantize and matvec through the generic path).
 import { describe, expect, it } from 'vitest';
-import { dequantize, ErrorCodes, quantize, type QuantizedTensor } from '../../src/index.js';
+import { dequantize, ErrorCodes, getFormat, quantize, type QuantizedTensor } from '../../src/index.js';
 import { openGguf } from '../../src/io/gguf.js';
 import { writeGguf } from '../../src/io/gguf-writer.js';
 import { fromBuffer } from '../../src/io/source.js';
@@ -11,7 +11,7 @@ import { ggufContainer } from '../../src/pipeline/container.js';
 import { quantizeCheckpoint } from '../../src/pipeline/pipeline.js';
 import { resolvePlan } from '../../src/plan/plan.js';
 import { openQuantized } from '../../src/serve/index.js';
-import { READ_ONLY_TYPES, randomBlocks } from '../helpers/ggml-blocks.js';
+import { LOW_BIT_TYPES, randomBlocks } from '../helpers/ggml-blocks.js';
 import { compiledUrl } from '../pipeline/helpers.js';
 
 const ROWS = 3;
@@ -20,7 +20,7 @@ const COLS = 512;
 async function lowBitFile(): Promise<Uint8Array> {
   return collect(writeGguf({
     metadata: [{ key: 'general.architecture', type: 'string', value: 'llama' }],
-    tensors: READ_ONLY_TYPES.map((t, i) => ({
+    tensors: LOW_BIT_TYPES.map((t, i) => ({
       name: `blk.${i}.${t.name}.weight`, ggmlType: t.name.toUpperCase(), shape: [ROWS, COLS],
       data: randomBlocks(t, (ROWS * COLS) / t.block, 100 + i, 'weights'),
     })),
@@ -29,12 +29,12 @@ async function lowBitFile(): Promise<Uint8Array> {
 
 const asStored = (format: string, data: Uint8Array) => ({ format, shape: [ROWS, COLS], data }) as unknown as QuantizedTensor;
 
-describe('GGUF input of read-only types', () => {
+describe('GGUF input of the low-bit types', () => {
   it('readF32 gives dequantize() of the tensor bytes, on both builds', async () => {
     const file = await lowBitFile();
     for (const backend of ['wasm-simd', 'wasm'] as const) {
       const g = await openGguf(fromBuffer(file, 'low.gguf'), { backend });
-      for (const [i, t] of READ_ONLY_TYPES.entries()) {
+      for (const [i, t] of LOW_BIT_TYPES.entries()) {
         const name = `blk.${i}.${t.name}.weight`;
         expect(g.tensor(name).dtype, name).toBe(t.name.toUpperCase());
         const want = await dequantize(asStored(t.name, await g.readRaw(name)), { backend: 'wasm' });
@@ -85,13 +85,23 @@ describe('GGUF input of read-only types', () => {
     }
   });
 
-  it('a plan cannot name them as a target', async () => {
-    const g = await openGguf(fromBuffer(await lowBitFile(), 'low.gguf'));
-    const r = resolvePlan({ rules: [{ match: '.*', scheme: { format: 'iq2_xs' } }] }, g.tensors);
-    expect(r.ok).toBe(false);
-    const errors = r.problems.filter((p) => p.severity === 'error');
-    expect(errors.length).toBe(g.tensors.length);
-    for (const p of errors) expect(p).toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT, message: expect.stringContaining('reads, dequantizes and serves') });
-    await expect(quantize(new Float32Array(COLS), { format: 'iq2_s', rowLength: COLS })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
+  it('the pipeline writes them too: each tensor into the next low-bit type, the bytes of quantize() of the values read', async () => {
+    const input = await openGguf(fromBuffer(await lowBitFile(), 'low.gguf'));
+    const names = LOW_BIT_TYPES.map((t) => t.name).filter((n) => !getFormat(n).requiresImportance);
+    const target = (i: number) => names[(i + 1) % names.length];
+    const parts: Uint8Array[] = [];
+    const sink = { async write(c: Uint8Array) { parts.push(c.slice()); }, async close() {}, async abort() { parts.length = 0; } };
+    const plan = input.tensors.map((t, i) => ({ name: t.name, scheme: { format: target(i) } }));
+    await quantizeCheckpoint({ input, plan, sink, workers: 2, container: ggufContainer(), poolOptions: { workerUrl: compiledUrl('src/pipeline/worker-node.js') } });
+    const out = await openGguf(fromBuffer(Buffer.concat(parts), 'out.gguf'));
+    for (const [i, t] of input.tensors.entries()) {
+      const want = await quantize(await input.readF32(t.name), { format: target(i), rowLength: COLS });
+      expect(out.tensor(t.name).dtype).toBe(target(i).toUpperCase());
+      expect(Buffer.from(await out.readRaw(t.name)).equals(Buffer.from(want.data)), t.name).toBe(true);
+    }
+    // The types llama.cpp needs an importance matrix for are refused by a plan without one.
+    const r = resolvePlan({ rules: [{ match: '.*', scheme: { format: 'iq2_xs' } }] }, input.tensors);
+    expect(r.problems.filter((p) => p.severity === 'error').map((p) => p.code)).toEqual(input.tensors.map(() => ErrorCodes.BAD_OPTION));
+    expect(resolvePlan({ rules: [{ match: '.*', scheme: { format: 'iq2_xs' } }] }, input.tensors, { importance: true }).ok).toBe(true);
   });
 });

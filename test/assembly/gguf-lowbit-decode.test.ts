@@ -1,51 +1,48 @@
-// The GGUF types webquant reads but does not write (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
-// IQ3_S, TQ1_0, TQ2_0): both builds' dequantization against digests of llama.cpp's own
-// dequantize_row_<type> on seeded blocks (fixtures/llamacpp-decode.json, recorded by
+// Decoding the low-bit GGUF types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0,
+// TQ2_0): both builds' dequantization against digests of llama.cpp's own dequantize_row_<type> on
+// seeded blocks, raw scales included (fixtures/llamacpp-decode.json, recorded by
 // bench/llamacpp-decode.ts, which also compares value by value), plus layout facts worked out by
-// hand from the format descriptions, and the registry's refusal to quantize to them.
+// hand from the format descriptions. Their quantizers: gguf-quantize-lowbit.test.ts.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { dequantize, ErrorCodes, formats, getFormat, quantize, readableFormat, readOnlyFormats, type QuantizedTensor } from '../../src/index.js';
+import { dequantize, ErrorCodes, formats, getFormat, type QuantizedTensor } from '../../src/index.js';
 import { loadKernels } from '../../src/kernels/loader.js';
-import { canonicalNaN, READ_ONLY_TYPES, randomBlocks, setScale, type ReadOnlyType } from '../helpers/ggml-blocks.js';
+import { canonicalNaN, LOW_BIT_TYPES, randomBlocks, setScale, type LowBitType } from '../helpers/ggml-blocks.js';
 
 type Case = { count: number; seed: number; sha256: string };
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/llamacpp-decode.json', import.meta.url), 'utf8')) as Record<string, Record<string, Case>>;
 const builds = ['wasm-simd', 'wasm'] as const;
-const type = (name: string) => READ_ONLY_TYPES.find((t) => t.name === name)!;
+const type = (name: string) => LOW_BIT_TYPES.find((t) => t.name === name)!;
 const sha = (a: Uint8Array) => createHash('sha256').update(a).digest('hex');
 
 /** The tensor a GGUF file's bytes make: GGUF types need no options. */
-const stored = (t: ReadOnlyType, data: Uint8Array) => ({ format: t.name, shape: [data.length / t.bytes, t.block], data }) as unknown as QuantizedTensor;
+const stored = (t: LowBitType, data: Uint8Array) => ({ format: t.name, shape: [data.length / t.bytes, t.block], data }) as unknown as QuantizedTensor;
 
 describe('registry', () => {
-  it('lists every low-bit type with its wasm kernels and GGUF geometry; the read-only ones have no quantizer', async () => {
-    expect([...readOnlyFormats.keys()].sort()).toEqual(READ_ONLY_TYPES.filter((t) => !formats.has(t.name)).map((t) => t.name).sort());
+  it('lists every low-bit type with both wasm kernels and the GGUF geometry stated independently here', async () => {
     for (const build of builds) {
       const k = await loadKernels(build);
-      for (const t of READ_ONLY_TYPES) {
-        const f = readableFormat(t.name);
-        expect(Boolean(f.readOnly), t.name).toBe(!formats.has(t.name));
+      for (const t of LOW_BIT_TYPES) {
+        const f = getFormat(t.name);
+        expect(formats.has(t.name), t.name).toBe(true);
         expect(k.has(`${f.kernel}_dequantize`), `${build} ${t.name}`).toBe(true);
-        expect(k.has(`${f.kernel}_quantize`), `${build} ${t.name}`).toBe(!f.readOnly);
+        expect(k.has(`${f.kernel}_quantize`), `${build} ${t.name}`).toBe(true);
         expect([k.constant(`${f.kernel.toUpperCase()}_BLOCK`), k.constant(`${f.kernel.toUpperCase()}_BYTES`)]).toEqual([t.block, t.bytes]);
         expect([f.ggml!.blockSize, f.ggml!.typeSize], t.name).toEqual([t.block, t.bytes]);
       }
     }
   });
 
-  it('refuses them as a quantization target, naming them as readable', async () => {
-    expect(() => getFormat('IQ2_XXS')).toThrow(expect.objectContaining({ code: ErrorCodes.UNKNOWN_FORMAT, message: expect.stringContaining('reads, dequantizes and serves') }));
-    await expect(quantize(new Float32Array(256), { format: 'iq2_s', rowLength: 256 })).rejects.toMatchObject({ code: ErrorCodes.UNKNOWN_FORMAT });
-    expect(readableFormat('TQ2_0').name).toBe('tq2_0');
-    expect(readableFormat('q4_k').name).toBe('q4_k');
-    expect(() => readableFormat('iq5_zz')).toThrow(expect.objectContaining({ code: ErrorCodes.UNKNOWN_FORMAT }));
+  it('names are case-insensitive; an unknown one is a typed error', () => {
+    expect(getFormat('TQ2_0').name).toBe('tq2_0');
+    expect(getFormat('IQ2_XXS').name).toBe('iq2_xxs');
+    expect(() => getFormat('iq5_zz')).toThrow(expect.objectContaining({ code: ErrorCodes.UNKNOWN_FORMAT }));
   });
 });
 
 describe('dequantization equals llama.cpp\'s', () => {
-  for (const t of READ_ONLY_TYPES) {
+  for (const t of LOW_BIT_TYPES) {
     it(`${t.name}: both builds, weight-like and raw scales (subnormal, infinite, NaN)`, async () => {
       const cases = fixture[t.name];
       expect(Object.keys(cases).sort()).toEqual(['raw', 'weights']);
@@ -61,13 +58,13 @@ describe('dequantization equals llama.cpp\'s', () => {
 });
 
 // One block with every byte zero except what a case sets, the scale d = 1 unless given.
-function block(t: ReadOnlyType, set: (b: Uint8Array, dv: DataView) => void, d = 0x3c00): Uint8Array {
+function block(t: LowBitType, set: (b: Uint8Array, dv: DataView) => void, d = 0x3c00): Uint8Array {
   const b = new Uint8Array(t.bytes);
   setScale(t, b, d);
   set(b, new DataView(b.buffer));
   return b;
 }
-const values = async (t: ReadOnlyType, b: Uint8Array) => Array.from(await dequantize(stored(t, b), { backend: 'wasm' }));
+const values = async (t: LowBitType, b: Uint8Array) => Array.from(await dequantize(stored(t, b), { backend: 'wasm' }));
 
 describe('layout facts, by hand', () => {
   it('tq2_0: 2-bit codes q of value 128h + 32l + m in bits 2l of byte 32h + m, value (q - 1) * d', async () => {
