@@ -78,6 +78,12 @@ export interface FormatSpec {
   /** Importance weights are required (llama.cpp's quantizer asserts an importance matrix). */
   readonly requiresImportance?: boolean;
   /**
+   * A plan needs an importance matrix for tensors in this format other than token_embd / output,
+   * as llama-quantize refuses them without one (tensor_requires_imatrix), though the quantizer
+   * itself works without: IQ3_XXS, IQ2_S, IQ1_M (and every requiresImportance format).
+   */
+  readonly planRequiresImportance?: boolean;
+  /**
    * Largest input magnitude accepted (exclusive): the IQ2 / IQ3 searches square values and their
    * weights in fp32, and llama.cpp aborts where those overflow. Larger values are refused.
    */

@@ -279,9 +279,12 @@ function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, str
   // On the scheme that stays (a row-length fallback may need no importance matrix), as llama-quantize checks.
   if (e.error || e.scheme === 'keep') return;
   const v = validate(e.scheme);
-  if (!('err' in v) && v.spec.requiresImportance && !importance) {
+  if ('err' in v || importance) return;
+  // llama-quantize's tensor_requires_imatrix: token_embd and output are exempt unless the kernel itself needs one.
+  const exempt = e.role === 'output' || e.tied || (e.role === 'embedding' && e.kind === 'token');
+  if (v.spec.requiresImportance || (v.spec.planRequiresImportance && !exempt)) {
     e.error = `${v.spec.name} needs an importance matrix`;
-    problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${v.spec.name} needs an importance matrix (llama.cpp refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
+    problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${v.spec.name} needs an importance matrix (llama-quantize refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
   }
 }
 

@@ -136,6 +136,12 @@ describe('validation', () => {
     const withIt = resolvePlan(plan, llama(1), { importance: true });
     expect(withIt.ok).toBe(true);
     expect(fmt(withIt, 'model.layers.0.mlp.up_proj.weight')).toBe('iq1_s');
+    // llama-quantize's wider rule: IQ3_XXS / IQ2_S / IQ1_M quantize without one, but a plan needs one
+    // for every tensor but token_embd and output (which llama-quantize exempts).
+    const wide = resolvePlan({ default: { format: 'iq3_xxs' }, rules: [], skip: [] }, llama(1));
+    expect(wide.problems.filter((p) => p.severity === 'error').map((p) => p.tensor).sort())
+      .toEqual(llama(1).filter((t) => t.shape.length === 2 && !/embed_tokens|lm_head/.test(t.name)).map((t) => t.name).sort());
+    expect(resolvePlan({ default: { format: 'iq3_xxs' }, rules: [], skip: [] }, llama(1), { importance: true }).ok).toBe(true);
     // A tensor whose rows fall back (96 is no multiple of 256: IQ4_NL, as llama.cpp) needs none.
     const narrow = resolvePlan(plan, llama(1, 256, 96));
     expect(fmt(narrow, 'model.layers.0.mlp.down_proj.weight')).toBe('iq4_nl');
