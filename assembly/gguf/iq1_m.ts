@@ -9,6 +9,8 @@ import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
+import { iqWeights } from './iq2_search';
+import { sumSquares } from './iq4_common';
 
 export const IQ1_M_BLOCK: i32 = 256;
 export const IQ1_M_BYTES: i32 = 56;
@@ -176,16 +178,9 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 56);
-  let sumx2: f32 = 0;
-  for (let i = 0; i < 256; i++) {
-    const v = load<f32>(x + (<usize>i << 2));
-    sumx2 += v * v;
-  }
-  const sigma2: f32 = (2 * sumx2) / 256;
-  for (let i: usize = 0; i < 256; i++) {
-    const v = load<f32>(x + (i << 2));
-    store<f32>(weights + (i << 2), qw != 0 ? load<f32>(qw + (i << 2)) * Mathf.sqrt(sigma2 + v * v) : v * v);
-  }
+  const sigma2: f32 = (2 * sumSquares(x, 256)) / 256;
+  if (qw != 0) iqWeights(x, qw, sigma2, 256, weights, 0);
+  else for (let i: usize = 0; i < 256; i++) store<f32>(weights + (i << 2), load<f32>(x + (i << 2)) * load<f32>(x + (i << 2)));
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 16; ib++) {
     const s = subBlock(x + (ib << 6), weights + (ib << 6), ib, y);

@@ -8,6 +8,8 @@ import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
+import { iqWeights } from './iq2_search';
+import { sumSquares } from './iq4_common';
 
 export const IQ1_S_BLOCK: i32 = 256;
 export const IQ1_S_BYTES: i32 = 50;
@@ -156,20 +158,12 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 50);
-  let sumx2: f32 = 0;
-  for (let i = 0; i < 256; i++) {
-    const v = load<f32>(x + (<usize>i << 2));
-    sumx2 += v * v;
-  }
-  const sigma2: f32 = (2 * sumx2) / 256;
+  const sigma2: f32 = (2 * sumSquares(x, 256)) / 256;
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 8; ib++) {
     const xb = x + (ib << 7);
     const q = qw + (ib << 7);
-    for (let i: usize = 0; i < 32; i++) {
-      const v = load<f32>(xb + (i << 2));
-      store<f32>(weight + (i << 2), load<f32>(q + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
-    }
+    iqWeights(xb, q, sigma2, 32, weight, 0);
     const s = subBlock(xb, ib, y);
     store<f32>(scales + (ib << 2), s);
     maxScale = maxScale > s ? maxScale : s;

@@ -9,7 +9,8 @@
 import { f16ToF32, f32ToF16 } from '../common';
 import { IQ2S_GRID } from './iq_grids';
 import { iq2Eight } from './iq_lowbit';
-import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables } from './iq2_search';
+import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables, iqWeights, sqrtWeights } from './iq2_search';
+import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 
 export const IQ2_S_BLOCK: i32 = 256;
@@ -29,21 +30,12 @@ const signs = memory.data(2, 16);
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   const t = iq2Tables(1024);
   memory.fill(y, 0, 82);
-  let sumx2: f32 = 0;
-  for (let i: usize = 0; i < 256; i++) {
-    const v = load<f32>(x + (i << 2));
-    sumx2 += v * v;
-  }
-  const sigma2: f32 = (2 * sumx2) / 256;
+  const sigma2: f32 = (2 * sumSquares(x, 256)) / 256;
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 16; ib++) {
     const xb = x + (ib << 6);
     if (qw != 0) {
-      const qb = qw + (ib << 6);
-      for (let i: usize = 0; i < 16; i++) {
-        const v = load<f32>(xb + (i << 2));
-        store<f32>(weight + (i << 2), load<f32>(qb + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
-      }
+      iqWeights(xb, qw + (ib << 6), sigma2, 16, weight, 0);
     } else {
       const base: f32 = <f32>0.25 * sigma2;
       for (let i: usize = 0; i < 16; i++) {
@@ -51,7 +43,7 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
         store<f32>(weight + (i << 2), base + v * v);
       }
     }
-    for (let i: usize = 0; i < 16; i++) store<f32>(waux + (i << 2), Mathf.sqrt(load<f32>(weight + (i << 2))));
+    sqrtWeights(weight, 16, waux);
     iq2Signs(xb, weight, xval, signs, 2, false);
     const vmax = foldMax(xval, 16);
     memory.fill(codes, 0, 16);

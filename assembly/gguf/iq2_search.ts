@@ -279,80 +279,6 @@ export function foldMax(x: usize, n: i32): f32 {
   return <u32>min(15, max(0, nearestInt(<f32>0.5 * (id * s - <f32>1))));
 }
 
-/**
- * llama.cpp's make_qp_quants with its current guards (the release the benchmarks compare with):
- * codes 0..nmax (bytes at L, stores wrap as C's uint8_t) for the non-negative-scale fit of x with
- * weights w, then up to 5 rounds of single-code moves; returns sum(w*x*l)/sum(w*l*l), or 0 where
- * that denominator is not positive. IQ2_XXS uses it for its first scale estimate.
- */
-export function qpScale(n: i32, nmax: i32, x: usize, L: usize, w: usize): f32 {
-  let vmax: f32 = 0;
-  for (let i = 0; i < n; i++) vmax = cmax(vmax, load<f32>(x + (<usize>i << 2)));
-  if (vmax < GROUP_MAX_EPS) {
-    memory.fill(L, 0, <usize>n);
-    return 0;
-  }
-  const fnmax = <f32>nmax;
-  let iscale: f32 = fnmax / vmax;
-  for (let i = 0; i < n; i++) store<u8>(L + <usize>i, <u8>nearestInt(iscale * load<f32>(x + (<usize>i << 2))));
-  const scale: f32 = 1 / iscale;
-  let best: f32 = 0;
-  for (let i = 0; i < n; i++) {
-    const diff: f32 = load<f32>(x + (<usize>i << 2)) - scale * <f32>load<u8>(L + <usize>i);
-    best += load<f32>(w + (<usize>i << 2)) * diff * diff;
-  }
-  for (let is = -4; is <= 4; is++) {
-    if (is == 0) continue;
-    const iscaleIs: f32 = (<f32>0.1 * <f32>is + fnmax) / vmax;
-    const scaleIs: f32 = 1 / iscaleIs;
-    let mse: f32 = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = load<f32>(x + (<usize>i << 2));
-      const l = min(nmax, nearestInt(iscaleIs * xi));
-      const diff: f32 = xi - scaleIs * <f32>l;
-      mse += load<f32>(w + (<usize>i << 2)) * diff * diff;
-    }
-    if (mse < best) {
-      best = mse;
-      iscale = iscaleIs;
-    }
-  }
-  let sumlx: f32 = 0;
-  let suml2: f32 = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = load<f32>(x + (<usize>i << 2));
-    const wi = load<f32>(w + (<usize>i << 2));
-    const l = min(nmax, nearestInt(iscale * xi));
-    store<u8>(L + <usize>i, <u8>l);
-    sumlx += wi * xi * <f32>l;
-    suml2 += wi * <f32>l * <f32>l;
-  }
-  for (let itry = 0; itry < 5; itry++) {
-    let changed = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = load<f32>(x + (<usize>i << 2));
-      const wi = load<f32>(w + (<usize>i << 2));
-      const li = <i32>load<u8>(L + <usize>i);
-      let slx: f32 = sumlx - wi * xi * <f32>li;
-      let sl2: f32 = suml2 - wi * <f32>li * <f32>li;
-      if (slx > 0 && sl2 > 0) {
-        const nl = min(nmax, nearestInt((xi * sl2) / slx));
-        if (nl != li) {
-          slx += wi * xi * <f32>nl;
-          sl2 += wi * <f32>nl * <f32>nl;
-          if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-            store<u8>(L + <usize>i, <u8>nl);
-            sumlx = slx;
-            suml2 = sl2;
-            changed++;
-          }
-        }
-      }
-    }
-    if (changed == 0) break;
-  }
-  return suml2 > 0 ? sumlx / suml2 : 0;
-}
 
 /**
  * The search of IQ2_XS and IQ2_S over 16 magnitudes (two groups of 8; vmax their largest, weights
@@ -388,4 +314,21 @@ export function iq2Search16(t: usize, xval: usize, w: usize, waux: usize, vmax: 
     if (sumQ2 > 0) scale = sumQX / sumQ2;
   }
   return scale;
+}
+
+/**
+ * The importance weights of n values at xb: qw_i * sqrt(sigma2 + x_i^2) (IQ1 / IQ2; sigma2 from the
+ * super-block's sum of squares), and at waux (when not 0) their square roots.
+ */
+export function iqWeights(xb: usize, qb: usize, sigma2: f32, n: i32, weight: usize, waux: usize): void {
+  for (let i = 0; i < n; i++) {
+    const v = load<f32>(xb + (<usize>i << 2));
+    store<f32>(weight + (<usize>i << 2), load<f32>(qb + (<usize>i << 2)) * Mathf.sqrt(sigma2 + v * v));
+  }
+  if (waux != 0) sqrtWeights(weight, n, waux);
+}
+
+/** waux_i = sqrt(weight_i), n values. */
+export function sqrtWeights(weight: usize, n: i32, waux: usize): void {
+  for (let i = 0; i < n; i++) store<f32>(waux + (<usize>i << 2), Mathf.sqrt(load<f32>(weight + (<usize>i << 2))));
 }

@@ -9,7 +9,8 @@
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16 } from '../common';
 import { IQ2XS_GRID } from './iq_grids';
 import { evenSigns, iq2Eight } from './iq_lowbit';
-import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables } from './iq2_search';
+import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables, iqWeights } from './iq2_search';
+import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 
 export const IQ2_XS_BLOCK: i32 = 256;
@@ -27,21 +28,12 @@ const words = memory.data(64, 16); // q2: grid index | signs << 9 per 8 values
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   const t = iq2Tables(512);
   memory.fill(words, 0, 64);
-  let sumx2: f32 = 0;
-  for (let i: usize = 0; i < 256; i++) {
-    const v = load<f32>(x + (i << 2));
-    sumx2 += v * v;
-  }
-  const sigma2: f32 = sumx2 / 256;
+  const sigma2: f32 = sumSquares(x, 256) / 256;
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 16; ib++) {
     const xb = x + (ib << 6);
     const qb = qw + (ib << 6);
-    for (let i: usize = 0; i < 16; i++) {
-      const v = load<f32>(xb + (i << 2));
-      store<f32>(weight + (i << 2), load<f32>(qb + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
-    }
-    for (let i: usize = 0; i < 16; i++) store<f32>(waux + (i << 2), Mathf.sqrt(load<f32>(weight + (i << 2))));
+    iqWeights(xb, qb, sigma2, 16, weight, waux);
     iq2Signs(xb, weight, xval, signs, 2, true);
     const vmax = foldMax(xval, 16);
     memory.fill(codes, 0, 16);

@@ -4,7 +4,7 @@
 // 4 bits s give the scale d * (0.5 + s) * 0.25.
 // Quantizer (llama.cpp quantize_row_iq2_xxs_impl; it requires importance, so qw != 0): weights
 // qw*sqrt(sum(x^2)/256 + x^2); per 32 values the magnitudes with an even count of signs per 8 (the
-// least weighted value keeps its sign otherwise), a first scale from make_qp_quants (qpScale), 13
+// least weighted value keeps its sign otherwise), a first scale from make_qp_quants (the guarded one), 13
 // trial scales whose codes are snapped to the grid (map, else the best neighbour), the best by
 // sum(w*x*q)^2/sum(w*q*q), then one pass of codes at that scale and its refit. The 4-bit scales
 // are relative to d = max scale / 31.
@@ -12,9 +12,11 @@ import { GROUP_MAX_EPS, f16ToF32, f32ToF16 } from '../common';
 import { IQ2XXS_GRID } from './iq_grids';
 import { evenSigns, iq2Eight } from './iq_lowbit';
 import {
-  cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Signs, iq2Snap, iq2Sums, iq2Tables, qpScale, sumQ2, sumQX,
+  cmax, foldMax, iqWeights, iq2IndexOf, iq2ScaleIndex, iq2Signs, iq2Snap, iq2Sums, iq2Tables, sumQ2, sumQX,
 } from './iq2_search';
+import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
+import { makeQpQuants } from './searches';
 
 export const IQ2_XXS_BLOCK: i32 = 256;
 export const IQ2_XXS_BYTES: i32 = 66;
@@ -36,25 +38,16 @@ function gridCodes(t: usize, id: f32, scale: f32, L: usize): void {
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   const t = iq2Tables(256);
   memory.fill(words, 0, 64);
-  let sumx2: f32 = 0;
-  for (let i: usize = 0; i < 256; i++) {
-    const v = load<f32>(x + (i << 2));
-    sumx2 += v * v;
-  }
-  const sigma2: f32 = sumx2 / 256;
+  const sigma2: f32 = sumSquares(x, 256) / 256;
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 8; ib++) {
     const xb = x + (ib << 7);
     const qb = qw + (ib << 7);
-    for (let i: usize = 0; i < 32; i++) {
-      const v = load<f32>(xb + (i << 2));
-      store<f32>(weight + (i << 2), load<f32>(qb + (i << 2)) * Mathf.sqrt(sigma2 + v * v));
-    }
-    for (let i: usize = 0; i < 32; i++) store<f32>(waux + (i << 2), Mathf.sqrt(load<f32>(weight + (i << 2))));
+    iqWeights(xb, qb, sigma2, 32, weight, waux);
     iq2Signs(xb, weight, xval, signs, 4, true);
     store<f32>(scales + (ib << 2), 0);
     if (foldMax(xval, 32) < GROUP_MAX_EPS) continue;
-    let scale = qpScale(32, 4, xval, codes, weight);
+    let scale = makeQpQuants(32, 4, xval, codes, weight, true);
     const effMax: f32 = scale * 3;
     if (effMax <= 0) continue;
     let best: f32 = 0;

@@ -737,14 +737,18 @@ export function makeQxQuants4(n: i32, nmax: i32, x: usize, w: usize, L: usize, s
 // x86's default NaN (sign set): what 0/0 yields in the reference build (spec §16.1, §16.2).
 const NAN_X86: f32 = reinterpret<f32>(<u32>0xffc00000);
 
-/** §13.4 make_qp_quants. Writes byte codes L (stores wrap), returns sumlx/suml2 (NaN as x86's). */
-export function makeQpQuants(n: i32, nmax: i32, x: usize, L: usize, w: usize): f32 {
+/**
+ * §13.4 make_qp_quants. Writes byte codes L (stores wrap), returns sumlx/suml2 (NaN as x86's).
+ * `guarded`: the later release's version (IQ2_XXS): all codes 0 below GROUP_MAX_EPS rather than
+ * at 0, and 0 returned where suml2 is not positive. The K-quants keep b4747's (spec §16).
+ */
+export function makeQpQuants(n: i32, nmax: i32, x: usize, L: usize, w: usize, guarded: bool = false): f32 {
   let vmax: f32 = 0;
   for (let i = 0; i < n; i++) {
     const v = f32At(x, i);
     vmax = vmax > v ? vmax : v;
   }
-  if (vmax == 0) {
+  if (guarded ? vmax < GROUP_MAX_EPS : vmax == 0) {
     memory.fill(L, 0, <usize>n);
     return 0;
   }
@@ -807,6 +811,7 @@ export function makeQpQuants(n: i32, nmax: i32, x: usize, L: usize, w: usize): f
     }
     if (changed == 0) break;
   }
+  if (guarded) return suml2 > 0 ? sumlx / suml2 : 0;
   const r: f32 = sumlx / suml2;
   return r != r ? NAN_X86 : r;
 }
