@@ -293,10 +293,6 @@ export async function quantizeWith(k: Kernels, values: TensorValues, opts: Quant
  */
 export type RowOutput = (section: number, at: number, bytes: Uint8Array) => void;
 
-/**
- * quantizeWith for input that is copied into wasm memory chunk by chunk (see ChunkSource),
- * optionally handing the output over chunk by chunk too (see RowOutput).
- */
 /** First of n f32 / bf16 values at `at` in kernel memory with |x| >= limit, or -1 (f16 never reaches the limits used). */
 function firstAbove(k: Kernels, at: number, dtype: DType, n: number, limit: number): number {
   if (dtype === 'f32') {
@@ -314,6 +310,10 @@ function firstAbove(k: Kernels, at: number, dtype: DType, n: number, limit: numb
   return -1;
 }
 
+/**
+ * quantizeWith for input that is copied into wasm memory chunk by chunk (see ChunkSource),
+ * optionally handing the output over chunk by chunk too (see RowOutput).
+ */
 export async function quantizeFrom(k: Kernels, input: ChunkSource, opts: QuantizeOptions, p = planInput(input.length, input.dtype, opts), out?: RowOutput): Promise<QuantizedTensor & { backend: WasmBuild }> {
   const { spec, dtype, rowLen, nrows, o, layout, name } = p;
   if (out && !cutsByRows(layout) && !opts.slice?.prepared) {
