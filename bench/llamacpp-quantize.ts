@@ -19,8 +19,6 @@ import { loadGgml, nativeLibs } from './llamacpp.js';
 import { arg, table } from './util.js';
 
 const TYPES = ['tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq2_xxs', 'iq2_xs', 'iq2_s', 'iq1_s', 'iq1_m'];
-/** llama.cpp asserts an importance matrix for these (ggml_quantize_requires_imatrix). */
-const NEEDS_IMATRIX = new Set(['iq2_xxs', 'iq2_xs', 'iq1_s']);
 
 const write = process.argv.includes('--write');
 const only = arg('formats', '');
@@ -49,7 +47,8 @@ let allSame = true;
 for (const [name, all] of Object.entries(cases)) {
   const entry: Record<string, { sha256: string; rows: string[] }> = {};
   for (const type of types) {
-    if (!all.importance && NEEDS_IMATRIX.has(type)) continue;
+    // llama.cpp asserts an importance matrix where the registry requires one (ggml_quantize_requires_imatrix).
+    if (!all.importance && getFormat(type).requiresImportance) continue;
     // Rows llama.cpp aborts on are refused by webquant (FormatSpec.maxAbs): left out here.
     const { c } = rowsBelow(all, getFormat(type).maxAbs);
     const g = getFormat(type).ggml!;

@@ -8,6 +8,7 @@ import { constantSections, cutsByRows, layoutOf, tensorSectionsOf, type FormatSp
 import { resolveOptions, type FormatOptions } from './options.js';
 import { finishMetrics, newMetricsAccumulator, type ErrorMetrics } from './metrics.js';
 import type { GpuResult } from './webgpu/index.js';
+import { bf16ToF32 } from './util/half.js';
 
 // The WebGPU backend (its shaders and runner) is loaded when quantize() or dequantize() first asks
 // for it: pool workers call quantizeFrom only, and loading it cost each worker ~13 ms of start-up.
@@ -301,12 +302,7 @@ function firstAbove(k: Kernels, at: number, dtype: DType, n: number, limit: numb
     return -1;
   }
   const h = new Uint16Array(k.buffer, at, n);
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  for (let i = 0; i < n; i++) {
-    u[0] = h[i] << 16;
-    if (Math.abs(f[0]) >= limit) return i;
-  }
+  for (let i = 0; i < n; i++) if (Math.abs(bf16ToF32(h[i])) >= limit) return i;
   return -1;
 }
 

@@ -9,7 +9,7 @@ import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
-import { iqWeights } from './iq2_search';
+import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
 export const IQ1_M_BLOCK: i32 = 256;
@@ -146,8 +146,7 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
   }
   let allOnGrid = true;
   for (let k: usize = 0; k < 2; k++) {
-    let t: u32 = 0;
-    for (let j = 7; j >= 0; j--) t = t * 3 + <u32>load<u8>(codes + (k << 3) + <usize>j);
+    const t = <u32>codesKey(codes + (k << 3));
     if (!iq1OnGrid(t)) allOnGrid = false;
     const gi = iq1GridIndex(t, xb + (k << 5), w + (k << 5), scale, levelsOf(bestK, <i32>k));
     store<u16>(index + (k << 1), <u16>gi);

@@ -8,7 +8,7 @@ import { IQ1S_GRID } from './iq_grids';
 import { iq1Eight } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
-import { iqWeights } from './iq2_search';
+import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
 export const IQ1_S_BLOCK: i32 = 256;
@@ -124,9 +124,7 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
   const xg = shift == 1 ? IQ1_XP : IQ1_XM;
   let allOnGrid = true;
   for (let k: usize = 0; k < 4; k++) {
-    // Ternary index of the 8 codes (field j weighs 3^j).
-    let t: u32 = 0;
-    for (let j = 7; j >= 0; j--) t = t * 3 + <u32>load<u8>(codes + (k << 3) + <usize>j);
+    const t = <u32>codesKey(codes + (k << 3));
     if (!iq1OnGrid(t)) allOnGrid = false;
     const gi = iq1GridIndex(t, xb + (k << 5), weight + (k << 5), scale, xg);
     store<u16>(index + (k << 1), <u16>gi);

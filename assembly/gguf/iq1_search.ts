@@ -18,13 +18,6 @@ export function iq1Tables(): void {
   iq1Map = tabMap(t);
 }
 
-/** Ternary index of a code u whose 8 fields are 0..2. */
-@inline export function ternaryIndex(u: u32): u32 {
-  let t: u32 = 0;
-  for (let i: i32 = 14; i >= 0; i -= 2) t = t * 3 + ((u >> <u32>i) & 3);
-  return t;
-}
-
 /** Whether the code with ternary index t is a grid entry. */
 @inline export function iq1OnGrid(t: u32): bool {
   return load<i32>(iq1Map + (<usize>t << 2)) >= 0;

@@ -9,7 +9,7 @@
 import { f16ToF32, f32ToF16 } from '../common';
 import { IQ2S_GRID } from './iq_grids';
 import { iq2Eight } from './iq_lowbit';
-import { cmax, foldMax, iq2IndexOf, iq2ScaleIndex, iq2Search16, iq2Signs, iq2Tables, iqWeights, sqrtWeights } from './iq2_search';
+import { cmax, foldMax, iq2IndexOf, iq2Search16, iq2Signs, iq2Tables, iqWeights, packScales16, sqrtWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 
@@ -71,11 +71,7 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   const d: f32 = maxScale / 31;
   store<u16>(y, f32ToF16(d * <f32>0.9875));
   const id: f32 = 1 / d;
-  for (let ib: usize = 0; ib < 16; ib += 2) {
-    const lo = iq2ScaleIndex(id, load<f32>(scales + (ib << 2)));
-    const hi = iq2ScaleIndex(id, load<f32>(scales + (ib << 2) + 4));
-    store<u8>(y + 74 + (ib >> 1), <u8>(lo | (hi << 4)));
-  }
+  packScales16(id, scales, y + 74);
 }
 
 /** Importance is optional: without it the weights are sigma2/4 + x^2, as llama.cpp's. */

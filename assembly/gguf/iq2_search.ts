@@ -182,6 +182,25 @@ export function iq2Snap(t: usize, xval: usize, w: usize, id: f32, scale: f32, L:
   return true;
 }
 
+/** The table key of 8 byte codes at L, each clamped to 0..2 (IQ1's are never above 2). */
+@inline export function codesKey(L: usize): i32 {
+  let key = 0;
+  for (let i = 7; i >= 0; i--) key = key * 3 + <i32>min<u32>(2, <u32>load<u8>(L + <usize>i));
+  return key;
+}
+
+/**
+ * The 4-bit scale indices of 16 sub-block scales (IQ2_XS, IQ2_S), two per byte at y, low nibble
+ * first: iq2ScaleIndex(id, scale).
+ */
+export function packScales16(id: f32, scales: usize, y: usize): void {
+  for (let ib: usize = 0; ib < 16; ib += 2) {
+    const lo = iq2ScaleIndex(id, load<f32>(scales + (ib << 2)));
+    const hi = iq2ScaleIndex(id, load<f32>(scales + (ib << 2) + 4));
+    store<u8>(y + (ib >> 1), <u8>(lo | (hi << 4)));
+  }
+}
+
 /** Codes of grid entry `index` as 8 bytes at L. */
 @inline export function iq2Unpack(grid: usize, index: i32, L: usize): void {
   const g = <u32>load<u16>(grid + (<usize>index << 1));
@@ -194,9 +213,7 @@ export function iq2Snap(t: usize, xval: usize, w: usize, id: f32, scale: f32, L:
  * the first neighbour is taken instead, so that the kernel always finishes.
  */
 export function iq2IndexOf(t: usize, L: usize): i32 {
-  let key = 0;
-  for (let i = 7; i >= 0; i--) key = key * 3 + <i32>min<u32>(2, <u32>load<u8>(L + <usize>i));
-  const m = iq2MapEntry(t, key);
+  const m = iq2MapEntry(t, codesKey(L));
   return m >= 0 ? m : <i32>load<u16>(tabNeighbours(t) + (<usize>(-m - 1) << 1), 2);
 }
 

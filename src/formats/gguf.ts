@@ -41,10 +41,10 @@ export const ggufFormats: FormatSpec[] = [
   gguf('iq4_xs', 23, 256, 136, true, '4-bit non-linear grid, 8 x 32 sub-blocks with 6-bit scales (4.25 bpw)'),
   gguf('iq3_xxs', 18, 256, 98, true, '3-bit grid of 4-value vectors (256 entries) (3.0625 bpw)', undefined, { maxAbs: IQ_MAX_ABS, planRequiresImportance: true }),
   gguf('iq3_s', 21, 256, 110, true, '3-bit grid of 4-value vectors (512 entries), explicit signs (3.4375 bpw)', undefined, { maxAbs: IQ_MAX_ABS }),
-  gguf('iq2_xxs', 16, 256, 66, true, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)', undefined, { requiresImportance: true, planRequiresImportance: true, maxAbs: IQ_MAX_ABS }),
-  gguf('iq2_xs', 17, 256, 74, true, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)', undefined, { requiresImportance: true, planRequiresImportance: true, maxAbs: IQ_MAX_ABS }),
+  gguf('iq2_xxs', 16, 256, 66, true, '2-bit grid of 8-value vectors (256 entries), sign bits with even parity (2.0625 bpw)', undefined, { requiresImportance: true, maxAbs: IQ_MAX_ABS }),
+  gguf('iq2_xs', 17, 256, 74, true, '2-bit grid of 8-value vectors (512 entries), 4-bit scale per 16 (2.3125 bpw)', undefined, { requiresImportance: true, maxAbs: IQ_MAX_ABS }),
   gguf('iq2_s', 22, 256, 82, true, '2-bit grid of 8-value vectors (1024 entries), explicit signs (2.5625 bpw)', undefined, { maxAbs: IQ_MAX_ABS, planRequiresImportance: true }),
-  gguf('iq1_s', 19, 256, 50, true, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)', undefined, { requiresImportance: true, planRequiresImportance: true }),
+  gguf('iq1_s', 19, 256, 50, true, '1.5-bit grid of 8-value vectors (2048 entries) with a +-1/8 offset per 32 (1.5625 bpw)', undefined, { requiresImportance: true }),
   gguf('iq1_m', 29, 256, 56, true, '1.75-bit grid of 8-value vectors (2048 entries), 3-bit scale per 16 (1.75 bpw)', undefined, { planRequiresImportance: true }),
   // Ternary (BitNet b1.58, TriLMs): codes -1, 0, 1 times the block's absmax.
   gguf('tq1_0', 34, 256, 54, false, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),

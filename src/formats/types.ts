@@ -80,7 +80,8 @@ export interface FormatSpec {
   /**
    * A plan needs an importance matrix for tensors in this format other than token_embd / output,
    * as llama-quantize refuses them without one (tensor_requires_imatrix), though the quantizer
-   * itself works without: IQ3_XXS, IQ2_S, IQ1_M (and every requiresImportance format).
+   * itself works without: IQ3_XXS, IQ2_S, IQ1_M. (Plans need one for requiresImportance formats
+   * on every tensor.)
    */
   readonly planRequiresImportance?: boolean;
   /**

@@ -64,7 +64,7 @@ describe('estimatePlan', () => {
     for (const spec of formats.values()) {
       for (const scheme of variants(spec)) {
         const plan: Plan = { default: scheme, rules: [], skip: [] };
-        const r = resolvePlan(plan, tensors, { importance: !!spec.planRequiresImportance });
+        const r = resolvePlan(plan, tensors, { importance: !!(spec.requiresImportance || spec.planRequiresImportance) });
         if (!r.ok) {
           // Only a fallback target missing from the registry may stop a valid variant.
           for (const p of r.problems.filter((x) => x.severity === 'error')) expect(p.code, p.message).toBe(ErrorCodes.UNKNOWN_FORMAT);
