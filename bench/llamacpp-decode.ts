@@ -1,7 +1,7 @@
 // npx tsx bench/llamacpp-decode.ts [--write] [--lib path/to/libggml-base.so]
 //
-// The GGUF types webquant reads but does not write (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
-// IQ3_S, TQ1_0, TQ2_0) against llama.cpp's own dequantize_row_<type> (the released build of
+// The low-bit GGUF types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0,
+// Q1_0, Q2_0) against llama.cpp's own dequantize_row_<type> (the released build of
 // bench/llamacpp.ts, through koffi):
 // 1. The IQ types' grids are facts of the formats, not derivable by a rule: they are probed here
 //    from llama.cpp's decoder (one block per 32 or 64 grid entries, with a scale that makes each
@@ -151,18 +151,19 @@ if (bad) process.exit(1);
 
 if (process.argv.includes('--time')) {
   const k = await loadKernels('wasm-simd', 'bench');
-  const nblk = 16384;
-  const n = nblk * 256;
-  const y = new Float32Array(n);
   const rows: (string | number)[][] = [];
   for (const t of LOW_BIT_TYPES) {
+    // 4M values of every type, as nblk rows of one block each.
+    const nblk = (16384 * 256) / t.block;
+    const n = nblk * t.block;
+    const y = new Float32Array(n);
     const blocks = randomBlocks(t, nblk, 3, 'weights');
     const src = k.reserve(blocks.length + n * 4 + 64);
     const dst = src + ((blocks.length + 63) & ~63);
     k.u8(src, blocks.length).set(blocks);
     const fn = k.fn(`${t.name}_dequantize`);
     const secs = (f: () => unknown) => { const t0 = performance.now(); f(); return (performance.now() - t0) / 1000; };
-    const ours = () => secs(() => fn(src, nblk, 256, dst, 0));
+    const ours = () => secs(() => fn(src, nblk, t.block, dst, 0));
     const theirs = () => secs(() => ggml.dequantize(t.name)(blocks, y, n));
     for (let i = 0; i < 2; i++) { ours(); theirs(); }
     const { a, b } = alternate(15, ours, theirs);

@@ -1,7 +1,7 @@
 // npx tsx bench/llamacpp-quantize.ts [--formats a,b] [--write] [--time] [--lib path/to/libggml-base.so]
 //
 // The quantizers of the GGUF types llama.cpp writes beyond the twelve of the spec (IQ1_S, IQ1_M,
-// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0) against llama.cpp's own, through
+// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ1_0, TQ2_0, Q1_0, Q2_0, MXFP4, NVFP4) against llama.cpp's own, through
 // ggml_quantize_chunk (llama-quantize's entry point) of the released build of bench/llamacpp.ts:
 // the rows of test/helpers/llamacpp-cases.ts (varied rows with and without three importance
 // vectors, the shipped vectors with and without their imatrix, weight-like rows). Both wasm builds must
@@ -18,7 +18,7 @@ import { type LlamacppCase as Case, llamacppCases, rowsBelow } from '../test/hel
 import { loadGgml, nativeLibs } from './llamacpp.js';
 import { arg, table } from './util.js';
 
-const TYPES = ['tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq2_xxs', 'iq2_xs', 'iq2_s', 'iq1_s', 'iq1_m'];
+const TYPES = ['q1_0', 'q2_0', 'tq1_0', 'tq2_0', 'iq3_xxs', 'iq3_s', 'iq2_xxs', 'iq2_xs', 'iq2_s', 'iq1_s', 'iq1_m', 'mxfp4_gguf', 'nvfp4_gguf'];
 
 const write = process.argv.includes('--write');
 const only = arg('formats', '');

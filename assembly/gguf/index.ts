@@ -23,3 +23,5 @@ export { IQ1_M_BLOCK, IQ1_M_BYTES, iq1_m_quantize, iq1_m_dequantize } from './iq
 export { IQ2_XXS_BLOCK, IQ2_XXS_BYTES, iq2_xxs_quantize, iq2_xxs_dequantize } from './iq2_xxs';
 export { IQ2_XS_BLOCK, IQ2_XS_BYTES, iq2_xs_quantize, iq2_xs_dequantize } from './iq2_xs';
 export { IQ2_S_BLOCK, IQ2_S_BYTES, iq2_s_quantize, iq2_s_dequantize } from './iq2_s';
+export { Q1_0_BLOCK, Q1_0_BYTES, q1_0_quantize, q1_0_dequantize } from './q1_0';
+export { Q2_0_BLOCK, Q2_0_BYTES, q2_0_quantize, q2_0_dequantize } from './q2_0';

@@ -17,25 +17,27 @@ const POW3 = memory.data<u8>([1, 3, 9, 27, 81]);
 export const TQ_CODES = memory.data(256);
 
 /**
- * Ternary codes of 256 values into TQ_CODES; returns the block's scale d (its absmax).
- * When 1/d overflows (an fp32-denormal absmax) x * (1/d) is infinite or NaN, which the x86
- * reference's lroundf turns into LONG_MIN, and LONG_MIN + 1 truncated to int is 1: every code 1.
+ * Codes roundf(x / d) + 1 (0, 1, 2) of n values (a multiple of 16, at most 256) into TQ_CODES;
+ * returns the block's scale d (its absmax). Q2_0 shares them. When 1/d overflows (an
+ * fp32-denormal absmax) x * (1/d) is infinite or NaN and every code is `overflowCode`: the x86
+ * references turn it into LONG_MIN (TQ's lroundf: LONG_MIN + 1 truncated to int is 1) or
+ * INT_MIN (Q2_0's (int)roundf: INT_MIN + 1 clamps to 0).
  */
-export function ternaryCodes(x: usize): f32 {
+export function ternaryCodes(x: usize, n: i32 = 256, overflowCode: u8 = 1): f32 {
   let amax: f32 = 0;
   if (ASC_FEATURE_SIMD) {
     let m = f32x4.splat(0);
-    for (let i = 0; i < 256; i += 4) m = f32x4.max(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
+    for (let i = 0; i < n; i += 4) m = f32x4.max(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
     amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
   } else {
-    for (let i = 0; i < 256; i++) {
+    for (let i = 0; i < n; i++) {
       const a = Mathf.abs(load<f32>(x + (<usize>i << 2)));
       if (a > amax) amax = a;
     }
   }
   const id: f32 = amax != 0 ? <f32>1 / amax : 0;
   if (id == Infinity) {
-    memory.fill(TQ_CODES, 1, 256);
+    memory.fill(TQ_CODES, overflowCode, <usize>n);
     return amax;
   }
   if (ASC_FEATURE_SIMD) {
@@ -45,7 +47,7 @@ export function ternaryCodes(x: usize): f32 {
     const half = f32x4.splat(0.5);
     const sign = i32x4.splat(0x80000000);
     const one = i32x4.splat(1);
-    for (let i = 0; i < 256; i += 16) {
+    for (let i = 0; i < n; i += 16) {
       const c0 = ternary4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, sign, one);
       const c1 = ternary4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, sign, one);
       const c2 = ternary4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, sign, one);
@@ -53,7 +55,7 @@ export function ternaryCodes(x: usize): f32 {
       v128.store(TQ_CODES + <usize>i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(c0, c1), i16x8.narrow_i32x4_s(c2, c3)));
     }
   } else {
-    for (let i = 0; i < 256; i++) store<u8>(TQ_CODES + <usize>i, <u8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id) + 1));
+    for (let i = 0; i < n; i++) store<u8>(TQ_CODES + <usize>i, <u8>(<i32>roundAway(load<f32>(x + (<usize>i << 2)) * id) + 1));
   }
   return amax;
 }

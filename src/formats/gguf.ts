@@ -49,6 +49,9 @@ export const ggufFormats: FormatSpec[] = [
   // Ternary (BitNet b1.58, TriLMs): codes -1, 0, 1 times the block's absmax.
   gguf('tq1_0', 34, 256, 54, false, 'ternary, five values per byte in base 3, fp16 scale per 256 (1.6875 bpw)'),
   gguf('tq2_0', 35, 256, 66, false, 'ternary, 2 bits per value, fp16 scale per 256 (2.0625 bpw)'),
+  // Sign-only and 4-level blocks of a September 2026 llama.cpp (ids 41, 42; ftypes Q1_0 = 40, Q2_0 = 41).
+  gguf('q1_0', 41, 128, 18, false, '1-bit signs, fp16 scale (mean |x|) per 128 (1.125 bpw)'),
+  gguf('q2_0', 42, 64, 18, false, '2-bit codes -1, 0, 1, 2 times an fp16 scale (absmax) per 64 (2.25 bpw)'),
   gguf('f16', 1, 1, 2, false, 'IEEE half precision, round to nearest even (16 bpw)'),
   gguf('bf16', 30, 1, 2, false, 'bfloat16, round to nearest even (16 bpw)'),
   // GGUF's MXFP4 has the layout of OCP MXFP4 (the `mxfp4` format) but llama.cpp's rounding, hence its own name.

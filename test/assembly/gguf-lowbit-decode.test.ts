@@ -84,6 +84,22 @@ describe('layout facts, by hand', () => {
     expect(y[1]).toBe(-1); // byte 0: digit value 0 - 1
   });
 
+  it('q1_0: bit j % 8 of byte j / 8 is the sign of value j, 1 giving d and 0 giving -d', async () => {
+    const t = type('q1_0');
+    const y = await values(t, block(t, (b) => { b[2] = 0b1000_0001; b[2 + 15] = 0x80; }, 0x4000 /* 2 */));
+    expect([y[0], y[1], y[6], y[7], y[8]]).toEqual([2, -2, -2, 2, -2]);
+    expect([y[126], y[127]]).toEqual([-2, 2]);
+    expect(y.filter((v) => v === 2).length).toBe(3);
+  });
+
+  it('q2_0: 2-bit code q of value 4k + l in bits 2l of byte k, value (q - 1) * d', async () => {
+    const t = type('q2_0');
+    const y = await values(t, block(t, (b) => { b[2] = 0b11_10_01_00; b[2 + 15] = 0b00_01_10_11; }, 0x4000 /* 2 */));
+    expect(y.slice(0, 4)).toEqual([-2, 0, 2, 4]);
+    expect(y.slice(60, 64)).toEqual([4, 2, 0, -2]);
+    expect(y.slice(4, 60).every((v) => v === -2)).toBe(true);
+  });
+
   it('iq2_xxs: the 7 stored sign bits get an 8th making the count even; top 4 bits s scale by (0.5 + s) / 4', async () => {
     const t = type('iq2_xxs');
     // group 0: entries 0 (all 8s in the grid) at l = 0..3; sign index 1 at l = 0 -> bits 0 and 7

@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ErrorCodes, formats, quantize } from '../../src/index.js';
 import { llamacppCases, rowsBelow } from '../helpers/llamacpp-cases.js';
-import { withImportance } from '../helpers/data.js';
+import { gaussian, withImportance } from '../helpers/data.js';
+import { f32ToF16 } from '../../src/util/half.js';
 
 interface Entry { sha256: string; rows: string[] }
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/llamacpp-quantize.json', import.meta.url), 'utf8')) as Record<string, Record<string, Entry> | string>;
@@ -18,7 +19,7 @@ describe('fixture covers what it claims', () => {
   it('every case is recorded, and every recorded type is a format webquant writes', () => {
     expect(Object.keys(fixture).filter((k) => k !== '_about').sort()).toEqual(Object.keys(cases).sort());
     for (const t of recorded) expect(formats.has(t), t).toBe(true);
-    expect([...recorded].sort()).toEqual(['iq1_m', 'iq1_s', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq3_s', 'iq3_xxs', 'tq1_0', 'tq2_0']);
+    expect([...recorded].sort()).toEqual(['iq1_m', 'iq1_s', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq3_s', 'iq3_xxs', 'mxfp4_gguf', 'nvfp4_gguf', 'q1_0', 'q2_0', 'tq1_0', 'tq2_0']);
   });
 
   it('types llama.cpp needs an importance matrix for are recorded with importance only', () => {
@@ -59,6 +60,34 @@ describe('inputs llama.cpp refuses or aborts on are typed errors', () => {
     const c = cases.varied;
     expect(rowsBelow(c, formats.get('iq3_xxs')!.maxAbs).rows.length).toBe(c.x.length / c.rowLength - 1);
     expect(rowsBelow(c, formats.get('q4_k')!.maxAbs).rows.length).toBe(c.x.length / c.rowLength);
+  });
+});
+
+/** Q1_0 as quantize_row_q1_0_ref states it: fp16 of the in-order fp32 sum of |x| over 128, sign bits x >= 0. */
+function q1_0Reference(x: Float32Array): Uint8Array {
+  const out = new Uint8Array((x.length / 128) * 18);
+  for (let b = 0; b < x.length / 128; b++) {
+    let s = 0;
+    for (let j = 0; j < 128; j++) s = Math.fround(s + Math.abs(x[b * 128 + j]));
+    const h = f32ToF16(Math.fround(s / 128));
+    out[b * 18] = h & 0xff;
+    out[b * 18 + 1] = h >> 8;
+    for (let j = 0; j < 128; j++) if (x[b * 128 + j] >= 0) out[b * 18 + 2 + (j >> 3)] |= 1 << (j & 7);
+  }
+  return out;
+}
+
+describe('q1_0: the SIMD build sums four blocks at once, one per lane', () => {
+  it('rows of 1 to 9 blocks (groups of four and the blocks left over) give the reference bytes on both builds', async () => {
+    for (let nb = 1; nb <= 9; nb++) {
+      const x = gaussian(3 * nb * 128, nb);
+      x[5] = -0; // sign bit set for -0 (x >= 0)
+      const want = q1_0Reference(x);
+      for (const backend of ['wasm-simd', 'wasm'] as const) {
+        const got = (await quantize(x, { format: 'q1_0', rowLength: nb * 128, backend })).data;
+        expect(Buffer.from(got).equals(Buffer.from(want)), `${nb} blocks ${backend}`).toBe(true);
+      }
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-// Blocks of the GGUF types webquant reads but does not write (IQ1/IQ2/IQ3, TQ1_0/TQ2_0), made from
+// Blocks of the low-bit GGUF types (IQ1/IQ2/IQ3, TQ1_0/TQ2_0, Q1_0/Q2_0), made from
 // a seed so that the test and the script that records llama.cpp's dequantization of them
 // (bench/llamacpp-decode.ts) build the same bytes.
 import { f32ToF16 } from '../../src/util/half.js';
@@ -23,6 +23,8 @@ export const LOW_BIT_TYPES: readonly LowBitType[] = [
   { name: 'iq1_m', block: 256, bytes: 56, d: 'iq1_m' },
   { name: 'tq1_0', block: 256, bytes: 54, d: 52 },
   { name: 'tq2_0', block: 256, bytes: 66, d: 64 },
+  { name: 'q1_0', block: 128, bytes: 18, d: 0 },
+  { name: 'q2_0', block: 64, bytes: 18, d: 0 },
 ];
 
 /** Writes the fp16 bits `h` as the block's super-block scale. */
