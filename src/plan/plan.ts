@@ -38,13 +38,14 @@ function dtypeClass(dtype: string): DtypeClass {
 }
 
 /**
- * llama-quantize's fallbacks when ne[0] is not a multiple of a K/IQ type's 256-value block
- * (§17): the next type is tried, then F16. Types not listed (Q8_0, Q4_0, ... with 32-value blocks)
- * make llama-quantize abort; webquant goes to F16 directly and says so.
+ * llama-quantize's fallbacks when ne[0] is not a multiple of a type's block (§17): the next type
+ * is tried, then F16. Types not listed go to F16 directly, and webquant says so: the 32-value
+ * ones (Q8_0, Q4_0, ...) as a September 2026 llama-quantize does (b4747 aborted), Q1_0 where
+ * that release aborts ("no tensor type fallback is defined").
  */
 export const GGUF_FALLBACK: Readonly<Record<string, string>> = Object.freeze({
   q4_k: 'q5_0', q5_k: 'q5_1', q6_k: 'q8_0', q2_k: 'iq4_nl', q3_k: 'iq4_nl', iq4_xs: 'iq4_nl',
-  tq1_0: 'q4_0', tq2_0: 'q4_0', iq3_xxs: 'iq4_nl', iq3_s: 'iq4_nl', iq1_s: 'iq4_nl', iq1_m: 'iq4_nl',
+  tq1_0: 'q4_0', tq2_0: 'q4_0', q2_0: 'q4_0', iq3_xxs: 'iq4_nl', iq3_s: 'iq4_nl', iq1_s: 'iq4_nl', iq1_m: 'iq4_nl',
   iq2_xxs: 'iq4_nl', iq2_xs: 'iq4_nl', iq2_s: 'iq4_nl',
 });
 

@@ -18,6 +18,11 @@ export interface Preset {
    */
   quality: number;
   speed: number;
+  /**
+   * Meant for checkpoints trained at that precision (ternary or binary weights: TQ1_0, TQ2_0,
+   * Q1_0, Q2_0), which ruin other models: recommend() considers it only when named in `presets`.
+   */
+  trainedOnly?: boolean;
 }
 
 /** llama_ftype ids (shared/spec §17). */
@@ -27,7 +32,7 @@ export const LLAMA_FTYPE = Object.freeze({
   MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ2_XXS: 19, MOSTLY_IQ2_XS: 20, MOSTLY_IQ3_XXS: 23,
   MOSTLY_IQ1_S: 24, MOSTLY_IQ4_NL: 25, MOSTLY_IQ3_S: 26, MOSTLY_IQ3_M: 27, MOSTLY_IQ2_S: 28, MOSTLY_IQ2_M: 29, MOSTLY_IQ4_XS: 30,
   MOSTLY_IQ1_M: 31, MOSTLY_BF16: 32,
-  MOSTLY_TQ1_0: 36, MOSTLY_TQ2_0: 37, MOSTLY_MXFP4_MOE: 38,
+  MOSTLY_TQ1_0: 36, MOSTLY_TQ2_0: 37, MOSTLY_MXFP4_MOE: 38, MOSTLY_NVFP4: 39, MOSTLY_Q1_0: 40, MOSTLY_Q2_0: 41,
 });
 
 // llama-quantize quantizes token_embd with the file's type, never position embeddings.
@@ -75,8 +80,8 @@ function iqLowRules(ftype: string, iq2sLike: boolean, attnOutput?: string): Plan
 /** 70B models: an attn_v the IQ3 ftypes put in Q4_K goes to Q5_K (before the 8-expert Q8_0, which MOE8_KV applies first). */
 const V70B_IQ3: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q4_K -> Q5_K' };
 
-/** TQ1_0 / TQ2_0 files keep an untied token_embd in Q4_K (a tied one is the output: Q6_K). */
-const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 'q4_k' }, optional: true, note: 'llama.cpp TQ1_0 / TQ2_0: token_embd -> Q4_K' };
+/** TQ1_0 / TQ2_0 / Q2_0 files keep an untied token_embd in Q4_K (a tied one is the output: Q6_K). */
+const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 'q4_k' }, optional: true, note: 'llama.cpp TQ1_0 / TQ2_0 / Q2_0: token_embd -> Q4_K' };
 
 /** llama.cpp gives 70B models' attn_v Q5_K where the ftype would give Q3_K or Q4_K. */
 const V70B: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
@@ -128,6 +133,8 @@ function mlx(name: string, bits: number): Preset {
     plan: { name, description, default: { format: 'mlx', bits, groupSize: 64 }, rules: [], skip: [], protect: ['norm', 'router', 'bias', '1d', 'position'] },
   };
 }
+
+const trained = (p: Preset): Preset => ({ ...p, trainedOnly: true });
 
 const builtins: Preset[] = [
   gguf('f16', LLAMA_FTYPE.MOSTLY_F16, 'f16', 'GGUF F16: every >=2-D weight in IEEE half; norms and other vectors stay F32', 10, 4, [], false),
@@ -221,12 +228,18 @@ const builtins: Preset[] = [
   gguf('iq1_s', LLAMA_FTYPE.MOSTLY_IQ1_S, 'iq1_s',
     "llama.cpp's IQ1_S mixture (needs an importance matrix): IQ1_S by default (1.56 bpw); attn_output IQ2_XXS; token_embd, attn_v and the first eighth of ffn_down Q2_K (attn_v Q4_K when n_gqa >= 4 or >= 4 experts); output Q5_K",
     1, 3, iqLowRules('IQ1_S', false, 'iq2_xxs'), true, true),
-  gguf('tq1_0', LLAMA_FTYPE.MOSTLY_TQ1_0, 'tq1_0',
+  trained(gguf('tq1_0', LLAMA_FTYPE.MOSTLY_TQ1_0, 'tq1_0',
     'GGUF TQ1_0 (1.69 bpw, ternary: for BitNet b1.58 / TriLM checkpoints trained ternary); token_embd Q4_K; output Q6_K; rows not a multiple of 256 fall back to Q4_0',
-    0.5, 5, [TQ_EMBD]),
-  gguf('tq2_0', LLAMA_FTYPE.MOSTLY_TQ2_0, 'tq2_0',
+    0.5, 5, [TQ_EMBD])),
+  trained(gguf('tq2_0', LLAMA_FTYPE.MOSTLY_TQ2_0, 'tq2_0',
     'GGUF TQ2_0 (2.06 bpw, ternary, faster to unpack than TQ1_0: for BitNet b1.58 / TriLM checkpoints); token_embd Q4_K; output Q6_K; rows not a multiple of 256 fall back to Q4_0',
-    0.5, 6, [TQ_EMBD]),
+    0.5, 6, [TQ_EMBD])),
+  trained(gguf('q2_0', LLAMA_FTYPE.MOSTLY_Q2_0, 'q2_0',
+    'GGUF Q2_0 (2.25 bpw: codes -1, 0, 1, 2 times the absmax of 64 values, for checkpoints trained at about two bits); token_embd Q4_K; output Q6_K; rows not a multiple of 64 fall back to Q4_0',
+    0.6, 7, [TQ_EMBD])),
+  trained(gguf('q1_0', LLAMA_FTYPE.MOSTLY_Q1_0, 'q1_0',
+    'GGUF Q1_0 (1.125 bpw: signs times the mean |x| of 128 values, for checkpoints trained with binary weights); output Q6_K; token_embd Q1_0 too, as llama-quantize writes it; rows not a multiple of 128 go to F16',
+    0.3, 7)),
   gguf('mxfp4_moe', LLAMA_FTYPE.MOSTLY_MXFP4_MOE, 'q8_0',
     "llama.cpp's MXFP4_MOE: MoE expert tensors in MXFP4 (gpt-oss's own experts keep their values), every other weight Q8_0",
     6, 7, [{ role: 'expert', scheme: { format: 'mxfp4_gguf' }, optional: true, note: 'llama.cpp MXFP4_MOE: experts -> MXFP4' }]),

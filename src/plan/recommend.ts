@@ -22,7 +22,7 @@ export interface RecommendInput {
    * 'speed': the cheapest weights to decode that fit. Ties go to quality, then to the larger output.
    */
   target?: RecommendTarget;
-  /** Restrict to these preset names (default: every registered preset). */
+  /** Restrict to these preset names (default: every registered preset but the trainedOnly ones). */
   presets?: string[];
   container?: 'gguf' | 'safetensors';
   getFormat?: (name: string) => FormatSpec;
@@ -105,7 +105,7 @@ export function recommend(input: RecommendInput): Recommendation {
   }
   const source = dominantDtype(tensors);
   const wanted = input.presets?.map((s) => s.toLowerCase());
-  const pool = listPresets().filter((p) => (!wanted || wanted.includes(p.name)) && (!input.container || p.container === input.container));
+  const pool = listPresets().filter((p) => (wanted ? wanted.includes(p.name) : !p.trainedOnly) && (!input.container || p.container === input.container));
   const candidates: Candidate[] = [];
   const fitting: { p: Preset; bytes: number; bpw: number; exact: boolean }[] = [];
   for (const p of pool) {

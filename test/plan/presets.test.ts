@@ -131,6 +131,23 @@ describe('presets on stories260K', () => {
     }
   });
 
+  it('q2_0 fits 64-wide rows (falls back to Q4_0, then F16, on 172); q1_0 needs 128 and goes to F16 directly', () => {
+    const q2 = resolvePlan(getPreset('q2_0').plan, tensors, { getFormat: lookup });
+    expect(q2.ok).toBe(true);
+    expect(getPreset('q2_0').fileType).toBe(41);
+    const t2 = table(q2);
+    expect(t2['model.layers.1.mlp.up_proj.weight']).toBe('q2_0');
+    expect(t2['model.layers.1.mlp.down_proj.weight']).toBe('f16');
+    expect(q2.tensors.find((x) => x.name === 'model.layers.1.mlp.down_proj.weight')!.fallback!.chain[0]).toMatch(/^q4_0/);
+    expect(t2['model.embed_tokens.weight']).toBe('q8_0'); // tied: the output's Q6_K, which 64 does not fit
+    const q1 = resolvePlan(getPreset('q1_0').plan, tensors, { getFormat: lookup });
+    expect(q1.ok).toBe(true);
+    expect(getPreset('q1_0').fileType).toBe(40);
+    const up = q1.tensors.find((x) => x.name === 'model.layers.1.mlp.up_proj.weight')!;
+    expect(fmtOf(up)).toBe('f16');
+    expect(up.fallback!.from.format).toBe('q1_0');
+  });
+
   it('int4w / hqq4 / int8 / adaptive (non-GGUF fallbacks: smaller groups, then channel, then keep)', () => {
     const i4 = resolvePlan(getPreset('int4w').plan, tensors, { getFormat: lookup });
     const byName = (r: ResolvedPlan, n: string) => r.tensors.find((x) => x.name === n)!;
@@ -282,6 +299,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     const base: Record<string, string> = {
       q2_k: 'q2_k', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs',
       iq2_xxs: 'iq2_xxs', iq2_xs: 'iq2_xs', iq2_s: 'iq2_xs', iq2_m: 'iq2_s', iq1_s: 'iq1_s', iq1_m: 'iq1_m', iq3_xxs: 'iq3_xxs', iq3_s: 'iq3_s', iq3_m: 'iq3_s',
+      tq1_0: 'tq1_0', tq2_0: 'tq2_0', q1_0: 'q1_0', q2_0: 'q2_0',
     };
     const more = (i: number, n: number) => i < Math.floor(n / 8) || i >= Math.floor(7 * n / 8) || (i - Math.floor(n / 8)) % 3 === 2;
     const layer = Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
@@ -291,6 +309,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     if (name === 'token_embd.weight') {
       if (['iq2_xxs', 'iq2_xs', 'iq1_s', 'iq1_m'].includes(ftype)) return 'q2_k';
       if (['iq2_s', 'iq2_m', 'iq3_xxs'].includes(ftype)) return 'iq3_s';
+      if (['tq1_0', 'tq2_0', 'q2_0'].includes(ftype)) return 'q4_k';
       return t;
     }
     if (lowIq) {
@@ -364,7 +383,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       return t;
     };
     const ftypes = ['q2_k', 'q3_k_s', 'q3_k_m', 'q3_k_l', 'q4_k_s', 'q4_k_m', 'q5_k_s', 'q5_k_m', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'iq4_xs',
-      'iq3_m', 'iq3_s', 'iq3_xxs', 'iq2_m', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq1_m', 'iq1_s'];
+      'iq3_m', 'iq3_s', 'iq3_xxs', 'iq2_m', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq1_m', 'iq1_s', 'tq1_0', 'tq2_0', 'q1_0', 'q2_0'];
     const seen = new Set<string>();
     for (const ftype of ftypes) {
       const p = getPreset(ftype);
@@ -388,7 +407,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     // The table above reaches every bump it describes.
     for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_s:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k',
       'iq3_m:q4_k', 'iq3_m:q5_k', 'iq3_m:q8_0', 'iq3_s:q4_k', 'iq3_s:q5_k', 'iq3_xxs:iq2_s', 'iq3_xxs:iq3_s', 'iq3_xxs:q3_k', 'iq3_xxs:q4_k', 'iq3_xxs:q5_k',
-      'iq2_m:iq3_s', 'iq2_m:q4_k', 'iq2_s:iq3_s', 'iq2_xs:q2_k', 'iq2_xxs:q2_k', 'iq2_xxs:q4_k', 'iq1_m:iq2_xxs', 'iq1_s:iq2_xxs', 'iq1_s:q5_k']) expect(seen.has(k), k).toBe(true);
+      'iq2_m:iq3_s', 'iq2_m:q4_k', 'iq2_s:iq3_s', 'iq2_xs:q2_k', 'iq2_xxs:q2_k', 'iq2_xxs:q4_k', 'iq1_m:iq2_xxs', 'iq1_s:iq2_xxs', 'iq1_s:q5_k', 'tq1_0:q4_k', 'q2_0:q4_k', 'q2_0:q8_0', 'q1_0:q6_k', 'q1_0:q8_0']) expect(seen.has(k), k).toBe(true);
   });
 
   it('GGUF presets skip the 2-D tensors llama-quantize never touches', () => {

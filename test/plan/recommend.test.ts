@@ -42,6 +42,18 @@ describe('recommend', () => {
     expect(recommend({ ...gguf, target: 'speed' }).preset.name).toBe('q8_0');
   });
 
+  it('leaves out the presets for checkpoints trained ternary or binary unless they are named', () => {
+    const gguf = { tensors, getFormat, container: 'gguf' as const, memoryBudget: 10e6 };
+    const trainedOnly = ['tq1_0', 'tq2_0', 'q1_0', 'q2_0'];
+    expect(trainedOnly.every((n) => getPreset(n).trainedOnly)).toBe(true);
+    const all = recommend({ ...gguf, target: 'size' });
+    expect(all.candidates.map((c) => c.preset).filter((n) => trainedOnly.includes(n))).toEqual([]);
+    // Named, Q2_0 fits this model's 64-wide rows and is the smallest.
+    const named = recommend({ ...gguf, target: 'size', presets: ['q2_0', 'q4_0', 'iq4_nl'] });
+    expect(named.preset.name).toBe('q2_0');
+    expect(named.bytes).toBeLessThan(all.bytes);
+  });
+
   it('throws E_BUDGET when nothing fits, naming the smallest option', () => {
     let err: unknown;
     try { recommend({ tensors, getFormat, memoryBudget: 1000 }); } catch (e) { err = e; }
