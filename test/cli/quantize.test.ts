@@ -188,6 +188,19 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     }
   });
 
+  it('--format alone writes the llama_ftype llama.cpp\'s loader guesses for the type (NVFP4 39, Q1_0 40, Q2_0 41)', async () => {
+    for (const [format, ftype, dtype] of [['nvfp4_gguf', 39, 'NVFP4'], ['q1_0', 40, 'F16'], ['q2_0', 41, 'Q2_0']] as const) {
+      const out = join(tmp, `s-${format}.gguf`);
+      const r = await cli(['quantize', MODEL, '-o', out, '--format', format], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/names no llama_ftype/);
+      const g = (await openFile(out)) as GgufCheckpoint;
+      expect(g.metadata['general.file_type'], format).toBe(ftype);
+      // stories260K's rows are 64 wide: Q1_0's 128-value blocks do not fit them.
+      expect(g.tensor('blk.0.ffn_up.weight').dtype, format).toBe(dtype);
+    }
+  });
+
   it('--json prints one parseable report and JSON progress lines on stderr', async () => {
     const out = join(tmp, 'j.safetensors');
     const r = await cli(['quantize', MODEL, '-o', out, '--format', 'int8', '--json'], { cwd: tmp });
