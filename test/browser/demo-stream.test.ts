@@ -3,7 +3,8 @@
 // file system (the same FileSystemFileHandle API), and each writable opened on it is logged. The
 // streamed file must hold the bytes the Blob path gives, and a run failing at any stage (opening
 // the input, starting the Workers, inside the pipeline) must abort the writable, leaving the file
-// as it was instead of half written.
+// as it was instead of half written: a file the dialog created (empty) is removed, one that held
+// bytes keeps them.
 // CI installs chromium; without it this test fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
@@ -75,13 +76,19 @@ describe('demo page: stream to a file', () => {
     await server?.close();
   });
 
-  async function run(bytes: Uint8Array, stream: boolean) {
-    await page.evaluate(async () => {
+  /** `existing`: bytes the file the dialog picks already holds. */
+  async function run(bytes: Uint8Array, stream: boolean, existing?: number[]) {
+    await page.evaluate(async (existing) => {
       const dir = await navigator.storage.getDirectory();
       for await (const name of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) await dir.removeEntry(name);
+      if (existing) {
+        const w = await (await dir.getFileHandle('model-nf4.safetensors', { create: true })).createWritable();
+        await w.write(new Uint8Array(existing));
+        await w.close();
+      }
       (globalThis as unknown as { writableLog: string[] }).writableLog.length = 0;
       document.getElementById('status')!.dataset.state = ''; // the last run's end is not this one's
-    });
+    }, existing);
     await page.setInputFiles('#files', [{ name: 'm.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) }]);
     await page.selectOption('#scheme', 'preset:nf4');
     await page.setChecked('#stream', stream);
@@ -119,7 +126,14 @@ describe('demo page: stream to a file', () => {
     expect(r.log[0]).toBe('open model-nf4.safetensors');
     expect(r.log).toContain('abort model-nf4.safetensors');
     expect(r.log).not.toContain('close model-nf4.safetensors');
-    expect(r.files['model-nf4.safetensors']).toEqual([]);
+    expect(r.files['model-nf4.safetensors']).toBeUndefined(); // the empty file the dialog made is removed
+  });
+
+  it('a failed run over a file that held bytes leaves them as they were', async () => {
+    const r = await run(model(true), true, [1, 2, 3]);
+    expect(r.state).toBe('error');
+    expect(r.log).toContain('abort model-nf4.safetensors');
+    expect(r.files['model-nf4.safetensors']).toEqual([1, 2, 3]);
   });
 
   it('a failure before the pipeline starts (no Workers) aborts the file too', async () => {
@@ -129,7 +143,7 @@ describe('demo page: stream to a file', () => {
       expect(r.state).toBe('error');
       expect(r.error?.message).toContain('switched off by the test');
       expect(r.log).toEqual(['open model-nf4.safetensors', 'abort model-nf4.safetensors']);
-      expect(r.files['model-nf4.safetensors']).toEqual([]);
+      expect(r.files['model-nf4.safetensors']).toBeUndefined(); // the empty file the dialog made is removed
     } finally {
       await page.evaluate(() => { (globalThis as unknown as { failWorkers: boolean }).failWorkers = false; });
     }
@@ -139,6 +153,6 @@ describe('demo page: stream to a file', () => {
     const r = await run(new TextEncoder().encode('not a checkpoint'), true);
     expect(r.state).toBe('error');
     expect(r.log).toEqual(['open model-nf4.safetensors', 'abort model-nf4.safetensors']);
-    expect(r.files['model-nf4.safetensors']).toEqual([]);
+    expect(r.files['model-nf4.safetensors']).toBeUndefined(); // the empty file the dialog made is removed
   });
 });

@@ -170,6 +170,7 @@ async function run(): Promise<void> {
   demo.result = undefined;
   demo.build = undefined;
   let sink: Sink | undefined;
+  let picked: { file: FileSystemFileHandle; wasEmpty: boolean } | undefined;
   try {
     const workers = numberField(els.workers, 'Workers', navigator.hardwareConcurrency || 4);
     const maxInFlightBytes = Math.max(1024, Math.round(numberField(els.budget, 'Memory budget (MiB)', 256) * (1 << 20)));
@@ -179,6 +180,7 @@ async function run(): Promise<void> {
       const ext = want ?? presets.find((p) => p.name === what.preset)?.container ?? 'gguf';
       const pick = (globalThis as unknown as { showSaveFilePicker: SaveFilePicker }).showSaveFilePicker;
       file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
+      picked = { file, wasEmpty: (await file.getFile()).size === 0 };
     }
     // Made now so that every failure below aborts it: a picked file is left as it was, never half written.
     const out = await outputSink(file);
@@ -227,6 +229,7 @@ async function run(): Promise<void> {
     status(`Done: ${r.tensors.length} tensors in ${(r.elapsedMs / 1000).toFixed(2)} s with ${r.build}${resumed}.`, 'done');
   } catch (e) {
     await sink?.abort(e).catch(() => undefined); // the pipeline may have aborted it already
+    await removeIfEmpty(picked);
     demo.error = errorState(e);
     els.result.textContent = 'No output.';
     // The rate line's "about n s left" and the bar belong to a run that no longer goes on.
@@ -242,6 +245,21 @@ async function run(): Promise<void> {
 
 els.run.addEventListener('click', () => void run());
 els.cancel.addEventListener('click', () => running?.abort(new Error('cancelled with the Cancel button')));
+
+/**
+ * The save dialog creates the file it names; a failed run aborts the writable, which leaves that
+ * file as it was: empty when the dialog made it. Such a file is removed (FileSystemHandle.remove,
+ * Chromium) so that no 0-byte model is left behind; a file that held bytes before is untouched.
+ */
+async function removeIfEmpty(picked: { file: FileSystemFileHandle; wasEmpty: boolean } | undefined): Promise<void> {
+  if (!picked?.wasEmpty) return;
+  const h = picked.file as FileSystemFileHandle & { remove?: () => Promise<void> };
+  try {
+    if (typeof h.remove === 'function' && (await h.getFile()).size === 0) await h.remove();
+  } catch {
+    // The file may be gone or not ours to remove: the run's error is what the page reports.
+  }
+}
 
 function errorState(e: unknown): NonNullable<DemoState['error']> {
   const err = e as Error;
