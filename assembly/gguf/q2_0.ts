@@ -41,6 +41,18 @@ export function q2_0_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32,
   quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 64, 18, quantizeBlock);
 }
 
+/**
+ * The values q - 1 of bytes k and k + 1 of q (codes 4k .. 4k + 7) as i16 lanes: each byte four
+ * times in 16-bit lanes (swizzle index 0x80 + k selects 0), times 64, 16, 4, 1, so that code l
+ * lands in bits 6..7. Also the serving matvec's decoder (assembly/serve/lowbit.ts).
+ */
+@inline export function q2Values8(q: v128, k: usize): v128 {
+  const pick = v128(0, -128, 0, -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1, -128);
+  const mul = v128(64, 0, 16, 0, 4, 0, 1, 0, 64, 0, 16, 0, 4, 0, 1, 0);
+  const r = i8x16.swizzle(q, i8x16.add(pick, i8x16.splat(<i8>k)));
+  return i16x8.sub(v128.and(i16x8.shr_u(i16x8.mul(r, mul), 6), i16x8.splat(3)), i16x8.splat(1));
+}
+
 export function q2_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 6;
   for (let b: usize = 0; b < nblocks; b++) {
@@ -48,17 +60,10 @@ export function q2_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const d = f16ToF32(<u32>load<u16>(blk));
     const y = dst + (b << 8);
     if (ASC_FEATURE_SIMD) {
-      // Each byte four times in 16-bit lanes, times 64, 16, 4, 1: code l lands in bits 6..7.
       const vd = f32x4.splat(d);
       const q = v128.load(blk + 2);
-      const mul = v128(64, 0, 16, 0, 4, 0, 1, 0, 64, 0, 16, 0, 4, 0, 1, 0);
-      const three = i16x8.splat(3);
-      const one = i16x8.splat(1);
-      // Byte k of q in the low halves of lanes 0..3, byte k + 1 in 4..7 (index 0x80 + k selects 0).
-      const pick = v128(0, -128, 0, -128, 0, -128, 0, -128, 1, -128, 1, -128, 1, -128, 1, -128);
       for (let k: usize = 0; k < 16; k += 2) {
-        const r = i8x16.swizzle(q, i8x16.add(pick, i8x16.splat(<i8>k)));
-        const c = i16x8.sub(v128.and(i16x8.shr_u(i16x8.mul(r, mul), 6), three), one);
+        const c = q2Values8(q, k);
         v128.store(y + (k << 4), f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(c)), vd));
         v128.store(y + (k << 4) + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(c)), vd));
       }

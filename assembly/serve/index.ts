@@ -8,3 +8,4 @@ export * from './bnb';
 export * from './int';
 export { attn_scores, attn_values } from './attention';
 export { f32_matmul_exact } from './matmul64';
+export { q1_0_matvec, q2_0_matvec, tq2_0_matvec } from './lowbit';

@@ -249,7 +249,7 @@ describe('serve matvec vs f64 dot of dequantized rows', () => {
   }
 
   it('has fused kernels for the formats the serving path promises', async () => {
-    const fused = ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs', 'nf4', 'fp4', 'int4', 'int8', 'intsym', 'affine', 'mlx', 'bnb_nf4', 'bnb_fp4', 'fp8_e4m3', 'fp8_e5m2', 'f16', 'bf16'];
+    const fused = ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'iq4_xs', 'q1_0', 'q2_0', 'tq2_0', 'nf4', 'fp4', 'int4', 'int8', 'intsym', 'affine', 'mlx', 'bnb_nf4', 'bnb_fp4', 'fp8_e4m3', 'fp8_e5m2', 'f16', 'bf16'];
     for (const f of fused) {
       if (!formats.has(f)) continue;
       for (const b of ['wasm-simd', 'wasm'] as const) expect(await hasFusedMatvec(f, b), `${f} ${b}`).toBe(true);
