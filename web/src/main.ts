@@ -180,7 +180,7 @@ async function run(): Promise<void> {
       const ext = want ?? presets.find((p) => p.name === what.preset)?.container ?? 'gguf';
       const pick = (globalThis as unknown as { showSaveFilePicker: SaveFilePicker }).showSaveFilePicker;
       file = await pick({ suggestedName: `model-${what.preset ?? what.format}.${ext}` });
-      picked = { file, wasEmpty: (await file.getFile()).size === 0 };
+      picked = { file, wasEmpty: await file.getFile().then((f) => f.size === 0, () => false) };
     }
     // Made now so that every failure below aborts it: a picked file is left as it was, never half written.
     const out = await outputSink(file);
