@@ -16,6 +16,7 @@ import { IQ3S_LEVELS, iq3Four } from './iq_lowbit';
 import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
+import { cmax, foldMax, iq2Signs, sqrtWeights } from './iq2_search';
 
 export const IQ3_S_BLOCK: i32 = 256;
 export const IQ3_S_BYTES: i32 = 110;
@@ -46,6 +47,7 @@ const waux = memory.data(128, 16);
 const xval = memory.data(128, 16);
 const scales = memory.data(32, 16);
 const levels = memory.data(32, 16);
+const signBytes = memory.data(4, 16);
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 110);
@@ -58,22 +60,11 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
     const xb = x + (ib << 7);
     if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
     else squareWeights32(xb, weight);
-    for (let i: usize = 0; i < 128; i += 4) store<f32>(waux + i, Mathf.sqrt(load<f32>(weight + i)));
-    let signs: u32 = 0;
-    for (let i: usize = 0; i < 32; i++) {
-      const v = load<f32>(xb + (i << 2));
-      if (v >= 0) store<f32>(xval + (i << 2), v);
-      else {
-        store<f32>(xval + (i << 2), -v);
-        signs |= 1 << <u32>i;
-      }
-    }
-    // MAX(a, b) = a > b ? a : b, as llama.cpp writes it (NaN order matters).
-    let amax = load<f32>(xval);
-    for (let i: usize = 1; i < 32; i++) {
-      const v = load<f32>(xval + (i << 2));
-      amax = amax > v ? amax : v;
-    }
+    sqrtWeights(weight, 32, waux);
+    // Magnitudes into xval and one sign bit per value (32 bits, value order).
+    iq2Signs(xb, weight, xval, signBytes, 4, false);
+    let signs = load<u32>(signBytes);
+    const amax = foldMax(xval, 32);
     memory.fill(levels, 0, 32);
     if (amax == 0) {
       store<f32>(scales + (ib << 2), 0);
@@ -95,7 +86,7 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
     store<u32>(sg, signs);
     sg += 4;
     store<f32>(scales + (ib << 2), scale);
-    maxScale = maxScale > scale ? maxScale : scale;
+    maxScale = cmax(maxScale, scale);
   }
   if (maxScale == 0) return;
   const d: f32 = maxScale / <f32>31;

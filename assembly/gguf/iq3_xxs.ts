@@ -14,6 +14,7 @@ import { evenSigns, IQ3XXS_LEVELS, iq3Four } from './iq_lowbit';
 import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
+import { cmax, foldMax, iq2Signs, sqrtWeights } from './iq2_search';
 
 export const IQ3_XXS_BLOCK: i32 = 256;
 export const IQ3_XXS_BYTES: i32 = 98;
@@ -44,38 +45,7 @@ const waux = memory.data(128, 16);
 const xval = memory.data(128, 16);
 const scales = memory.data(32, 16);
 const levels = memory.data(32, 16);
-
-// Magnitudes of 8 values into xv and their sign bits, made even (see the header); returns the 7
-// stored bits.
-function signs8(xb: usize, w: usize, xv: usize): u32 {
-  let s: u32 = 0;
-  let nflip = 0;
-  for (let i: usize = 0; i < 8; i++) {
-    const v = load<f32>(xb + (i << 2));
-    if (v >= 0) store<f32>(xv + (i << 2), v);
-    else {
-      store<f32>(xv + (i << 2), -v);
-      nflip++;
-      s |= 1 << <u32>i;
-    }
-  }
-  if (nflip & 1) {
-    let imin: usize = 0;
-    let vmin = load<f32>(xb);
-    let least = load<f32>(w) * vmin * vmin;
-    for (let i: usize = 1; i < 8; i++) {
-      const v = load<f32>(xb + (i << 2));
-      const ax = load<f32>(w + (i << 2)) * v * v;
-      if (ax < least) {
-        least = ax;
-        imin = i;
-      }
-    }
-    store<f32>(xv + (imin << 2), -load<f32>(xv + (imin << 2)));
-    s ^= 1 << <u32>imin;
-  }
-  return s & 127;
-}
+const signBytes = memory.data(4, 16);
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 98);
@@ -86,15 +56,12 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
     const xb = x + (ib << 7);
     if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
     else squareWeights32(xb, weight);
-    for (let i: usize = 0; i < 128; i += 4) store<f32>(waux + i, Mathf.sqrt(load<f32>(weight + i)));
+    sqrtWeights(weight, 32, waux);
+    // Magnitudes into xval and 7 sign bits per 8 values, made even (see the header).
+    iq2Signs(xb, weight, xval, signBytes, 4, true);
     let signs: u32 = 0;
-    for (let k: usize = 0; k < 4; k++) signs |= signs8(xb + (k << 5), weight + (k << 5), xval + (k << 5)) << (7 * <u32>k);
-    // MAX(a, b) = a > b ? a : b, as llama.cpp writes it (NaN order matters).
-    let amax = load<f32>(xval);
-    for (let i: usize = 1; i < 32; i++) {
-      const v = load<f32>(xval + (i << 2));
-      amax = amax > v ? amax : v;
-    }
+    for (let k: usize = 0; k < 4; k++) signs |= <u32>load<u8>(signBytes + k) << (7 * <u32>k);
+    const amax = foldMax(xval, 32);
     // Zeroed per sub-block: where no trial scale fits (all weights zero) these levels stay.
     memory.fill(levels, 0, 32);
     if (amax < GROUP_MAX_EPS_IQ3_XXS) {
@@ -110,7 +77,7 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
     for (let k: usize = 0; k < 8; k++) store<u8>(y + 2 + (ib << 3) + k, <u8>iq3GridIndex(map, levels + (k << 2)));
     store<u32>(y + 66 + (ib << 2), signs);
     store<f32>(scales + (ib << 2), scale);
-    maxScale = maxScale > scale ? maxScale : scale;
+    maxScale = cmax(maxScale, scale);
   }
   if (maxScale == 0) {
     memory.fill(y, 0, 98);
