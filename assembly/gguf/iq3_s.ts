@@ -13,10 +13,10 @@
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3S_GRID } from './iq_grids';
 import { IQ3S_LEVELS, iq3Four } from './iq_lowbit';
-import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
+import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
-import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
-import { cmax, foldMax, iq2Signs, sqrtWeights } from './iq2_search';
+import { IQ3_LEVELS, IQ3_SIGNS, IQ3_WAUX, IQ3_WEIGHT, IQ3_XVAL, iq3GridIndex, iq3Map, iq3Prepare32, iq3Search32 } from './iq3_search';
+import { cmax } from './iq2_search';
 
 export const IQ3_S_BLOCK: i32 = 256;
 export const IQ3_S_BYTES: i32 = 110;
@@ -42,12 +42,7 @@ export function iq3_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
   }
 }
 
-const weight = memory.data(128, 16);
-const waux = memory.data(128, 16);
-const xval = memory.data(128, 16);
 const scales = memory.data(32, 16);
-const levels = memory.data(32, 16);
-const signBytes = memory.data(4, 16);
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 110);
@@ -58,26 +53,21 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   let sg = y + 74;
   for (let ib: usize = 0; ib < 8; ib++) {
     const xb = x + (ib << 7);
-    if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
-    else squareWeights32(xb, weight);
-    sqrtWeights(weight, 32, waux);
-    // Magnitudes into xval and one sign bit per value (32 bits, value order).
-    iq2Signs(xb, weight, xval, signBytes, 4, false);
-    let signs = load<u32>(signBytes);
-    const amax = foldMax(xval, 32);
-    memory.fill(levels, 0, 32);
+    // One sign bit per value (32 bits, value order).
+    const amax = iq3Prepare32(xb, qw != 0 ? qw + (ib << 7) : 0, sigma2, false);
+    let signs = load<u32>(IQ3_SIGNS);
     if (amax == 0) {
       store<f32>(scales + (ib << 2), 0);
       continue;
     }
-    let scale = iq3Search32(true, xval, weight, waux, amax, levels);
+    let scale = iq3Search32(true, IQ3_XVAL, IQ3_WEIGHT, IQ3_WAUX, amax, IQ3_LEVELS);
     if (scale < 0) {
       scale = -scale;
       signs = ~signs;
     }
     let qh: u32 = 0;
     for (let k: usize = 0; k < 8; k++) {
-      const gi = iq3GridIndex(map, levels + (k << 2));
+      const gi = iq3GridIndex(map, IQ3_LEVELS + (k << 2));
       store<u8>(qs + k, <u8>gi);
       qh |= (gi >> 8) << <u32>k;
     }

@@ -18,6 +18,8 @@
 //   All lists together hold exactly IQ3XXS_NEIGHBOURS / IQ3S_NEIGHBOURS u16 (3840 + 18985 and
 //   3584 + 24733); the builder stops at that capacity, which it never reaches early.
 import { nearestInt } from '../common';
+import { foldMax, iq2Signs, sqrtWeights } from './iq2_search';
+import { imatrixWeights32, squareWeights32 } from './iq4_common';
 import { IQ3S_GRID, IQ3XXS_GRID } from './iq_grids';
 
 export const IQ3XXS_NEIGHBOURS: i32 = 22825;
@@ -166,6 +168,29 @@ function fit32(x: usize, w: usize, L: usize): void {
   }
   store<f32>(FIT, sumqx);
   store<f32>(FIT, sumq2, 4);
+}
+
+// The 32 values of the sub-block being quantized: weights, their square roots, magnitudes, levels
+// (L of iq3Search32) and sign bytes (iq2Signs: four groups of 8).
+export const IQ3_WEIGHT = memory.data(128, 16);
+export const IQ3_WAUX = memory.data(128, 16);
+export const IQ3_XVAL = memory.data(128, 16);
+export const IQ3_LEVELS = memory.data(32, 16);
+export const IQ3_SIGNS = memory.data(4, 16);
+
+/**
+ * Both quantizers' first steps on the 32 values at xb (importances at qb, or 0 for x^2 weights):
+ * IQ3_WEIGHT, IQ3_WAUX, the magnitudes IQ3_XVAL and the sign bytes IQ3_SIGNS (7 bits per 8
+ * values made even for IQ3_XXS, 8 for IQ3_S), IQ3_LEVELS zeroed; returns the largest magnitude
+ * (C's MAX fold).
+ */
+export function iq3Prepare32(xb: usize, qb: usize, sigma2: f32, even: bool): f32 {
+  if (qb != 0) imatrixWeights32(xb, qb, sigma2, IQ3_WEIGHT);
+  else squareWeights32(xb, IQ3_WEIGHT);
+  sqrtWeights(IQ3_WEIGHT, 32, IQ3_WAUX);
+  iq2Signs(xb, IQ3_WEIGHT, IQ3_XVAL, IQ3_SIGNS, 4, even);
+  memory.fill(IQ3_LEVELS, 0, 32);
+  return foldMax(IQ3_XVAL, 32);
 }
 
 /**

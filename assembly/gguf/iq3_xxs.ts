@@ -11,10 +11,10 @@
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3XXS_GRID } from './iq_grids';
 import { evenSigns, IQ3XXS_LEVELS, iq3Four } from './iq_lowbit';
-import { imatrixWeights32, squareWeights32, sumSquares } from './iq4_common';
+import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
-import { iq3GridIndex, iq3Map, iq3Search32 } from './iq3_search';
-import { cmax, foldMax, iq2Signs, sqrtWeights } from './iq2_search';
+import { IQ3_LEVELS, IQ3_SIGNS, IQ3_WAUX, IQ3_WEIGHT, IQ3_XVAL, iq3GridIndex, iq3Map, iq3Prepare32, iq3Search32 } from './iq3_search';
+import { cmax } from './iq2_search';
 
 export const IQ3_XXS_BLOCK: i32 = 256;
 export const IQ3_XXS_BYTES: i32 = 98;
@@ -40,12 +40,7 @@ export function iq3_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usi
 
 const GROUP_MAX_EPS_IQ3_XXS: f32 = 1e-8;
 
-const weight = memory.data(128, 16);
-const waux = memory.data(128, 16);
-const xval = memory.data(128, 16);
 const scales = memory.data(32, 16);
-const levels = memory.data(32, 16);
-const signBytes = memory.data(4, 16);
 
 function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   memory.fill(y, 0, 98);
@@ -54,27 +49,22 @@ function quantizeSuperBlock(x: usize, qw: usize, y: usize): void {
   let maxScale: f32 = 0;
   for (let ib: usize = 0; ib < 8; ib++) {
     const xb = x + (ib << 7);
-    if (qw != 0) imatrixWeights32(xb, qw + (ib << 7), sigma2, weight);
-    else squareWeights32(xb, weight);
-    sqrtWeights(weight, 32, waux);
-    // Magnitudes into xval and 7 sign bits per 8 values, made even (see the header).
-    iq2Signs(xb, weight, xval, signBytes, 4, true);
+    // 7 sign bits per 8 values, made even (see the header); the levels are zeroed: where no trial
+    // scale fits (all weights zero) they stay.
+    const amax = iq3Prepare32(xb, qw != 0 ? qw + (ib << 7) : 0, sigma2, true);
     let signs: u32 = 0;
-    for (let k: usize = 0; k < 4; k++) signs |= <u32>load<u8>(signBytes + k) << (7 * <u32>k);
-    const amax = foldMax(xval, 32);
-    // Zeroed per sub-block: where no trial scale fits (all weights zero) these levels stay.
-    memory.fill(levels, 0, 32);
+    for (let k: usize = 0; k < 4; k++) signs |= <u32>load<u8>(IQ3_SIGNS + k) << (7 * <u32>k);
     if (amax < GROUP_MAX_EPS_IQ3_XXS) {
       store<f32>(scales + (ib << 2), 0);
       continue;
     }
-    let scale = iq3Search32(false, xval, weight, waux, amax, levels);
+    let scale = iq3Search32(false, IQ3_XVAL, IQ3_WEIGHT, IQ3_WAUX, amax, IQ3_LEVELS);
     if (scale < 0) {
       // Not expected (llama.cpp guards it too): a positive scale with every sign flipped.
       scale = -scale;
       signs = ~signs & 0x0fffffff;
     }
-    for (let k: usize = 0; k < 8; k++) store<u8>(y + 2 + (ib << 3) + k, <u8>iq3GridIndex(map, levels + (k << 2)));
+    for (let k: usize = 0; k < 8; k++) store<u8>(y + 2 + (ib << 3) + k, <u8>iq3GridIndex(map, IQ3_LEVELS + (k << 2)));
     store<u32>(y + 66 + (ib << 2), signs);
     store<f32>(scales + (ib << 2), scale);
     maxScale = cmax(maxScale, scale);
