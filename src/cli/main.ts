@@ -3,7 +3,7 @@
 // with errors), 1 runtime failure, 130 interrupted. bin/webquant.js calls it with process I/O.
 import { readFileSync } from 'node:fs';
 import { ErrorCodes, WebquantError, type ErrorCode } from '../errors.js';
-import { listPresets } from '../plan/presets.js';
+import { listPresets, PRESET_ALIASES } from '../plan/presets.js';
 import { resolvePlan } from '../plan/plan.js';
 import { estimatePlan } from '../plan/estimate.js';
 import { syntheticModel } from '../plan/recommend.js';
@@ -146,6 +146,7 @@ const COMMANDS: Record<string, Command> = {
       const list = presetsReport();
       if (o.json) { io.stdout.write(toJSON(list, 2) + '\n'); return; }
       io.stdout.write(table(['preset', 'container', 'bpw*', 'description'], list.map((p) => [p.name, p.container, fmtNum(p.bpw, 2), p.description.length > 100 ? `${p.description.slice(0, 97)}...` : p.description]), [2]));
+      io.stdout.write(`\naliases (as llama-quantize names them): ${Object.entries(PRESET_ALIASES).map(([a, p]) => `${a} = ${p}`).join(', ')}\n`);
       io.stdout.write('\n* bits per weight over all tensors of a 7B Llama-shaped model (norms included); `webquant inspect <model>` gives the figures for a real checkpoint.\n');
     },
   },

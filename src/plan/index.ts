@@ -7,6 +7,6 @@ export {
 } from './types.js';
 export { normalizePlan, planFromJSON, planToJSON, planToJSONString, fromMaxText, parseRegex, type MaxTextLayerConfig } from './json.js';
 export { resolvePlan, assertPlanOk, schemeLabel, GGUF_FALLBACK } from './plan.js';
-export { registerPreset, listPresets, getPreset, LLAMA_FTYPE, type Preset } from './presets.js';
+export { registerPreset, listPresets, getPreset, LLAMA_FTYPE, PRESET_ALIASES, type Preset } from './presets.js';
 export { estimatePlan, storedBytes, type SizeEstimate, type SizeBucket } from './estimate.js';
 export { recommend, syntheticModel, type RecommendInput, type Recommendation, type RecommendTarget, type Candidate } from './recommend.js';

@@ -4,7 +4,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { parseJson } from '../io/json.js';
 import { compilePattern, type NamePattern } from './regex.js';
 import { ROLES, type Role } from './roles.js';
-import { PROTECT_CLASSES, type LayerSelector, type Plan, type PlanRule, type ProtectClass, type Scheme, type SchemeOrKeep } from './types.js';
+import { LAYER_SELECTORS, PROTECT_CLASSES, type LayerSelector, type Plan, type PlanRule, type ProtectClass, type Scheme, type SchemeOrKeep } from './types.js';
 
 function planError(message: string, details: { option?: string; value?: unknown; expected?: unknown; index?: number } = {}): never {
   fail(ErrorCodes.PLAN, `[plan] ${message}`, details);
@@ -59,14 +59,14 @@ export function asList<T>(v: T | T[] | undefined): T[] | undefined {
   return v === undefined ? undefined : Array.isArray(v) ? v : [v];
 }
 
+const PLAN_KEYS = ['name', 'description', 'default', 'rules', 'skip', 'protect', 'fileType', 'requireImportance'];
+
 /** Checks and copies a plan given in code (RegExp allowed in `match` and `skip`) or parsed from JSON. */
 export function normalizePlan(input: unknown): Plan {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) planError('a plan must be an object', { value: input });
   const p = input as Record<string, unknown>;
   for (const k of Object.keys(p)) {
-    if (!['name', 'description', 'default', 'rules', 'skip', 'protect', 'fileType'].includes(k)) {
-      planError(`unknown plan field "${k}"`, { option: k, expected: ['name', 'description', 'default', 'rules', 'skip', 'protect', 'fileType'] });
-    }
+    if (!PLAN_KEYS.includes(k)) planError(`unknown plan field "${k}"`, { option: k, expected: PLAN_KEYS });
   }
   const plan: Plan = {
     default: p.default === undefined ? 'keep' : normScheme(p.default, 'default'),
@@ -78,6 +78,11 @@ export function normalizePlan(input: unknown): Plan {
   if (p.fileType !== undefined) {
     if (!Number.isInteger(p.fileType)) planError('fileType must be an integer llama_ftype', { option: 'fileType', value: p.fileType });
     plan.fileType = p.fileType as number;
+  }
+  if (p.requireImportance !== undefined) {
+    const l = p.requireImportance;
+    if (!Array.isArray(l) || !l.every((x) => typeof x === 'string')) planError('requireImportance must be a list of format names', { option: 'requireImportance', value: l });
+    plan.requireImportance = (l as string[]).map((x) => x.toLowerCase());
   }
   if (p.rules !== undefined && !Array.isArray(p.rules)) planError('rules must be an array', { option: 'rules', value: p.rules });
   ((p.rules as unknown[] | undefined) ?? []).forEach((r, i) => {
@@ -110,8 +115,8 @@ export function normalizePlan(input: unknown): Plan {
     }
     if (o.layers !== undefined) {
       const l = o.layers;
-      const ok = l === 'use_more_bits' || l === 'first_eighth' || l === 'first_sixteenth' || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
-      if (!ok) planError(`${where}.layers must be "use_more_bits", "first_eighth", "first_sixteenth" or a list of layer indices`, { option: `${where}.layers`, value: l, index: i });
+      const ok = LAYER_SELECTORS.includes(l as string) || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
+      if (!ok) planError(`${where}.layers must be ${LAYER_SELECTORS.map((x) => `"${x}"`).join(', ')} or a list of layer indices`, { option: `${where}.layers`, value: l, index: i, expected: LAYER_SELECTORS });
       rule.layers = Array.isArray(l) ? [...(l as number[])] : (l as LayerSelector);
     }
     for (const k of ['nExperts', 'minGqa', 'minExperts'] as const) {
@@ -160,6 +165,7 @@ export function planToJSON(plan: Plan): Record<string, unknown> {
   if (p.name !== undefined) out.name = p.name;
   if (p.description !== undefined) out.description = p.description;
   if (p.fileType !== undefined) out.fileType = p.fileType;
+  if (p.requireImportance !== undefined) out.requireImportance = p.requireImportance;
   out.default = p.default;
   out.rules = p.rules;
   out.skip = p.skip;

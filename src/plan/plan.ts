@@ -141,6 +141,7 @@ function layerSelected(sel: LayerSelector, layer: number | undefined, nLayers: n
   if (layer === undefined) return false;
   if (Array.isArray(sel)) return sel.includes(layer);
   if (sel === 'use_more_bits') return useMoreBits(layer, nLayers);
+  if (sel === 'middle_three_quarters') return layer >= Math.floor(nLayers / 8) && layer < Math.floor((7 * nLayers) / 8);
   return layer < Math.floor(nLayers / (sel === 'first_sixteenth' ? 16 : 8));
 }
 
@@ -257,7 +258,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
     // a scale dtype that leaves it open takes the tensor's (F32, F16, BF16; others the default).
     const sd = SCALE_DTYPE_OF[e.dtype];
     if (sd && chosen.scaleDtype === undefined && formatHasScaleDtype(lookup, chosen.format, sd)) e.scheme = chosen = { ...chosen, scaleDtype: sd };
-    resolveScheme(e, chosen, validate, !!opts.strict, !!opts.importance, problem, e.rule >= 0 ? plan.rules[e.rule].fallback : undefined);
+    resolveScheme(e, chosen, validate, !!opts.strict, !!opts.importance, problem, e.rule >= 0 ? plan.rules[e.rule].fallback : undefined, plan.requireImportance);
   }
 
   for (const c of compiled) {
@@ -275,7 +276,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
 type Validate = (s: Scheme) => { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError };
 type ProblemFn = (severity: Severity, code: ErrorCode, message: string, where?: { tensor?: string; rule?: number }) => void;
 
-function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, importance: boolean, problem: ProblemFn, fallback?: string): void {
+function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, strict: boolean, importance: boolean, problem: ProblemFn, fallback?: string, planRequires?: string[]): void {
   settleScheme(e, chosen, validate, strict, problem, fallback);
   // On the scheme that stays (a row-length fallback may need no importance matrix), as llama-quantize checks.
   if (e.error || e.scheme === 'keep') return;
@@ -283,9 +284,11 @@ function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, str
   if ('err' in v || importance) return;
   // llama-quantize's tensor_requires_imatrix: token_embd and output are exempt unless the kernel itself needs one.
   const exempt = e.role === 'output' || e.tied || (e.role === 'embedding' && e.kind === 'token');
-  if (v.spec.requiresImportance || (v.spec.planRequiresImportance && !exempt)) {
-    e.error = `${v.spec.name} needs an importance matrix`;
-    problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${v.spec.name} needs an importance matrix (llama-quantize refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
+  const byPlan = !exempt && !v.spec.planRequiresImportance && !!planRequires?.includes(v.spec.name);
+  if (v.spec.requiresImportance || ((v.spec.planRequiresImportance || byPlan) && !exempt)) {
+    const what = `${v.spec.name} needs an importance matrix${byPlan ? ' in this plan' : ''}`;
+    e.error = what;
+    problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${what} (llama-quantize refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
   }
 }
 

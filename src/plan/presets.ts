@@ -29,7 +29,7 @@ export interface Preset {
 export const LLAMA_FTYPE = Object.freeze({
   ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q4_1: 3, MOSTLY_Q8_0: 7, MOSTLY_Q5_0: 8, MOSTLY_Q5_1: 9,
   MOSTLY_Q2_K: 10, MOSTLY_Q3_K_S: 11, MOSTLY_Q3_K_M: 12, MOSTLY_Q3_K_L: 13, MOSTLY_Q4_K_S: 14, MOSTLY_Q4_K_M: 15,
-  MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ2_XXS: 19, MOSTLY_IQ2_XS: 20, MOSTLY_IQ3_XXS: 23,
+  MOSTLY_Q5_K_S: 16, MOSTLY_Q5_K_M: 17, MOSTLY_Q6_K: 18, MOSTLY_IQ2_XXS: 19, MOSTLY_IQ2_XS: 20, MOSTLY_Q2_K_S: 21, MOSTLY_IQ3_XS: 22, MOSTLY_IQ3_XXS: 23,
   MOSTLY_IQ1_S: 24, MOSTLY_IQ4_NL: 25, MOSTLY_IQ3_S: 26, MOSTLY_IQ3_M: 27, MOSTLY_IQ2_S: 28, MOSTLY_IQ2_M: 29, MOSTLY_IQ4_XS: 30,
   MOSTLY_IQ1_M: 31, MOSTLY_BF16: 32,
   MOSTLY_TQ1_0: 36, MOSTLY_TQ2_0: 37, MOSTLY_MXFP4_MOE: 38, MOSTLY_NVFP4: 39, MOSTLY_Q1_0: 40, MOSTLY_Q2_0: 41,
@@ -93,7 +93,7 @@ const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_m
  * `own`: the preset's rules replace the generic output / 8-expert ones (llama.cpp's IQ1 / IQ2 /
  * IQ3_XXS ftypes, whose branches of llama_tensor_get_type differ there).
  */
-function gguf(name: string, fileType: number, format: string, description: string, quality: number, speed: number, extra: PlanRule[] = [], quantized = true, own = false): Preset {
+function gguf(name: string, fileType: number, format: string, description: string, quality: number, speed: number, extra: PlanRule[] = [], quantized = true, own = false, requireImportance?: string[]): Preset {
   return {
     name,
     description,
@@ -105,6 +105,7 @@ function gguf(name: string, fileType: number, format: string, description: strin
       name, description, default: { format }, skip: GGUF_SKIP, protect: GGUF_PROTECT, fileType,
       // F16/BF16 files skip llama_tensor_get_type altogether; Q8_0 keeps output.weight in Q8_0.
       rules: !quantized ? [] : own ? extra : [...(format === 'q8_0' ? [] : [OUTPUT_Q6K]), MOE8_KV, ...extra],
+      ...(requireImportance ? { requireImportance } : {}),
     },
   };
 }
@@ -152,6 +153,11 @@ const builtins: Preset[] = [
     2, 5,
     [MOE8_O, V70B, bump('attention', 'v', 'q4_k', 'Q2_K attn_v, n_gqa >= 4', { minGqa: 4 }), bump('attention', 'v', 'q3_k', 'Q2_K attn_v'),
      bump('ffn', 'down', 'q3_k', 'Q2_K ffn_down'), bump('attention', 'o', 'q3_k', 'Q2_K attn_output')]),
+  gguf('q2_k_s', LLAMA_FTYPE.MOSTLY_Q2_K_S, 'q2_k',
+    "llama.cpp's Q2_K_S (needs an importance matrix for its Q2_K tensors): Q2_K by default, attn_output included; attn_v Q4_K when n_gqa >= 4; ffn_down of the first eighth of layers Q4_K; output Q6_K",
+    1.8, 5,
+    [{ ...V70B, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'Q2_K_S attn_v, n_gqa >= 4', { minGqa: 4 }), bump('ffn', 'down', 'q4_k', 'Q2_K_S ffn_down', { layers: 'first_eighth' })],
+    true, false, ['q2_k']),
   gguf('q3_k_s', LLAMA_FTYPE.MOSTLY_Q3_K_S, 'q3_k', "llama.cpp's Q3_K_S: Q3_K everywhere but output (Q6_K)", 3, 5, [MOE8_O, V70B]),
   gguf('q3_k_m', LLAMA_FTYPE.MOSTLY_Q3_K_M, 'q3_k',
     "llama.cpp's Q3_K_M mixture: Q3_K by default; attn_v Q5_K on the first two layers, Q4_K after; ffn_down Q5_K on the first sixteenth of layers, Q4_K after; attn_output and fused attn_qkv Q4_K; output Q6_K",
@@ -200,6 +206,12 @@ const builtins: Preset[] = [
   gguf('iq3_s', LLAMA_FTYPE.MOSTLY_IQ3_S, 'iq3_s',
     "llama.cpp's IQ3_S: IQ3_S by default (3.44 bpw); attn_v Q4_K when n_gqa >= 4; output Q6_K",
     3.5, 4, [MOE8_O, { ...V70B_IQ3, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'IQ3_S attn_v, n_gqa >= 4', { minGqa: 4 })]),
+  gguf('iq3_xs', LLAMA_FTYPE.MOSTLY_IQ3_XS, 'iq3_s',
+    "llama.cpp's IQ3_XS mixture (needs an importance matrix for its IQ3_XXS tensors): IQ3_S by default (3.44 bpw); attn_q, attn_k and the FFN gate / up of the middle three quarters of layers IQ3_XXS; attn_v Q4_K when n_gqa >= 4; output Q6_K",
+    3.2, 4,
+    [MOE8_O, { ...V70B_IQ3, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'IQ3_XS attn_v, n_gqa >= 4', { minGqa: 4 }),
+     bump('attention', ['k', 'q'], 'iq3_xxs', 'IQ3_XS attn_q / attn_k'),
+     bump('ffn', ['gate', 'up', 'gate_up'], 'iq3_xxs', 'IQ3_XS ffn_gate / ffn_up', { layers: 'middle_three_quarters' })]),
   gguf('iq3_xxs', LLAMA_FTYPE.MOSTLY_IQ3_XXS, 'iq3_xxs',
     "llama.cpp's IQ3_XXS mixture: IQ3_XXS by default (3.06 bpw); attn_q / attn_k IQ2_S; attn_v Q4_K when n_gqa >= 4, else IQ3_S without an imatrix; attn_output and token_embd IQ3_S; without an imatrix ffn_down Q4_K on the first eighth of layers, Q3_K after; output Q5_K",
     3, 4,
@@ -295,8 +307,13 @@ export function listPresets(): Preset[] {
   return [...presets.values()];
 }
 
+/** llama-quantize's alias names for its K-quant mixtures. */
+export const PRESET_ALIASES: Readonly<Record<string, string>> = Object.freeze({ q3_k: 'q3_k_m', q4_k: 'q4_k_m', q5_k: 'q5_k_m' });
+
 export function getPreset(name: string): Preset {
-  const p = presets.get(typeof name === 'string' ? name.toLowerCase() : name);
+  const key = typeof name === 'string' ? name.toLowerCase() : name;
+  // A preset registered under an alias's name wins over the alias.
+  const p = presets.get(key) ?? (typeof key === 'string' && Object.hasOwn(PRESET_ALIASES, key) ? presets.get(PRESET_ALIASES[key]) : undefined);
   if (!p) {
     fail(ErrorCodes.UNKNOWN_PRESET, `[preset] unknown preset "${String(name)}"; valid presets: ${[...presets.keys()].join(', ')}`, {
       option: 'preset', value: name, expected: [...presets.keys()],

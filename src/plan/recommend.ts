@@ -5,7 +5,7 @@ import type { FormatSpec } from '../formats/types.js';
 import { estimatePlan } from './estimate.js';
 import { resolvePlan } from './plan.js';
 import type { TensorDesc } from './types.js';
-import { listPresets, type Preset } from './presets.js';
+import { getPreset, listPresets, type Preset } from './presets.js';
 
 export type RecommendTarget = 'quality' | 'size' | 'speed';
 
@@ -104,7 +104,7 @@ export function recommend(input: RecommendInput): Recommendation {
     exact = false;
   }
   const source = dominantDtype(tensors);
-  const wanted = input.presets?.map((s) => s.toLowerCase());
+  const wanted = input.presets?.map((s) => getPreset(s).name);
   const pool = listPresets().filter((p) => (wanted ? wanted.includes(p.name) : !p.trainedOnly) && (!input.container || p.container === input.container));
   const candidates: Candidate[] = [];
   const fitting: { p: Preset; bytes: number; bpw: number; exact: boolean }[] = [];

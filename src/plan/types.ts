@@ -22,11 +22,13 @@ export const DEFAULT_PROTECT: readonly ProtectClass[] = PROTECT_CLASSES;
 
 /**
  * Which layers a rule applies to: explicit indices, llama.cpp's `use_more_bits` selection (first
- * eighth, last eighth, every third in between), `first_eighth` (layer < floor(n/8)) or
- * `first_sixteenth` (layer < floor(n/16)), with n the number of layers (largest layer index + 1,
- * or ResolveOptions.nLayers).
+ * eighth, last eighth, every third in between), `first_eighth` (layer < floor(n/8)),
+ * `first_sixteenth` (layer < floor(n/16)) or `middle_three_quarters` (floor(n/8) <= layer <
+ * floor(7n/8), IQ3_XS's FFN gate / up), with n the number of layers (largest layer index + 1, or
+ * ResolveOptions.nLayers).
  */
-export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth' | 'first_sixteenth';
+export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth' | 'first_sixteenth' | 'middle_three_quarters';
+export const LAYER_SELECTORS: readonly string[] = ['use_more_bits', 'first_eighth', 'first_sixteenth', 'middle_three_quarters'];
 
 export interface PlanRule {
   /**
@@ -81,6 +83,11 @@ export interface Plan {
   protect?: ProtectClass[];
   /** GGUF `general.file_type` (llama_ftype) for plans that write GGUF. */
   fileType?: number;
+  /**
+   * Formats that need an importance matrix in this plan though their quantizer works without one,
+   * on every tensor but token_embd / output (llama-quantize's Q2_K in a Q2_K_S file).
+   */
+  requireImportance?: string[];
 }
 
 export interface TensorDesc {

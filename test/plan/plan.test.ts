@@ -206,6 +206,8 @@ describe('validation', () => {
       [{ default: 'q8_0', extra: 1 }, 'extra'],
       [{ default: 'q8_0', rules: [{ role: 'ffn', minExperts: 0, scheme: 'q8_0' }] }, 'rules[0].minExperts'],
       [{ default: 'q8_0', rules: [{ role: 'ffn', fallback: 8, scheme: 'q8_0' }] }, 'rules[0].fallback'],
+      [{ default: 'q8_0', requireImportance: 'q2_k' }, 'requireImportance'],
+      [{ default: 'q8_0', requireImportance: [2] }, 'requireImportance'],
     ];
     for (const [p, option] of bad) {
       let err: unknown;
@@ -256,6 +258,27 @@ describe('JSON', () => {
     const b = resolvePlan(back, llama(), { getFormat: lookup });
     expect(b.tensors.map((t) => [t.name, t.scheme, t.reason])).toEqual(a.tensors.map((t) => [t.name, t.scheme, t.reason]));
     expect(fmt(a, 'model.layers.0.self_attn.K_PROJ.weight'.replace('K_PROJ', 'k_proj'))).toBe('q8_0');
+  });
+
+  it('requireImportance: read from JSON, kept, and an error without an importance matrix except on token_embd / output', () => {
+    const plan = planFromJSON(JSON.stringify({ default: { format: 'q2_k' }, requireImportance: ['Q2_K'], rules: [{ match: 'ffn_down', scheme: { format: 'q4_k' } }] }));
+    expect(plan.requireImportance).toEqual(['q2_k']);
+    expect(planFromJSON(planToJSONString(plan)).requireImportance).toEqual(['q2_k']);
+    const t: TensorDesc[] = ['token_embd', 'blk.0.attn_q', 'blk.0.ffn_down', 'output'].map((n) => ({ name: `${n}.weight`, shape: [256, 256], dtype: 'F16' }));
+    const without = resolvePlan(plan, t, { getFormat: lookup });
+    expect(without.problems.filter((p) => p.severity === 'error').map((p) => p.tensor)).toEqual(['blk.0.attn_q.weight']);
+    expect(without.problems[0].message).toMatch(/q2_k needs an importance matrix in this plan/);
+    expect(resolvePlan(plan, t, { getFormat: lookup, importance: true }).ok).toBe(true);
+  });
+
+  it("layers 'middle_three_quarters' selects floor(n/8) <= layer < floor(7n/8)", () => {
+    const plan = normalizePlan({ default: { format: 'q8_0' }, rules: [{ role: 'ffn', layers: 'middle_three_quarters', scheme: { format: 'q4_0' } }] });
+    for (const n of [4, 9, 16, 17]) {
+      const t: TensorDesc[] = Array.from({ length: n }, (_, i) => ({ name: `blk.${i}.ffn_up.weight`, shape: [64, 64], dtype: 'F16' }));
+      const got = resolvePlan(plan, t, { getFormat: lookup }).tensors.filter((x) => x.scheme !== 'keep' && x.scheme.format === 'q4_0').map((x) => x.layer);
+      const want = Array.from({ length: n }, (_, i) => i).filter((i) => i >= Math.floor(n / 8) && i < Math.floor((7 * n) / 8));
+      expect(got, `n = ${n}`).toEqual(want);
+    }
   });
 
   it('round trips every preset', () => {

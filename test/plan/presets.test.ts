@@ -42,6 +42,12 @@ describe('preset registry', () => {
     expect(() => { (getPreset('q4_k_m').plan.rules as unknown[]).push({}); }).toThrow(TypeError);
   });
 
+  it("llama-quantize's alias names: Q3_K, Q4_K and Q5_K are the _M mixtures", () => {
+    for (const [alias, name] of [['Q3_K', 'q3_k_m'], ['q4_k', 'q4_k_m'], ['Q5_K', 'q5_k_m']]) expect(getPreset(alias)).toBe(getPreset(name));
+    expect(getPreset('Q2_K_S').fileType).toBe(21);
+    expect(getPreset('IQ3_XS').fileType).toBe(22);
+  });
+
   it('getPreset refuses unknown names with the list of valid ones', () => {
     let err: unknown;
     try { getPreset('q3_k_xl'); } catch (e) { err = e; }
@@ -297,7 +303,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
    */
   function llamaCppType(ftype: string, name: string, nLayers: number, gqa: number, nExperts: number, imatrix: boolean, is70B: boolean): string {
     const base: Record<string, string> = {
-      q2_k: 'q2_k', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs',
+      q2_k: 'q2_k', q2_k_s: 'q2_k', iq3_xs: 'iq3_s', q3_k_s: 'q3_k', q3_k_m: 'q3_k', q3_k_l: 'q3_k', q4_k_s: 'q4_k', q4_k_m: 'q4_k', q5_k_s: 'q5_k', q5_k_m: 'q5_k', q4_0: 'q4_0', q4_1: 'q4_1', q5_0: 'q5_0', q5_1: 'q5_1', iq4_nl: 'iq4_nl', iq4_xs: 'iq4_xs',
       iq2_xxs: 'iq2_xxs', iq2_xs: 'iq2_xs', iq2_s: 'iq2_xs', iq2_m: 'iq2_s', iq1_s: 'iq1_s', iq1_m: 'iq1_m', iq3_xxs: 'iq3_xxs', iq3_s: 'iq3_s', iq3_m: 'iq3_s',
       tq1_0: 'tq1_0', tq2_0: 'tq2_0', q1_0: 'q1_0', q2_0: 'q2_0',
     };
@@ -329,6 +335,8 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       else if (ftype === 'iq3_s' && gqa >= 4) t = 'q4_k';
       else if (ftype === 'iq3_m') t = 'q4_k';
       else if (ftype === 'q2_k') t = gqa >= 4 ? 'q4_k' : 'q3_k';
+      else if (ftype === 'q2_k_s' && gqa >= 4) t = 'q4_k';
+      else if (ftype === 'iq3_xs' && gqa >= 4) t = 'q4_k';
       else if (ftype === 'q3_k_m') t = layer < 2 ? 'q5_k' : 'q4_k';
       else if (ftype === 'q3_k_l') t = 'q5_k';
       else if ((ftype === 'iq4_nl' || ftype === 'iq4_xs') && gqa >= 4) t = 'q5_k';
@@ -338,11 +346,16 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       if (nExperts === 8) t = 'q8_0';
     } else if (name.includes('attn_k.weight')) {
       if (nExperts === 8) t = 'q8_0';
+      else if (ftype === 'iq3_xs') t = 'iq3_xxs';
       else if (ftype === 'iq3_xxs') t = 'iq2_s';
     } else if (name.includes('attn_q.weight')) {
-      if (ftype === 'iq3_xxs') t = 'iq2_s';
+      if (ftype === 'iq3_xs') t = 'iq3_xxs';
+      else if (ftype === 'iq3_xxs') t = 'iq2_s';
+    } else if (name.includes('ffn_up') || name.includes('ffn_gate')) {
+      if (ftype === 'iq3_xs' && layer >= Math.floor(nLayers / 8) && layer < Math.floor(7 * nLayers / 8)) t = 'iq3_xxs';
     } else if (name.includes('ffn_down')) {
-      if (ftype === 'iq3_xxs' && !imatrix) t = layer < Math.floor(nLayers / 8) ? 'q4_k' : 'q3_k';
+      if (ftype === 'q2_k_s') { if (layer < Math.floor(nLayers / 8)) t = 'q4_k'; }
+      else if (ftype === 'iq3_xxs' && !imatrix) t = layer < Math.floor(nLayers / 8) ? 'q4_k' : 'q3_k';
       else if (ftype === 'iq3_m' && (layer < Math.floor(nLayers / 8) || (nExperts === 8 && more(layer, nLayers)))) t = 'q4_k';
       else if (ftype === 'q2_k') t = 'q3_k';
       else if (ftype === 'q3_k_m') t = layer < Math.floor(nLayers / 16) ? 'q5_k' : 'q4_k';
@@ -354,7 +367,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       else if ((ftype === 'q4_0' || ftype === 'q5_0') && imatrix && layer < Math.floor(nLayers / 8)) t = ftype === 'q4_0' ? 'q4_1' : 'q5_1';
     } else if (name.includes('attn_output.weight')) {
       if (nExperts === 8) {
-        if (['q2_k', 'q3_k_s', 'q3_k_m', 'iq4_nl', 'q4_k_s', 'q4_k_m', 'iq4_xs', 'iq3_xxs', 'iq3_s', 'iq3_m'].includes(ftype)) t = 'q5_k';
+        if (['q2_k', 'iq3_xs', 'q3_k_s', 'q3_k_m', 'iq4_nl', 'q4_k_s', 'q4_k_m', 'iq4_xs', 'iq3_xxs', 'iq3_s', 'iq3_m'].includes(ftype)) t = 'q5_k';
       } else if (ftype === 'q2_k') t = 'q3_k';
       else if (ftype === 'iq3_xxs') t = 'iq3_s';
       else if (ftype === 'iq3_m') t = 'q4_k';
@@ -376,13 +389,17 @@ describe("llama.cpp's shape-dependent tweaks", () => {
         if (fused) t.push({ name: `blk.${i}.attn_qkv.weight`, shape: [768, 512], dtype: 'F16' });
         else t.push({ name: `blk.${i}.attn_q.weight`, shape: [512, 512], dtype: 'F16' }, { name: `blk.${i}.attn_k.weight`, shape: [128, 512], dtype: 'F16' }, { name: `blk.${i}.attn_v.weight`, shape: [128, 512], dtype: 'F16' });
         t.push({ name: `blk.${i}.attn_output.weight`, shape: [512, 512], dtype: 'F16' });
-        if (experts) t.push({ name: `blk.${i}.ffn_gate_inp.weight`, shape: [experts, 512], dtype: 'F32' }, { name: `blk.${i}.ffn_down_exps.weight`, shape: [experts, 512, 1024], dtype: 'F16' });
-        else t.push({ name: `blk.${i}.ffn_up.weight`, shape: [1024, 512], dtype: 'F16' }, { name: `blk.${i}.ffn_down.weight`, shape: [512, 1024], dtype: 'F16' });
+        if (experts) {
+          t.push({ name: `blk.${i}.ffn_gate_inp.weight`, shape: [experts, 512], dtype: 'F32' }, { name: `blk.${i}.ffn_down_exps.weight`, shape: [experts, 512, 1024], dtype: 'F16' });
+          // Fused gate / up stacks (gpt-oss style) on odd layers: llama.cpp files them under ffn_gate.
+          if (i % 2) t.push({ name: `blk.${i}.ffn_gate_up_exps.weight`, shape: [experts, 2048, 512], dtype: 'F16' });
+          else t.push({ name: `blk.${i}.ffn_gate_exps.weight`, shape: [experts, 1024, 512], dtype: 'F16' }, { name: `blk.${i}.ffn_up_exps.weight`, shape: [experts, 1024, 512], dtype: 'F16' });
+        } else t.push({ name: `blk.${i}.ffn_gate.weight`, shape: [1024, 512], dtype: 'F16' }, { name: `blk.${i}.ffn_up.weight`, shape: [1024, 512], dtype: 'F16' }, { name: `blk.${i}.ffn_down.weight`, shape: [512, 1024], dtype: 'F16' });
       }
       t.push({ name: 'output_norm.weight', shape: [512], dtype: 'F32' }, { name: 'output.weight', shape: [1000, 512], dtype: 'F16' });
       return t;
     };
-    const ftypes = ['q2_k', 'q3_k_s', 'q3_k_m', 'q3_k_l', 'q4_k_s', 'q4_k_m', 'q5_k_s', 'q5_k_m', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'iq4_xs',
+    const ftypes = ['q2_k', 'q2_k_s', 'iq3_xs', 'q3_k_s', 'q3_k_m', 'q3_k_l', 'q4_k_s', 'q4_k_m', 'q5_k_s', 'q5_k_m', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'iq4_nl', 'iq4_xs',
       'iq3_m', 'iq3_s', 'iq3_xxs', 'iq2_m', 'iq2_s', 'iq2_xs', 'iq2_xxs', 'iq1_m', 'iq1_s', 'tq1_0', 'tq2_0', 'q1_0', 'q2_0'];
     const seen = new Set<string>();
     for (const ftype of ftypes) {
@@ -392,7 +409,10 @@ describe("llama.cpp's shape-dependent tweaks", () => {
         for (const gqa of [4, 1]) {
           for (const importance of [false, true]) {
             const r = resolvePlan(p.plan, model(experts, fused, layers), { getFormat: lookup, gqa, importance });
-            expect(r.ok, `${ftype} ${r.problems.map((x) => x.message).join('; ')}`).toBe(true);
+            // llama-quantize's tensor_requires_imatrix: Q2_K in a Q2_K_S file (but token_embd).
+            const refused = (t: PlannedTensor) => ftype === 'q2_k_s' && !importance && t.name !== 'token_embd.weight' && fmtOf(t) === 'q2_k';
+            expect(r.problems.filter((x) => x.severity === 'error').map((x) => x.tensor), ftype).toEqual(r.tensors.filter(refused).map((t) => t.name));
+            if (ftype === 'q2_k_s' && !importance) expect(r.tensors.some(refused)).toBe(true);
             const is70B = layers === 80 && gqa > 1;
             expect(r.modelType).toBe(is70B ? '70B' : undefined);
             for (const t of r.tensors) {
@@ -407,7 +427,8 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     // The table above reaches every bump it describes.
     for (const k of ['q2_k:q4_k', 'q2_k:q3_k', 'q2_k:q5_k', 'q3_k_s:q5_k', 'q3_k_m:q5_k', 'q3_k_m:q4_k', 'q3_k_l:q5_k', 'q4_k_s:q5_k', 'q5_k_m:q6_k', 'q4_0:q4_1', 'q5_0:q5_1', 'iq4_xs:q5_k', 'q4_k_m:q5_k',
       'iq3_m:q4_k', 'iq3_m:q5_k', 'iq3_m:q8_0', 'iq3_s:q4_k', 'iq3_s:q5_k', 'iq3_xxs:iq2_s', 'iq3_xxs:iq3_s', 'iq3_xxs:q3_k', 'iq3_xxs:q4_k', 'iq3_xxs:q5_k',
-      'iq2_m:iq3_s', 'iq2_m:q4_k', 'iq2_s:iq3_s', 'iq2_xs:q2_k', 'iq2_xxs:q2_k', 'iq2_xxs:q4_k', 'iq1_m:iq2_xxs', 'iq1_s:iq2_xxs', 'iq1_s:q5_k', 'tq1_0:q4_k', 'q2_0:q4_k', 'q2_0:q8_0', 'q1_0:q6_k', 'q1_0:q8_0']) expect(seen.has(k), k).toBe(true);
+      'iq2_m:iq3_s', 'iq2_m:q4_k', 'iq2_s:iq3_s', 'iq2_xs:q2_k', 'iq2_xxs:q2_k', 'iq2_xxs:q4_k', 'iq1_m:iq2_xxs', 'iq1_s:iq2_xxs', 'iq1_s:q5_k', 'tq1_0:q4_k', 'q2_0:q4_k', 'q2_0:q8_0', 'q1_0:q6_k', 'q1_0:q8_0',
+      'q2_k_s:q4_k', 'q2_k_s:q5_k', 'q2_k_s:q8_0', 'iq3_xs:iq3_xxs', 'iq3_xs:q4_k', 'iq3_xs:q5_k', 'iq3_xs:q6_k']) expect(seen.has(k), k).toBe(true);
   });
 
   it('GGUF presets skip the 2-D tensors llama-quantize never touches', () => {
