@@ -3,7 +3,8 @@
 import { ErrorCodes, fail } from '../errors.js';
 
 export interface OptionSpec {
-  type: 'string' | 'int' | 'boolean';
+  /** 'list': a string option that may be given more than once (its values in order). */
+  type: 'string' | 'int' | 'boolean' | 'list';
   short?: string;
   /** Shown in help: the value's name. */
   value?: string;
@@ -14,7 +15,7 @@ export type OptionSpecs = Record<string, OptionSpec>;
 
 export interface Parsed {
   positionals: string[];
-  options: Record<string, string | number | boolean | undefined>;
+  options: Record<string, string | number | boolean | string[] | undefined>;
 }
 
 export function optionList(specs: OptionSpecs): string {
@@ -59,6 +60,8 @@ export function parseArgs(command: string, argv: readonly string[], specs: Optio
         fail(ErrorCodes.BAD_OPTION, `[cli] ${command}: --${name} must be a positive integer but is "${v}"`, { option: name, value: v, expected: 'a positive integer' });
       }
       options[name] = n;
+    } else if (spec.type === 'list') {
+      options[name] = [...((options[name] as string[] | undefined) ?? []), v];
     } else options[name] = v;
   }
   return { positionals, options };

@@ -11,7 +11,7 @@ import { checkTensors } from '../eval/config.js';
 import { familyView } from '../convert/llama-gguf.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
-import type { OptionSpecs } from './args.js';
+import type { OptionSpecs, Parsed } from './args.js';
 import { absPath, openInput } from './input.js';
 import { fmtNum, fmtSci, table, toJSON, type CliIO } from './io.js';
 
@@ -76,7 +76,7 @@ export async function openOriginal(spec: string, io: CliIO, command: string, ope
   return { input: ref, config };
 }
 
-export async function evalCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {
+export async function evalCommand(o: Parsed['options'], io: CliIO): Promise<EvaluateResult & { model: string; quantized: string; tokensFile: string }> {
   for (const k of ['model', 'quantized', 'tokens'] as const) {
     if (o[k] === undefined) fail(ErrorCodes.BAD_OPTION, `[cli] eval: --${k} is required`, { option: k });
   }

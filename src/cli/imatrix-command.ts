@@ -8,7 +8,7 @@ import { computeImatrix, imatrixChunks, imatrixGguf, mergeImatrixChunk, type Ima
 import { quantizedWeights } from '../eval/quantized.js';
 import { writeGguf } from '../io/gguf-writer.js';
 import { fileSink } from '../pipeline/sink-node.js';
-import type { OptionSpecs } from './args.js';
+import type { OptionSpecs, Parsed } from './args.js';
 import { absPath } from './input.js';
 import { openOriginal, readTokenFile } from './eval.js';
 import { toJSON, type CliIO } from './io.js';
@@ -35,7 +35,7 @@ export interface ImatrixReport {
   seconds: number;
 }
 
-export async function imatrixCommand(o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<ImatrixReport> {
+export async function imatrixCommand(o: Parsed['options'], io: CliIO): Promise<ImatrixReport> {
   for (const k of ['model', 'tokens', 'output'] as const) {
     if (o[k] === undefined || String(o[k]).trim() === '') fail(ErrorCodes.BAD_OPTION, `[cli] imatrix: --${k} is required`, { option: k });
   }

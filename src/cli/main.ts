@@ -7,7 +7,7 @@ import { listPresets, PRESET_ALIASES } from '../plan/presets.js';
 import { resolvePlan } from '../plan/plan.js';
 import { estimatePlan } from '../plan/estimate.js';
 import { syntheticModel } from '../plan/recommend.js';
-import { helpText, parseArgs, type OptionSpecs } from './args.js';
+import { helpText, parseArgs, type OptionSpecs, type Parsed } from './args.js';
 import { inspectCommand } from './inspect.js';
 import { fmtNum, processIO, table, toJSON, type CliIO } from './io.js';
 import { quantizeCommand } from './quantize.js';
@@ -43,6 +43,11 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   'double-quant': { type: 'boolean', help: 'double quantization of the block absmax values, with --format nf4, fp4, bnb_nf4, bnb_fp4' },
   calibration: { type: 'string', value: 'c', help: 'calibration with --format: a name (mse, hqq, ...), "clip,0.9", or JSON' },
   rules: { type: 'string', value: 'plan.json', help: 'a plan file (webquant or MaxText form); with --preset/--format its rules come first' },
+  'tensor-type': { type: 'list', value: 'regex=format', help: "as llama-quantize's: tensors whose name (the output's) matches the regex get the format; repeatable, the first match wins, before every other rule" },
+  'output-tensor-type': { type: 'string', value: 'format', help: 'format of the output head (and of a tied token embedding), as llama-quantize\'s' },
+  'token-embedding-type': { type: 'string', value: 'format', help: "format of the token embedding, as llama-quantize's" },
+  'leave-output-tensor': { type: 'boolean', help: "keep the output head as stored (llama-quantize's; a tied token embedding is still quantized)" },
+  pure: { type: 'boolean', help: "drop the preset's mixture rules: every weight in its default format (llama-quantize's --pure; the options above still apply)" },
   strict: { type: 'boolean', help: 'fail instead of falling back when a block size does not divide a row' },
   workers: { type: 'int', short: 'j', value: 'n', help: 'worker threads (default: number of cores)' },
   budget: { type: 'string', value: 'MiB', help: 'memory for tensor data read and not yet written (default 256); larger tensors go through in row chunks' },
@@ -80,7 +85,7 @@ interface Command {
   usage: string;
   summary: string;
   options: OptionSpecs;
-  run(positionals: string[], o: Record<string, string | number | boolean | undefined>, io: CliIO): Promise<unknown>;
+  run(positionals: string[], o: Parsed['options'], io: CliIO): Promise<unknown>;
 }
 
 function version(): string {
@@ -122,7 +127,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -131,6 +136,8 @@ const COMMANDS: Record<string, Command> = {
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
+        tensorTypes: o['tensor-type'] as string[] | undefined, outputTensorType: str(o['output-tensor-type']), tokenEmbeddingType: str(o['token-embedding-type']),
+        leaveOutputTensor: o['leave-output-tensor'] === true ? true : undefined, pure: o.pure === true ? true : undefined,
         strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix),
         activations: str(o.activations), activationChunks: num(o['activation-chunks']), activationContext: num(o['activation-context']), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);

@@ -2,11 +2,11 @@
 // whose rules go before a preset's / format's.
 import { ErrorCodes, fail } from '../errors.js';
 import { parseJson } from '../io/json.js';
-import { getFormat } from '../formats/registry.js';
+import { formats, getFormat } from '../formats/registry.js';
 import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
 import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
 import { planFromJSON } from '../plan/json.js';
-import type { Plan } from '../plan/types.js';
+import type { Plan, PlanRule } from '../plan/types.js';
 
 export interface PlanChoice {
   plan: Plan;
@@ -59,9 +59,70 @@ export interface PlanArgs {
   doubleQuant?: boolean;
   /** Text of a --rules file and its name. */
   rules?: { text: string; file: string };
+  /** llama-quantize's overrides: --tensor-type regex=type (repeatable), --output-tensor-type, --token-embedding-type. */
+  tensorTypes?: string[];
+  outputTensorType?: string;
+  tokenEmbeddingType?: string;
+  /** --leave-output-tensor: the output head (by name, not a tied embedding) stays as stored. */
+  leaveOutputTensor?: boolean;
+  /** --pure: the preset's own rules are dropped. */
+  pure?: boolean;
+}
+
+/**
+ * A type named as llama-quantize takes it ("q4_K", "Q8_0", "mxfp4"): the GGUF format writing that
+ * ggml type, else the registry format of that name.
+ */
+function ggmlFormat(name: string, option: string): string {
+  const n = name.trim().toLowerCase();
+  for (const f of formats.values()) if (f.ggml && (f.ggml.name ?? f.name) === n) return f.name;
+  if (formats.has(n)) return n;
+  return fail(ErrorCodes.UNKNOWN_FORMAT, `[cli] --${option}: unknown type "${name}"; valid: ${[...formats.values()].filter((f) => f.ggml).map((f) => f.ggml!.name ?? f.name).join(', ')}`, {
+    option, value: name, expected: [...formats.keys()],
+  });
+}
+
+/**
+ * llama-quantize's overrides as plan rules, in its order of precedence: the output head left as
+ * stored, the token embedding's type, the output head's, then the --tensor-type patterns (first
+ * match wins); `tied` is the rule giving a tied token embedding the output type, which llama.cpp
+ * decides after the patterns (and not at all with --pure).
+ */
+function overrideRules(a: PlanArgs): { first: PlanRule[]; tied: PlanRule[] } {
+  const first: PlanRule[] = [];
+  const head = '(?:^|[./])(?:output|lm_head|embed_out)\\.weight$';
+  if (a.leaveOutputTensor) first.push({ role: 'output', match: head, scheme: 'keep', optional: true, note: '--leave-output-tensor' });
+  if (a.tokenEmbeddingType !== undefined) {
+    first.push({ role: 'embedding', kind: 'token', scheme: { format: ggmlFormat(a.tokenEmbeddingType, 'token-embedding-type') }, optional: true, note: '--token-embedding-type' });
+  }
+  const out = a.outputTensorType !== undefined ? ggmlFormat(a.outputTensorType, 'output-tensor-type') : undefined;
+  if (out) first.push({ role: 'output', match: head, scheme: { format: out }, optional: true, note: '--output-tensor-type' });
+  for (const tt of a.tensorTypes ?? []) {
+    const eq = tt.lastIndexOf('=');
+    if (eq <= 0 || eq === tt.length - 1) {
+      fail(ErrorCodes.BAD_OPTION, `[cli] --tensor-type "${tt}": expected <regex>=<type>, e.g. "attn_v=q8_0"`, { option: 'tensor-type', value: tt, expected: '<regex>=<type>' });
+    }
+    first.push({ match: tt.slice(0, eq), scheme: { format: ggmlFormat(tt.slice(eq + 1), 'tensor-type') }, note: `--tensor-type ${tt}` });
+  }
+  const tied: PlanRule[] = out && !a.pure ? [{ role: 'output', scheme: { format: out }, optional: true, note: '--output-tensor-type (tied token embedding)' }] : [];
+  return { first, tied };
+}
+
+/** The plan of `c` with the overrides of `a` around its rules (and without the preset's with --pure). */
+function withOverrides(c: PlanChoice, a: PlanArgs, presetRules: number): PlanChoice {
+  const o = overrideRules(a);
+  if (!o.first.length && !o.tied.length && !a.pure) return c;
+  const own = a.pure ? c.plan.rules.slice(0, c.plan.rules.length - presetRules) : c.plan.rules;
+  const flags = [a.pure && '--pure', ...o.first.map((r) => r.note!.split(' ')[0])].filter(Boolean);
+  return { ...c, plan: { ...c.plan, rules: [...o.first, ...o.tied, ...own] }, label: `${c.label} + ${[...new Set(flags)].join(' ')}` };
 }
 
 export function choosePlan(a: PlanArgs): PlanChoice {
+  const c = chooseBase(a);
+  return withOverrides(c, a, a.preset !== undefined ? c.preset!.plan.rules.length : 0);
+}
+
+function chooseBase(a: PlanArgs): PlanChoice {
   if (a.preset !== undefined && a.format !== undefined) {
     fail(ErrorCodes.BAD_OPTION, '[cli] quantize: give either --preset or --format, not both', { option: 'preset', value: [a.preset, a.format] });
   }

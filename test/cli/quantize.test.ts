@@ -429,6 +429,50 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
   });
 });
 
+describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () => {
+  let tmp: string;
+  beforeAll(async () => {
+    await ensureBuilt();
+    tmp = tempDir('cli-over');
+  }, 300_000);
+  const formats = async (args: string[], input = MODEL) => {
+    const r = await cli(['quantize', input, '-o', join(tmp, 'o.gguf'), ...args, '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    return Object.fromEntries(JSON.parse(r.stdout).tensors.map((t: { name: string; format: string }) => [t.name, t.format])) as Record<string, string>;
+  };
+
+  it('--tensor-type (first match wins, before the preset), --token-embedding-type and --output-tensor-type on a tied embedding', async () => {
+    const f = await formats(['--preset', 'q8_0', '--tensor-type', 'attn_v=q4_0', '--tensor-type', 'attn_v|ffn_up=Q5_0', '--token-embedding-type', 'q4_1']);
+    expect([f['blk.0.attn_v.weight'], f['blk.4.ffn_up.weight'], f['token_embd.weight'], f['blk.0.attn_q.weight']]).toEqual(['q4_0', 'q5_0', 'q4_1', 'q8_0']);
+    // llama.cpp gives a tied token embedding the output type after the patterns, and not with --pure.
+    expect((await formats(['--preset', 'q4_0', '--output-tensor-type', 'q5_1']))['token_embd.weight']).toBe('q5_1');
+    expect((await formats(['--preset', 'q4_0', '--output-tensor-type', 'q5_1', '--tensor-type', 'token_embd=q8_0']))['token_embd.weight']).toBe('q8_0');
+    const pure = await formats(['--preset', 'q4_0', '--output-tensor-type', 'q5_1', '--pure']);
+    // Without --pure the preset's output rule gives the tied embedding Q6_K (Q8_0 on these 64-wide rows).
+    expect([pure['token_embd.weight'], (await formats(['--preset', 'q4_0']))['token_embd.weight']]).toEqual(['q4_0', 'q8_0']);
+  }, 120_000);
+
+  it('--leave-output-tensor and --output-tensor-type on an untied output head; --pure drops the mixture', async () => {
+    const input = join(tmp, 'untied.gguf');
+    const t = (name: string, rows: number) => ({ name, ggmlType: 'F32' as const, shape: [rows, 256], data: Float32Array.from({ length: rows * 256 }, (_, i) => Math.sin(i * 0.37)) });
+    const tensors = [t('token_embd.weight', 64), t('blk.0.attn_v.weight', 32), t('blk.0.ffn_down.weight', 32), t('output.weight', 64)];
+    writeFileSync(input, await collect(writeGguf({ metadata: [{ key: 'general.architecture', type: 'string', value: 'llama' }], tensors })));
+    const kept = await formats(['--preset', 'q4_k_m', '--leave-output-tensor', '--output-tensor-type', 'q8_0'], input);
+    expect([kept['output.weight'], kept['token_embd.weight'], kept['blk.0.attn_v.weight']]).toEqual(['keep', 'q4_k', 'q6_k']);
+    const out = await formats(['--preset', 'q4_k_m', '--output-tensor-type', 'q8_0', '--pure'], input);
+    expect([out['output.weight'], out['token_embd.weight'], out['blk.0.attn_v.weight'], out['blk.0.ffn_down.weight']]).toEqual(['q8_0', 'q4_k', 'q4_k', 'q4_k']);
+  }, 120_000);
+
+  it('a malformed --tensor-type or an unknown type: exit 2 naming the option', async () => {
+    for (const [v, msg] of [['attn_v', /expected <regex>=<type>/], ['attn_v=q9_9', /unknown type "q9_9"/], ['(=q8_0', /E_PLAN|regular expression/]] as const) {
+      const r = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--tensor-type', v], { cwd: tmp });
+      expect(r.code, v).toBe(2);
+      expect(r.stderr, v).toMatch(msg);
+      expect(existsSync(join(tmp, 'bad.gguf'))).toBe(false);
+    }
+  }, 60_000);
+});
+
 describe.skipIf(!hasShared)('webquant quantize: options', () => {
   let tmp: string;
   beforeAll(async () => {
