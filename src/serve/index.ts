@@ -83,6 +83,12 @@ export interface ServedTensorInfo {
   options?: ResolvedOptions;
   /** Bytes this tensor occupies in the source (all sections). */
   byteLength: number;
+  /**
+   * A GGUF weight's `<m>.scale` (F32, one value, or one per expert of a stack): every result is the
+   * stored weight's times it, as llama.cpp's graph multiplies the product (NVFP4 conversions of
+   * ModelOpt checkpoints, BitNet).
+   */
+  scale?: string;
 }
 
 /** A tensor's bytes in memory, one array per layout section (one for unquantized tensors). */
@@ -153,6 +159,8 @@ interface Entry {
   row0?: number;
   /** The whole tensor's rows (a rows() view), whose tensor sections the view shares. */
   tensorRows?: number;
+  /** Rows per value of the tensor's `.scale` (info.scale): all rows, or one expert's. */
+  scaleRows?: number;
 }
 
 interface WebquantMeta {
@@ -235,6 +243,40 @@ function resolveEntries(ckpt: Checkpoint): Map<string, Entry> {
     } else {
       out.set(t.name, plainEntry(t, t.shape, t.dtype));
     }
+  }
+  for (const e of out.values()) attachScale(ckpt, e, byName);
+  return out;
+}
+
+/**
+ * llama.cpp multiplies the product of a weight `<m>.weight` by an F32 `<m>.scale` when the file has
+ * one ({1}, or {n_expert} for a stack of experts): the graph's `*_s` tensors (NVFP4's weight_scale_2,
+ * BitNet's per-tensor scales). The served weight is the stored one times that scale.
+ */
+function attachScale(ckpt: Checkpoint, e: Entry, byName: Map<string, TensorInfo>): void {
+  const { name, shape, rows } = e.info;
+  if (!name.endsWith('.weight') || shape.length < 2 || e.kind.type === 'other') return;
+  const s = byName.get(`${name.slice(0, -'.weight'.length)}.scale`);
+  if (!s || s.shape.length > 1) return;
+  const n = numel(s.shape);
+  const stacks = shape.length === 3 ? shape[0] : 1;
+  if (s.dtype !== 'F32' || (n !== 1 && n !== stacks)) {
+    fail(ErrorCodes.BAD_INPUT, `[serve] ${ckpt.source}: "${s.name}" (${s.dtype} [${s.shape}]), the scale llama.cpp multiplies "${name}" by, must be F32 with 1${stacks > 1 ? ` or ${stacks}` : ''} value${stacks > 1 ? 's' : ''}`, {
+      file: ckpt.source, tensor: s.name, value: `${s.dtype} [${s.shape}]`, expected: stacks > 1 ? `F32 [1] or [${stacks}]` : 'F32 [1]',
+    });
+  }
+  e.info.scale = s.name;
+  e.scaleRows = n === 1 ? rows : rows / stacks;
+}
+
+/** Multiplies the rows of `out` (`batch` blocks of `rows` results, or rows of `rowLen` values) by their scale. */
+function applyScale(e: Entry, scale: Float32Array, out: Float32Array, mode: 'matvec' | 'dequantize', batch: number): Float32Array {
+  const { rows, rowLength } = e.info;
+  const per = e.scaleRows!, row0 = e.row0 ?? 0;
+  for (let r = 0; r < rows; r++) {
+    const f = scale[Math.floor((row0 + r) / per)];
+    if (mode === 'dequantize') for (let j = r * rowLength, end = j + rowLength; j < end; j++) out[j] *= f;
+    else for (let b = 0; b < batch; b++) out[b * rows + r] *= f;
   }
   return out;
 }
@@ -505,20 +547,36 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
     return p;
   }
 
-  const loaded = (e: Entry, sections: readonly Uint8Array[]) => loadedTensor(k, e, sections, chunkBytes, q8);
+  // The `.scale` tensors' values (a few bytes each), read once.
+  const scales = new Map<string, Promise<Float32Array>>();
+  const scaleOf = (e: Entry): Promise<Float32Array> | undefined => {
+    const n = e.info.scale;
+    if (n === undefined) return undefined;
+    let p = scales.get(n);
+    if (!p) {
+      p = ckpt.readF32(n);
+      scales.set(n, p);
+      p.catch(() => scales.delete(n));
+    }
+    return p;
+  };
+  const loaded = async (e: Entry) => {
+    const [sections, scale] = await Promise.all([read(e), scaleOf(e)]);
+    return loadedTensor(k, e, sections, chunkBytes, q8, scale);
+  };
 
   const served = (e: Entry): ServedTensor => ({
     info: e.info,
-    load: async () => loaded(e, await read(e)),
-    dequantize: async () => loaded(e, await read(e)).dequantize(),
+    load: () => loaded(e),
+    dequantize: async () => (await loaded(e)).dequantize(),
     async dequantizeF16() {
-      const f = loaded(e, await read(e)).dequantize();
+      const f = (await loaded(e)).dequantize();
       const h = new Uint16Array(f.length);
       for (let i = 0; i < f.length; i++) h[i] = f32ToF16(f[i]);
       return h;
     },
-    matvec: async (x) => loaded(e, await read(e)).matvec(x),
-    matmul: async (X, batch) => loaded(e, await read(e)).matmul(X, batch),
+    matvec: async (x) => (await loaded(e)).matvec(x),
+    matmul: async (X, batch) => (await loaded(e)).matmul(X, batch),
   });
 
   return {
@@ -537,14 +595,15 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
 }
 
 /** A tensor in memory: the chunked kernels over its sections. */
-function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: number, q8: boolean): LoadedTensor {
+function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chunkBytes: number, q8: boolean, scale?: Float32Array): LoadedTensor {
+  const scaled = (out: Float32Array, mode: 'matvec' | 'dequantize', batch = 1) => (scale ? applyScale(e, scale, out, mode, batch) : out);
   return {
     info: e.info,
     sections,
     bytes: sections.reduce((a, b) => a + b.byteLength, 0),
-    matvec: (x) => (checkX(e, x, 1), run(k, e, sections, chunkBytes, 'matvec', x, 1, q8)),
-    matmul: (X, batch) => (checkX(e, X, batch), run(k, e, sections, chunkBytes, 'matvec', X, batch, q8)),
-    dequantize: () => run(k, e, sections, chunkBytes, 'dequantize'),
+    matvec: (x) => (checkX(e, x, 1), scaled(run(k, e, sections, chunkBytes, 'matvec', x, 1, q8), 'matvec')),
+    matmul: (X, batch) => (checkX(e, X, batch), scaled(run(k, e, sections, chunkBytes, 'matvec', X, batch, q8), 'matvec', batch)),
+    dequantize: () => scaled(run(k, e, sections, chunkBytes, 'dequantize'), 'dequantize'),
     rows(first, count) {
       const { rows, rowLength } = e.info;
       if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 0 || count < 0 || first + count > rows) {
@@ -560,7 +619,7 @@ function loadedTensor(k: Kernels, e: Entry, sections: readonly Uint8Array[], chu
       const info = { ...e.info, name: `${e.info.name}[${first}:${first + count}]`, shape: [count, rowLength], rows: count, byteLength: perRow.reduce((a, b) => a + b, 0) * count };
       // Row sections cut to the rows; whole-tensor sections (after them) as they are.
       const cut = sections.map((sec, i) => (i < perRow.length ? sec.subarray(perRow[i] * first, perRow[i] * (first + count)) : sec));
-      return loadedTensor(k, { info, kind, row0: (e.row0 ?? 0) + first, tensorRows }, cut, chunkBytes, q8);
+      return loadedTensor(k, { info, kind, row0: (e.row0 ?? 0) + first, tensorRows, scaleRows: e.scaleRows }, cut, chunkBytes, q8, scale);
     },
   };
 }

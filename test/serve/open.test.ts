@@ -166,6 +166,46 @@ describe('openQuantized', () => {
     expect(() => q.tensor('nope')).toThrow(/no tensor named "nope"/);
   });
 
+  it("multiplies a GGUF weight by its `<m>.scale` (llama.cpp's NVFP4 weight_scale_2, per tensor or per expert), as llama.cpp's graph does", async () => {
+    const v = rand(4 * 128, 3, 2), stackV = rand(3 * 2 * 128, 4, 2);
+    const w = await quantize(v, { format: 'nvfp4_gguf', rowLength: 128 });
+    const st = await quantize(stackV, { format: 'q8_0', rowLength: 128 });
+    const tensors = (scales: { w?: Float32Array; st?: Float32Array; f?: Float32Array }) => [
+      { name: 'blk.0.attn_q.weight', ggmlType: 'NVFP4', shape: [4, 128], data: w.data },
+      { name: 'blk.0.ffn_up_exps.weight', ggmlType: 'Q8_0', shape: [3, 2, 128], data: st.data },
+      { name: 'blk.0.ffn_down.weight', ggmlType: 'F32', shape: [2, 128], data: v.subarray(0, 256) },
+      { name: 'blk.0.attn_q.input_scale', ggmlType: 'F32', shape: [1], data: Float32Array.of(7) },
+      ...(scales.w ? [{ name: 'blk.0.attn_q.scale', ggmlType: 'F32', shape: [scales.w.length], data: scales.w }] : []),
+      ...(scales.st ? [{ name: 'blk.0.ffn_up_exps.scale', ggmlType: 'F32', shape: [scales.st.length], data: scales.st }] : []),
+      ...(scales.f ? [{ name: 'blk.0.ffn_down.scale', ggmlType: 'F32', shape: [scales.f.length], data: scales.f }] : []),
+    ];
+    const open = async (scales: Parameters<typeof tensors>[0]) => openQuantized(fromBuffer(await collect(writeGguf({ tensors: tensors(scales) })), 's.gguf'));
+    const plain = await open({});
+    const q = await open({ w: Float32Array.of(0.03125), st: Float32Array.of(0.5, 3, -0.25), f: Float32Array.of(4) });
+    expect(q.tensor('blk.0.attn_q.weight').info.scale).toBe('blk.0.attn_q.scale');
+    expect(plain.tensor('blk.0.attn_q.weight').info.scale).toBeUndefined();
+    const x = rand(128, 9), X = rand(3 * 128, 10);
+    for (const [name, rowScale] of [['blk.0.attn_q.weight', () => 0.03125], ['blk.0.ffn_up_exps.weight', (r: number) => [0.5, 3, -0.25][r >> 1]], ['blk.0.ffn_down.weight', () => 4]] as const) {
+      const a = plain.tensor(name), b = q.tensor(name);
+      const rows = a.info.rows;
+      const deqA = await a.dequantize(), deqB = await b.dequantize();
+      expect(Array.from(deqB), name).toEqual(Array.from(deqA, (y, i) => Math.fround(y * rowScale(Math.floor(i / 128)))));
+      expect(Array.from(await b.matvec(x)), name).toEqual(Array.from(await a.matvec(x), (y, r) => Math.fround(y * rowScale(r))));
+      expect(Array.from(await b.matmul(X, 3)), name).toEqual(Array.from(await a.matmul(X, 3), (y, i) => Math.fround(y * rowScale(i % rows))));
+    }
+    // One expert of the stack takes its own scale.
+    const e2 = (await q.tensor('blk.0.ffn_up_exps.weight').load()).rows(4, 2);
+    const p2 = (await plain.tensor('blk.0.ffn_up_exps.weight').load()).rows(4, 2);
+    expect(Array.from(e2.matvec(x))).toEqual(Array.from(p2.matvec(x), (y) => Math.fround(y * -0.25)));
+    expect(Array.from(e2.dequantize())).toEqual(Array.from(p2.dequantize(), (y) => Math.fround(y * -0.25)));
+    // The eval adapter sees the scaled weights.
+    const ws = await weightSource(q, { names: ['blk.0.attn_q.weight'] });
+    expect(Array.from(ws.matvec('blk.0.attn_q.weight', x))).toEqual(Array.from(await q.tensor('blk.0.attn_q.weight').matvec(x)));
+    // A scale llama.cpp could not load ({1} for a plain weight, {1} or {n_expert} for a stack) is refused, naming it.
+    await expect(open({ st: Float32Array.of(1, 2) })).rejects.toThrow(/"blk\.0\.ffn_up_exps\.scale" \(F32 \[2\]\).*F32 with 1 or 3 values/);
+    await expect(open({ w: Float32Array.of(1, 2) })).rejects.toMatchObject({ code: 'E_BAD_INPUT', details: { tensor: 'blk.0.attn_q.scale' } });
+  });
+
   it('serves rows of a tensor apart (one expert of a stack): the bytes and results of those rows alone', async () => {
     // A [3 experts, 4 rows, 256] stack per format, and one expert quantized on its own.
     for (const [format, ggml] of [['q4_k', 'Q4_K'], ['q8_0', 'Q8_0'], ['f16', 'F16']] as const) {
