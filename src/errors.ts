@@ -54,6 +54,7 @@ export const ErrorCodes = {
   GGUF_TYPE: 'E_GGUF_TYPE',
   GGUF_BLOCK: 'E_GGUF_BLOCK',
   GGUF_OVERLAP: 'E_GGUF_OVERLAP',
+  GGUF_SPLIT: 'E_GGUF_SPLIT',
   CONFIG: 'E_CONFIG',
   // tokenizer files converted to GGUF (src/convert)
   TOKENIZER: 'E_TOKENIZER',

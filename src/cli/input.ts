@@ -63,7 +63,8 @@ async function pickInDir(dir: string): Promise<string> {
   for (const f of ['model.safetensors.index.json', 'model.safetensors']) if ((await exists(join(dir, f))) === 'file') return join(dir, f);
   const files = (await readdir(dir)).filter((f) => /\.(safetensors|gguf)$|\.safetensors\.index\.json$/.test(f)).sort();
   const idx = files.filter((f) => f.endsWith('.index.json'));
-  const pick = idx.length === 1 ? idx : files.filter((f) => !/-\d+-of-\d+\.safetensors$/.test(f));
+  // Shards are not checkpoints of their own; a split GGUF is opened by its first file.
+  const pick = idx.length === 1 ? idx : files.filter((f) => !/-\d+-of-\d+\.safetensors$/.test(f) && !/-(?!00001-)\d{5}-of-\d{5}\.gguf$/.test(f));
   if (pick.length !== 1) {
     fail(ErrorCodes.BAD_INPUT, `[cli] ${dir}: ${pick.length ? `several checkpoints (${pick.join(', ')}); name one` : 'no .safetensors, .gguf or model.safetensors.index.json in this directory'}`, {
       file: dir, value: pick, expected: 'one checkpoint file',
@@ -109,8 +110,14 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
       for (const s of sources.slice(sources.indexOf(index) + 1)) size += await s.size();
     } else {
       const s = src(file);
-      checkpoint = await openCheckpoint(s, opts);
-      size = await s.size();
+      const splits = async (name: string) => {
+        const p = join(dir, name);
+        if ((await exists(p)) !== 'file') notFound(`split ${name} of`, file);
+        return src(p);
+      };
+      checkpoint = await openCheckpoint(s, { ...opts, splits });
+      size = 0;
+      for (const f of sources.slice(sources.indexOf(s))) size += await f.size();
     }
     return { checkpoint, spec, file, dir, size, close, tokenizerFiles: () => tokenizerFilesIn(dir), ...found };
   } catch (e) {
@@ -151,9 +158,10 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
   const main = fromUrl(url, opts);
   const checkpoint = url.split('?')[0].endsWith('.json')
     ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts), st)
-    : await openCheckpoint(main, st);
+    : await openCheckpoint(main, { ...st, splits: (f) => fromUrl(new URL(f, url), opts) });
+  const split = (checkpoint as { splits?: string[] }).splits !== undefined;
   return {
-    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') ? undefined : await main.size(), close: async () => undefined,
+    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') || split ? undefined : await main.size(), close: async () => undefined,
     tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts), ...found,
   };
 }

@@ -61,6 +61,17 @@ function errorResponse(e: unknown): Response {
   return json(500, { error: { message: e instanceof Error ? e.message : String(e) } });
 }
 
+/** Another file of a split GGUF among the form's "checkpoint" files. */
+function formSplit(parts: unknown[], name: string): ByteSource {
+  const f = parts.find((p) => p instanceof Blob && (p as Blob & { name?: string }).name === name);
+  if (!f) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[edge] the checkpoint is split: send ${name} as another "checkpoint" file of the form`, {
+      option: 'checkpoint', value: parts.map((p) => (p as { name?: string })?.name), expected: name,
+    });
+  }
+  return fromBlob(f as Blob, name);
+}
+
 /** Tokenizer files posted as form fields named like the files ("tokenizer.json", ...; "tokenizer" = tokenizer.json). */
 function formTokenizer(form: FormData): TokenizerFiles {
   const files: TokenizerFiles = {};
@@ -178,7 +189,9 @@ async function requestInput(req: Request, q: URLSearchParams, cap: number): Prom
       throw new WebquantError(ErrorCodes.BAD_INPUT, `[edge] the multipart/form-data body cannot be read: ${why}`, { option: 'body', value: why, expected: 'multipart/form-data with a "checkpoint" file' });
     }
     const im = form.get('imatrix') as unknown;
-    const file = form.get('checkpoint') as unknown;
+    // A split GGUF comes as several "checkpoint" files: the first is opened, the others found by name.
+    const parts = form.getAll('checkpoint') as unknown[];
+    const file = parts[0];
     if (!(file instanceof Blob)) {
       throw new WebquantError(ErrorCodes.BAD_INPUT, '[edge] the form has no "checkpoint" file', { option: 'checkpoint', expected: 'a .safetensors or .gguf file' });
     }
@@ -186,7 +199,7 @@ async function requestInput(req: Request, q: URLSearchParams, cap: number): Prom
     const name = q.get('name') ?? stem((file as Blob & { name?: string }).name ?? 'model');
     const config = cfg instanceof Blob ? await readConfig(fromBlob(cfg, 'config.json')) : undefined;
     return {
-      checkpoint: await openCheckpoint(fromBlob(file, name), safetensorsOptions(config)),
+      checkpoint: await openCheckpoint(fromBlob(file, (file as Blob & { name?: string }).name ?? name), { ...safetensorsOptions(config), splits: (f) => formSplit(parts, f) }),
       name,
       config,
       tokenizer: formTokenizer(form),

@@ -12,7 +12,8 @@
 // general.alignment not a u32 power of two GGUF_ALIGNMENT; bad dimensions GGUF_TENSOR; unknown
 // ggml type GGUF_TYPE; ne[0] not a multiple of the block GGUF_BLOCK; a tensor offset not aligned
 // GGUF_OFFSET; header or tensor data past the end of the file GGUF_TRUNCATED; overlapping tensors
-// GGUF_OVERLAP.
+// GGUF_OVERLAP; a split file (llama.cpp's gguf-split) that is not the first, files missing, out of
+// order, or tensors not adding up to split.tensors.count GGUF_SPLIT.
 import { ErrorCodes, fail, type ErrorCode } from '../errors.js';
 import { ggufFormatByType } from '../formats/registry.js';
 import { layoutOf } from '../formats/types.js';
@@ -63,7 +64,10 @@ export interface GgufCheckpoint extends Checkpoint {
   readonly format: 'gguf';
   readonly version: number;
   readonly alignment: number;
+  /** The first file's (a split GGUF's tensors lie in their own files: TensorInfo.file). */
   readonly dataOffset: number;
+  /** A split GGUF's file names, in order (absent for a single file). */
+  readonly splits?: string[];
   readonly kv: GgufKV[];
   readonly tensors: GgufTensorInfo[];
   tensor(name: string): GgufTensorInfo;
@@ -79,6 +83,12 @@ export interface GgufOptions {
    * a whole large file (default 256 MiB). Metadata arrays may hold a total of 1/8 as many elements.
    */
   maxHeaderBytes?: number;
+  /**
+   * The other files of a split GGUF (llama.cpp's gguf-split: `<prefix>-00001-of-00003.gguf` with
+   * `split.no`, `split.count` and `split.tensors.count`), by file name. Without it, opening a split
+   * file is an E_GGUF_SPLIT error naming the files needed.
+   */
+  splits?: (fileName: string) => ByteSource | Promise<ByteSource>;
 }
 
 export const GGUF_MAX_HEADER = 256 << 20;
@@ -358,7 +368,65 @@ export async function readGgufHeader(src: ByteSource, initialRead = 64 << 10, ma
 
 export async function openGguf(src: ByteSource, opts: GgufOptions = {}): Promise<GgufCheckpoint> {
   const h = await readGgufHeader(src, opts.initialRead, opts.maxHeaderBytes);
-  return new GgufReader(src, h, opts);
+  const count = splitKey(h, 'split.count', src.name);
+  if (count === undefined) return new GgufReader(src.name, h.tensors.map((info) => ({ info, src })), h, opts);
+  // One file of one: llama-quantize drops the split keys from what it writes, and so does a copy.
+  if (count <= 1) return new GgufReader(src.name, h.tensors.map((info) => ({ info, src })), { ...h, kv: h.kv.filter((e) => !SPLIT_KEYS.includes(e.key)) }, opts);
+  return openSplits(src, h, count, opts);
+}
+
+const SPLIT_KEYS = ['split.no', 'split.count', 'split.tensors.count'];
+
+/** An integer split.* key of a header (undefined when absent). */
+function splitKey(h: GgufHeader, key: string, file: string): number | undefined {
+  const kv = h.kv.find((e) => e.key === key);
+  if (!kv) return undefined;
+  const v = typeof kv.value === 'bigint' ? Number(kv.value) : kv.value;
+  if (kv.type === 'array' || typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    fail(ErrorCodes.GGUF_SPLIT, `[gguf] ${file}: ${key} is ${kv.type} ${String(kv.value)}, not a count`, { file, value: String(kv.value), expected: 'an integer >= 0' });
+  }
+  return v;
+}
+
+/** llama_split_path: `<prefix>-00002-of-00005.gguf` for file index 1 of 5. */
+export function ggufSplitName(prefix: string, index: number, count: number): string {
+  const pad = (n: number) => String(n).padStart(5, '0');
+  return `${prefix}-${pad(index + 1)}-of-${pad(count)}.gguf`;
+}
+
+/**
+ * A split GGUF read as one checkpoint, as llama.cpp's loader reads it: the first file's key/value
+ * pairs (less split.*), every file's tensors in file order, each read from its own file (its
+ * TensorInfo.file names it; offsets are within that file).
+ */
+async function openSplits(first: ByteSource, h: GgufHeader, count: number, opts: GgufOptions): Promise<GgufCheckpoint> {
+  const file = first.name;
+  const bad = (msg: string, d: { tensor?: string; value?: unknown; expected?: unknown } = {}): never => fail(ErrorCodes.GGUF_SPLIT, `[gguf] ${file}: ${msg}`, { file, ...d });
+  const base = file.split('?')[0].split(/[\\/]/).pop()!;
+  const no = splitKey(h, 'split.no', file) ?? 0;
+  const suffix = ggufSplitName('', no, count);
+  // llama.cpp derives the other names from the file's own, so a renamed split cannot be opened either.
+  if (!base.endsWith(suffix) || base.length === suffix.length) bad(`is split ${no + 1} of ${count} but its name does not end in "${suffix}"`, { value: base, expected: `<prefix>${suffix}` });
+  const prefix = base.slice(0, -suffix.length);
+  const names = Array.from({ length: count }, (_, i) => ggufSplitName(prefix, i, count));
+  if (no !== 0) bad(`is split ${no + 1} of ${count}: open the first, ${names[0]}`, { value: no, expected: 0 });
+  if (!opts.splits) bad(`is the first of ${count} split files (${names.slice(1).join(', ')}): open it with the others (GgufOptions.splits)`, { value: count, expected: names });
+  const entries: { info: GgufTensorInfo; src: ByteSource }[] = h.tensors.map((info) => ({ info: { ...info, file: names[0] }, src: first }));
+  for (let i = 1; i < count; i++) {
+    const src = await opts.splits!(names[i]);
+    const hi = await readGgufHeader(src, opts.initialRead, opts.maxHeaderBytes);
+    const n = splitKey(hi, 'split.no', names[i]);
+    if (n !== i) bad(`${names[i]} has split.no ${n ?? 'missing'}, expected ${i}`, { value: n, expected: i });
+    for (const info of hi.tensors) entries.push({ info: { ...info, file: names[i] }, src });
+  }
+  const seen = new Set<string>();
+  for (const { info } of entries) {
+    if (seen.has(info.name)) bad(`tensor "${info.name}" is in more than one split file`, { tensor: info.name });
+    seen.add(info.name);
+  }
+  const total = splitKey(h, 'split.tensors.count', file);
+  if (total !== entries.length) bad(`the ${count} files hold ${entries.length} tensors but split.tensors.count is ${total}`, { value: entries.length, expected: total });
+  return new GgufReader(file, entries, { ...h, kv: h.kv.filter((e) => !SPLIT_KEYS.includes(e.key)) }, opts, names);
 }
 
 class GgufReader extends BaseCheckpoint implements GgufCheckpoint {
@@ -369,8 +437,8 @@ class GgufReader extends BaseCheckpoint implements GgufCheckpoint {
   readonly dataOffset: number;
   readonly kv: GgufKV[];
 
-  constructor(src: ByteSource, h: GgufHeader, private readonly opts: GgufOptions) {
-    super(src.name, h.tensors.map((info) => ({ info, src })), Object.fromEntries(h.kv.map((e) => [e.key, e.value])));
+  constructor(name: string, entries: { info: GgufTensorInfo; src: ByteSource }[], h: GgufHeader, private readonly opts: GgufOptions, readonly splits?: string[]) {
+    super(name, entries, Object.fromEntries(h.kv.map((e) => [e.key, e.value])));
     this.version = h.version;
     this.alignment = h.alignment;
     this.dataOffset = h.dataOffset;

@@ -3,7 +3,7 @@
 export type { Checkpoint, CheckpointFormat, TensorInfo, TensorValues } from './checkpoint.js';
 export { fromBuffer, fromBlob, fromUrl, type ByteSource, type UrlSourceOptions } from './source.js';
 export { openSafetensors, openSafetensorsIndex, readSafetensorsHeader, ST_MAX_HEADER, type SafetensorsOptions, type SafetensorsHeader, type ShardResolver } from './safetensors.js';
-export { openGguf, readGgufHeader, GGUF_VALUE_TYPES, GGUF_MAX_HEADER, type GgufCheckpoint, type GgufHeader, type GgufKV, type GgufTensorInfo, type GgufOptions, type GgufScalarType, type GgufValueTypeName } from './gguf.js';
+export { openGguf, readGgufHeader, ggufSplitName, GGUF_VALUE_TYPES, GGUF_MAX_HEADER, type GgufCheckpoint, type GgufHeader, type GgufKV, type GgufTensorInfo, type GgufOptions, type GgufScalarType, type GgufValueTypeName } from './gguf.js';
 export { GGML_TYPES, ggmlType, type GgmlType } from './ggml-types.js';
 export { GgufWriter, writeGguf, type GgufWriteKV, type GgufWriteTensor, type GgufWriteSpec, type GgufPlannedTensor } from './gguf-writer.js';
 export { SafetensorsWriter, writeSafetensors, type SafetensorsWriteSpec, type SafetensorsWriteTensor } from './safetensors-writer.js';

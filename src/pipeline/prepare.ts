@@ -88,14 +88,14 @@ export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Pr
   const sharded = url.split('?')[0].endsWith('.json');
   const checkpoint = sharded
     ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url).toString(), opts), st)
-    : await openCheckpoint(main, st);
+    : await openCheckpoint(main, { ...st, splits: (f) => fromUrl(new URL(f, url).toString(), opts) });
   const path = new URL(url).pathname.split('/').filter(Boolean);
   return {
     checkpoint,
     name: path.length > 1 ? path[path.length - 2] : new URL(url).host,
     config,
     tokenizer: await tokenizerFilesBesideUrl(url, opts),
-    size: sharded ? undefined : await main.size(),
+    size: sharded || (checkpoint as { splits?: string[] }).splits ? undefined : await main.size(),
   };
 }
 

@@ -11,6 +11,9 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { SHARED } from '../helpers/shared.js';
+import { splitGguf } from '../helpers/gguf-split.js';
+import { openGguf } from '../../src/io/gguf.js';
+import { fromBuffer } from '../../src/io/source.js';
 import { STORIES_BF16 as MODEL } from '../helpers/quantize-ref.js';
 import { buildSafetensors, f32Bytes, randomValues } from '../pipeline/helpers.js';
 import { bytesRoute, dirRoute, startDemoServer, startRouteServer, type DemoServer, type Route } from './server.js';
@@ -175,6 +178,19 @@ describe('demo page in Chromium, abused', () => {
     await expectRefused('E_BAD_INPUT', 'a.safetensors', 'b.safetensors');
     // One of them alone is fine: the page was not left in a bad state.
     expect((await runFiles([{ name: 'a.safetensors', buffer: tiny() }])).state).toBe('done');
+  });
+
+  it('a split GGUF chosen whole is one checkpoint, read across its files; without its first file it is refused', async () => {
+    const gguf = join(SHARED, 'models/stories260K/tinyllamas-stories-260k-f32.gguf');
+    const whole = await openGguf(fromBuffer(new Uint8Array(readFileSync(gguf)), gguf));
+    const files = [...(await splitGguf(whole, 'stories', [9, 30]))].map(([name, buffer]) => ({ name, buffer }));
+    const s = await runFiles(files, 'preset:q8_0');
+    expect(s.state, s.error?.message).toBe('done');
+    expect(s.result).toMatchObject({ kind: 'gguf', tensors: whole.tensors.length });
+    await runFiles(files.slice(1), 'preset:q8_0');
+    await expectRefused('E_BAD_INPUT', 'without its first file');
+    await runFiles(files.slice(0, 2), 'preset:q8_0');
+    await expectRefused('E_BAD_INPUT', 'stories-00003-of-00003.gguf', 'choose every file of the checkpoint together');
   });
 
   it.each(['http://', 'ftp://example.com/model.safetensors', 'data:application/octet-stream;base64,AAAA', 'not a url'])(

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHARED, hasShared } from '../helpers/shared.js';
 import { cli, ensureBuilt, tempDir, workerUrl } from './helpers.js';
@@ -12,6 +12,7 @@ import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { openSafetensors, openSafetensorsIndex } from '../../src/io/safetensors.js';
 import { fp8Weights, nvfp4Weights } from '../helpers/data.js';
+import { splitGguf } from '../helpers/gguf-split.js';
 import { readConfig } from '../../src/io/config.js';
 import type { Checkpoint } from '../../src/io/checkpoint.js';
 import type { GgufCheckpoint } from '../../src/io/gguf.js';
@@ -427,6 +428,33 @@ describe.skipIf(!hasShared)('webquant quantize', () => {
     expect(rep2.tensors.find((t: { name: string }) => t.name === 'model.layers.0.mlp.up_proj.weight').format).toBe('keep');
     expect(rep2.tensors.find((t: { name: string }) => t.name === 'model.layers.0.self_attn.q_proj.weight').format).toBe('int8');
   });
+});
+
+describe.skipIf(!hasShared)('webquant quantize: split GGUF input', () => {
+  it("reads llama.cpp's gguf-split files (by the first file or their folder) as the whole file: the same output bytes", async () => {
+    await ensureBuilt();
+    const tmp = tempDir('cli-split');
+    const whole = await openFile(GGUF1) as GgufCheckpoint;
+    const dir = join(tmp, 'split');
+    mkdirSync(dir);
+    for (const [name, bytes] of await splitGguf(whole, 'stories', [10, 25])) writeFileSync(join(dir, name), bytes);
+    expect(readdirSync(dir).sort()).toEqual(['stories-00001-of-00003.gguf', 'stories-00002-of-00003.gguf', 'stories-00003-of-00003.gguf']);
+    const ref = join(tmp, 'whole.gguf');
+    expect((await cli(['quantize', GGUF1, '-o', ref, '--preset', 'q8_0'], { cwd: tmp })).code).toBe(0);
+    for (const input of [dir, join(dir, 'stories-00001-of-00003.gguf')]) {
+      const out = join(tmp, 'from-split.gguf');
+      const r = await cli(['quantize', input, '-o', out, '--preset', 'q8_0', '-j', '2'], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      expect(same(readFileSync(out), readFileSync(ref)), input).toBe(true);
+    }
+    // A later file, or a missing one: exit 2 naming it, no output.
+    let r = await cli(['quantize', join(dir, 'stories-00002-of-00003.gguf'), '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/split 2 of 3: open the first, stories-00001-of-00003\.gguf/)]);
+    rmSync(join(dir, 'stories-00003-of-00003.gguf'));
+    r = await cli(['quantize', dir, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0'], { cwd: tmp });
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/split stories-00003-of-00003\.gguf of .* does not exist/)]);
+    expect(existsSync(join(tmp, 'bad.gguf'))).toBe(false);
+  }, 120_000);
 });
 
 describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () => {

@@ -10,8 +10,12 @@ import { basename, join } from 'node:path';
 import { build } from 'esbuild';
 import { buildSafetensors, f32Bytes, randomValues, ROOT } from '../pipeline/helpers.js';
 import { SHARED } from '../helpers/shared.js';
-import { cliImatrix, cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
+import { cliImatrix, cliQuantize, cliReference, firstDifference, STORIES_BF16, STORIES_CONFIG } from '../helpers/quantize-ref.js';
 import { dirRoute, startRouteServer, type DemoServer } from '../browser/server.js';
+import { splitGguf } from '../helpers/gguf-split.js';
+import { openGguf } from '../../src/io/gguf.js';
+import { fromBuffer } from '../../src/io/source.js';
+
 
 const WORKERD = join(ROOT, 'node_modules/.bin/workerd');
 
@@ -161,6 +165,25 @@ describe('Cloudflare Worker in workerd', () => {
     const res = await fetch(`${edge}/quantize?preset=nf4`, { method: 'POST', body: form });
     expect(res.status, log).toBe(200);
     expect(firstDifference(await bytesOf(res), await want)).toBe(-1);
+  });
+
+  it('takes a split GGUF as several "checkpoint" files of the form: the bytes of the CLI on the whole file', async () => {
+    // The F32 GGUF is past this Worker's MAX_BODY_BYTES: its Q4_0 (as a file to requantize) is not.
+    const gguf = join(tmp, 'stories-q4_0.gguf');
+    await cliQuantize(join(SHARED, 'models/stories260K/tinyllamas-stories-260k-f32.gguf'), gguf, 'q4_0');
+    const want = await cliQuantize(gguf, join(tmp, 'split-ref.gguf'), 'q8_0');
+    const files = await splitGguf(await openGguf(fromBuffer(new Uint8Array(readFileSync(gguf)), gguf)), 'stories', [12]);
+    const form = new FormData();
+    for (const [name, bytes] of files) form.append('checkpoint', new Blob([bytes]), name);
+    const res = await fetch(`${edge}/quantize?preset=q8_0`, { method: 'POST', body: form });
+    expect(res.status, log).toBe(200);
+    expect(firstDifference(await bytesOf(res), want)).toBe(-1);
+    // Without its second file: 400 naming it.
+    const one = new FormData();
+    one.append('checkpoint', new Blob([files.get('stories-00001-of-00002.gguf')!]), 'stories-00001-of-00002.gguf');
+    const bad = await fetch(`${edge}/quantize?preset=q8_0`, { method: 'POST', body: one });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/send stories-00002-of-00002\.gguf as another "checkpoint" file/);
   });
 
   it('takes an importance matrix by URL or as a form file: the bytes of webquant quantize --imatrix', async () => {

@@ -21,6 +21,12 @@ export async function cliReference(dir: string, preset: string, ext: 'gguf' | 's
   return readFileSync(out);
 }
 
+/** `webquant quantize <input> -o <out> --preset <preset>` in process; the output's bytes. */
+export async function cliQuantize(input: string, out: string, preset: string): Promise<Buffer> {
+  await quantizeCommand({ input, output: out, preset, json: true }, nodeIo());
+  return readFileSync(out);
+}
+
 /** `webquant imatrix -m <STORIES_BF16> -t <tokens> -o <out> --chunks <n> --context 128`. */
 export async function cliImatrix(tokens: string, out: string, chunks: number): Promise<void> {
   await imatrixCommand({ model: STORIES_BF16, tokens, output: out, chunks, context: 128, json: true }, nodeIo());

@@ -42,7 +42,9 @@ async function bytesOf(b: Bytes, what: string): Promise<Uint8Array> {
 }
 
 function openBytes(b: Bytes): Promise<Checkpoint> {
-  return openCheckpoint('url' in b ? fromUrl(new URL(b.url, location.href).toString()) : fromBlob(b.blob, b.name));
+  if (!('url' in b)) return openCheckpoint(fromBlob(b.blob, b.name));
+  const url = new URL(b.url, location.href);
+  return openCheckpoint(fromUrl(url.toString()), { splits: (f) => fromUrl(new URL(f, url).toString()) });
 }
 
 interface Opened { reference: ModelInput; candidate: Awaited<ReturnType<typeof quantizedWeights>>; tokens?: Uint16Array }

@@ -37,7 +37,14 @@ export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<
   const files = spec.files;
   // A sharded checkpoint: its model.safetensors.index.json and the shards it names, dropped together.
   const index = files.find((f) => /\.safetensors\.index\.json$/i.test(f.name));
-  const models = files.filter((f) => /\.(safetensors|gguf)$/i.test(f.name));
+  // A split GGUF's files count as one checkpoint, its first file.
+  const splitGguf = /-\d{5}-of-\d{5}\.gguf$/i;
+  const models = files.filter((f) => /\.(safetensors|gguf)$/i.test(f.name) && (!splitGguf.test(f.name) || /-00001-of-\d{5}\.gguf$/i.test(f.name)));
+  if (!models.length && files.some((f) => splitGguf.test(f.name))) {
+    throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] the chosen files are splits of a GGUF without its first file (-00001-of-...): choose all of them`, {
+      value: files.map((f) => f.name), expected: 'every file of the split GGUF',
+    });
+  }
   // Without an index, two checkpoints are two inputs: quantizing one of them silently is a guess.
   if (!index && models.length > 1) {
     throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] ${models.length} checkpoints were chosen together (${models.map((f) => f.name).join(', ')}): choose one, or a sharded checkpoint's model.safetensors.index.json with its shards`, {
@@ -58,7 +65,7 @@ export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<
   const shard = (name: string) => {
     const f = byName.get(name);
     if (!f) {
-      throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] ${model.name} names the shard "${name}", which is not among the chosen files: choose every shard with the index`, {
+      throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] ${model.name} names the shard "${name}", which is not among the chosen files: choose every file of the checkpoint together`, {
         file: name, value: [...byName.keys()], expected: name,
       });
     }
@@ -67,7 +74,8 @@ export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<
   // A dropped file has no folder (unless a folder was chosen): its stem (less a dtype suffix) names the model.
   const folder = (model as File & { webkitRelativePath?: string }).webkitRelativePath?.split('/').slice(-2, -1)[0];
   return {
-    checkpoint: index ? await openSafetensorsIndex(fromBlob(index), shard, opts) : await openCheckpoint(fromBlob(model), opts),
+    // A split GGUF: choose all its files; the first is opened, the others found by name.
+    checkpoint: index ? await openSafetensorsIndex(fromBlob(index), shard, opts) : await openCheckpoint(fromBlob(model), { ...opts, splits: shard }),
     name: folder || model.name.replace(/\.safetensors\.index\.json$/i, '').replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
     config,
     tokenizer: Object.fromEntries(files.filter((f) => (TOKENIZER_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
