@@ -87,7 +87,7 @@ export async function inspectCommand(a: InspectArgs, io: CliIO): Promise<Record<
     const config = input.config ? { file: input.configFile, ...Object.fromEntries(Object.entries(input.config).filter(([k]) => k !== 'raw')) } : undefined;
     const report = {
       command: 'inspect', file: input.file, format: ck.format, ...(ck.format === 'gguf' ? { version: (ck as GgufCheckpoint).version } : {}),
-      fileBytes: input.size, tensorBytes: bytes, params, dtypes, tensors, metadata, config, presets,
+      fileBytes: input.size, ...(ck.format === 'gguf' && (ck as GgufCheckpoint).splits ? { splits: (ck as GgufCheckpoint).splits } : {}), tensorBytes: bytes, params, dtypes, tensors, metadata, config, presets,
       ...(viewNote ? { ggufViewError: viewNote } : {}),
       ...(input.configError ? { configError: input.configError.message } : {}),
     };
@@ -96,7 +96,8 @@ export async function inspectCommand(a: InspectArgs, io: CliIO): Promise<Record<
     const w = (s: string) => io.stdout.write(s);
     w(`${input.file}\n`);
     w(`format: ${ck.format}${ck.format === 'gguf' ? ` v${(ck as GgufCheckpoint).version}` : ''}, ${tensors.length} tensors, ${params.toLocaleString('en-US')} parameters, ${fmtBytes(bytes)} of tensor data`);
-    w(`${input.size !== undefined ? `, ${fmtBytes(input.size)} on disk` : ''}\n`);
+    const splits = ck.format === 'gguf' ? (ck as GgufCheckpoint).splits : undefined;
+    w(`${input.size !== undefined ? `, ${fmtBytes(input.size)} on disk` : ''}${splits ? ` in ${splits.length} split files` : ''}\n`);
     w(`dtypes: ${Object.entries(dtypes).map(([k, n]) => `${k} x${n}`).join(', ')}\n\n`);
     const shown = a.all ? tensors : tensors.slice(0, 40);
     w(table(['tensor', 'dtype', 'shape', 'role', 'bytes'], shown.map((t) => [t.name, t.dtype, `[${t.shape.join(', ')}]`, t.kind ? `${t.role}/${t.kind}` : t.role, fmtBytes(t.bytes)]), [4]));

@@ -447,6 +447,9 @@ describe.skipIf(!hasShared)('webquant quantize: split GGUF input', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(same(readFileSync(out), readFileSync(ref)), input).toBe(true);
     }
+    const ins = await cli(['inspect', dir, '--json'], { cwd: tmp });
+    expect(JSON.parse(ins.stdout).splits).toEqual(['stories-00001-of-00003.gguf', 'stories-00002-of-00003.gguf', 'stories-00003-of-00003.gguf']);
+    expect((await cli(['inspect', dir], { cwd: tmp })).stdout).toMatch(/on disk in 3 split files/);
     // A later file, or a missing one: exit 2 naming it, no output.
     let r = await cli(['quantize', join(dir, 'stories-00002-of-00003.gguf'), '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0'], { cwd: tmp });
     expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/split 2 of 3: open the first, stories-00001-of-00003\.gguf/)]);
