@@ -5,6 +5,7 @@ import { basename, dirname, extname, join } from 'node:path';
 import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
+import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink } from '../pipeline/sink-node.js';
@@ -46,6 +47,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   tokenizer?: string;
   /** --tokenizer-pre: tokenizer.ggml.pre for a byte-level BPE tokenizer. */
   tokenizerPre?: string;
+  /** --override-kv KEY=TYPE:VALUE (repeatable), as llama-quantize's. */
+  overrideKv?: string[];
   json?: boolean;
 }
 
@@ -291,6 +294,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
+      ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
     });
     if (tokenizer?.kind === 'none') {
       notes.push(a.tokenizer === 'none'
@@ -379,4 +383,23 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
   } finally {
     await input.close();
   }
+}
+
+/**
+ * llama-quantize's --override-kv KEY=TYPE:VALUE: `int` is written as u32 of its magnitude, `float`
+ * as f32, `bool` (true / false) and `str` as themselves, as that tool writes them.
+ */
+export function parseKvOverride(spec: string): GgufWriteKV {
+  const eq = spec.indexOf('=');
+  const m = eq > 0 ? /^(int|float|bool|str):([\s\S]*)$/.exec(spec.slice(eq + 1)) : null;
+  const bad = (why: string): never => fail(ErrorCodes.BAD_OPTION, `[cli] --override-kv "${spec}": ${why}`, { option: 'override-kv', value: spec, expected: 'KEY=int:N, KEY=float:X, KEY=bool:true|false or KEY=str:TEXT' });
+  if (!m) return bad('expected KEY=TYPE:VALUE with TYPE int, float, bool or str');
+  const key = spec.slice(0, eq), [, type, v] = m;
+  if (type === 'str') return { key, type: 'string', value: v };
+  if (type === 'bool') return v === 'true' || v === 'false' ? { key, type: 'bool', value: v === 'true' } : bad(`"${v}" is not true or false`);
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) return bad(`"${v}" is not a number`);
+  if (type === 'float') return { key, type: 'f32', value: n };
+  if (!Number.isInteger(n) || Math.abs(n) > 0xffffffff) return bad(`"${v}" is not an integer that fits 32 bits`);
+  return { key, type: 'u32', value: Math.abs(n) };
 }

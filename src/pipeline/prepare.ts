@@ -121,13 +121,19 @@ export function chooseContainer(
   ck: Checkpoint,
   kind: ContainerKind,
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
-  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[] },
+  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[] },
 ): ContainerChoice {
+  // Overridden keys go last, as llama-quantize's --override-kv sets them after everything else.
+  const over = new Set((src.overrides ?? []).map((k) => k.key));
+  const last = (kv: GgufWriteKV[]) => [...kv.filter((k) => !over.has(k.key)), ...(src.overrides ?? [])];
+  if (kind === 'safetensors' && over.size) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] metadata overrides (--override-kv) are GGUF keys: write a .gguf', { option: 'override-kv', value: [...over] });
+  }
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
   if (ck.format === 'gguf') {
     const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
     if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    return { input: ck, container: ggufContainer({ metadata: [...kv, ...(src.imatrix ?? [])] }) };
+    return { input: ck, container: ggufContainer({ metadata: last([...kv, ...(src.imatrix ?? [])]) }) };
   }
   if (!src.config) {
     throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
@@ -136,7 +142,7 @@ export function chooseContainer(
   }
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
-  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: [...hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name), ...(src.imatrix ?? [])] }), tokenizer };
+  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: last([...hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name), ...(src.imatrix ?? [])]) }), tokenizer };
 }
 
 /**

@@ -494,6 +494,26 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     expect([out['output.weight'], out['token_embd.weight'], out['blk.0.attn_v.weight'], out['blk.0.ffn_down.weight']]).toEqual(['q8_0', 'q4_k', 'q4_k', 'q4_k']);
   }, 120_000);
 
+  it('--override-kv sets GGUF keys as llama-quantize does (int as u32 of its magnitude, float as f32), last', async () => {
+    const out = join(tmp, 'kv.gguf');
+    const r = await cli(['quantize', GGUF1, '-o', out, '--preset', 'q8_0', '--override-kv', 'general.name=str:hello = world', '--override-kv', 'llama.context_length=int:-4096',
+      '--override-kv', 'tokenizer.ggml.add_bos_token=bool:false', '--override-kv', 'my.scale=float:0.1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await openFile(out) as GgufCheckpoint;
+    expect(g.kv.slice(-4)).toEqual([
+      { key: 'general.name', type: 'string', value: 'hello = world' }, { key: 'llama.context_length', type: 'u32', value: 4096 },
+      { key: 'tokenizer.ggml.add_bos_token', type: 'bool', value: false }, { key: 'my.scale', type: 'f32', value: Math.fround(0.1) },
+    ].map((k) => expect.objectContaining(k)));
+    expect(g.kv.filter((k) => k.key === 'general.name')).toHaveLength(1);
+    for (const [v, msg] of [['general.name', /expected KEY=TYPE:VALUE/], ['a=int:1.5', /not an integer/], ['a=bool:yes', /not true or false/], ['a=float:x', /not a number/]] as const) {
+      const b = await cli(['quantize', GGUF1, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--override-kv', v], { cwd: tmp });
+      expect([b.code, b.stderr], v).toEqual([2, expect.stringMatching(msg)]);
+    }
+    const st = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.safetensors'), '--preset', 'nf4', '--override-kv', 'a=int:1'], { cwd: tmp });
+    expect([st.code, st.stderr]).toEqual([2, expect.stringMatching(/GGUF keys: write a \.gguf/)]);
+    expect(existsSync(join(tmp, 'bad.gguf')) || existsSync(join(tmp, 'bad.safetensors'))).toBe(false);
+  }, 120_000);
+
   it('a malformed --tensor-type or an unknown type: exit 2 naming the option', async () => {
     for (const [v, msg] of [['attn_v', /expected <regex>=<type>/], ['attn_v=q9_9', /unknown type "q9_9"/], ['(=q8_0', /E_PLAN|regular expression/]] as const) {
       const r = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--tensor-type', v], { cwd: tmp });
