@@ -47,6 +47,8 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   'output-tensor-type': { type: 'string', value: 'format', help: 'format of the output head (and of a tied token embedding), as llama-quantize\'s' },
   'token-embedding-type': { type: 'string', value: 'format', help: "format of the token embedding, as llama-quantize's" },
   'leave-output-tensor': { type: 'boolean', help: "keep the output head as stored (llama-quantize's; a tied token embedding is still quantized)" },
+  'include-weights': { type: 'list', value: 'name', help: "with --imatrix: use only the entries whose names contain this (llama-quantize's; repeatable)" },
+  'exclude-weights': { type: 'list', value: 'name', help: "with --imatrix: drop the entries whose names contain this (llama-quantize's; repeatable)" },
   'override-kv': { type: 'list', value: 'KEY=TYPE:VALUE', help: "GGUF metadata to set, as llama-quantize's: TYPE int (written u32), float (f32), bool or str; repeatable" },
   pure: { type: 'boolean', help: "drop the preset's mixture rules: every weight in its default format (llama-quantize's --pure; the options above still apply)" },
   strict: { type: 'boolean', help: 'fail instead of falling back when a block size does not divide a row' },
@@ -128,7 +130,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file [--include-weights name ...] [--exclude-weights name ...]] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io) {
@@ -139,6 +141,7 @@ const COMMANDS: Record<string, Command> = {
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
         tensorTypes: o['tensor-type'] as string[] | undefined, outputTensorType: str(o['output-tensor-type']), tokenEmbeddingType: str(o['token-embedding-type']),
         leaveOutputTensor: o['leave-output-tensor'] === true ? true : undefined, pure: o.pure === true ? true : undefined, overrideKv: o['override-kv'] as string[] | undefined,
+        includeWeights: o['include-weights'] as string[] | undefined, excludeWeights: o['exclude-weights'] as string[] | undefined,
         strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix),
         activations: str(o.activations), activationChunks: num(o['activation-chunks']), activationContext: num(o['activation-context']), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);

@@ -49,6 +49,9 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   tokenizerPre?: string;
   /** --override-kv KEY=TYPE:VALUE (repeatable), as llama-quantize's. */
   overrideKv?: string[];
+  /** --include-weights / --exclude-weights (repeatable): imatrix entries whose names contain one of these are kept / dropped. */
+  includeWeights?: string[];
+  excludeWeights?: string[];
   json?: boolean;
 }
 
@@ -289,7 +292,12 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
     const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
     const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
-    const imatrix = a.imatrix !== undefined ? await loadImatrix(a.imatrix, io) : undefined;
+    if (a.imatrix === undefined && (a.includeWeights?.length || a.excludeWeights?.length)) {
+      fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --include-weights and --exclude-weights select entries of --imatrix, which is not given', { option: a.includeWeights?.length ? 'include-weights' : 'exclude-weights', expected: '--imatrix <file>' });
+    }
+    // llama-quantize keeps no imatrix at all when --include-weights / --exclude-weights leave no entry.
+    const loaded = a.imatrix !== undefined ? selectWeights(await loadImatrix(a.imatrix, io), a.includeWeights, a.excludeWeights) : undefined;
+    const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
     const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
@@ -312,7 +320,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: a.imatrix !== undefined });
+    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined });
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {
@@ -402,4 +410,17 @@ export function parseKvOverride(spec: string): GgufWriteKV {
   if (type === 'float') return { key, type: 'f32', value: n };
   if (!Number.isInteger(n) || Math.abs(n) > 0xffffffff) return bad(`"${v}" is not an integer that fits 32 bits`);
   return { key, type: 'u32', value: Math.abs(n) };
+}
+
+/**
+ * llama-quantize's --include-weights / --exclude-weights: the imatrix entries whose names contain
+ * one of the given strings are the only ones used / are not used (not both at once).
+ */
+export function selectWeights(m: Imatrix, include: readonly string[] = [], exclude: readonly string[] = []): Imatrix {
+  if (include.length && exclude.length) {
+    fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --include-weights and --exclude-weights cannot be used together', { option: 'include-weights', value: { include, exclude } });
+  }
+  const hit = (name: string, list: readonly string[]) => list.some((s) => name.includes(s));
+  for (const name of [...m.keys()]) if (include.length ? !hit(name, include) : hit(name, exclude)) m.delete(name);
+  return m;
 }

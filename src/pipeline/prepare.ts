@@ -123,17 +123,20 @@ export function chooseContainer(
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
   src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[] },
 ): ContainerChoice {
-  // Overridden keys go last, as llama-quantize's --override-kv sets them after everything else.
-  const over = new Set((src.overrides ?? []).map((k) => k.key));
-  const last = (kv: GgufWriteKV[]) => [...kv.filter((k) => !over.has(k.key)), ...(src.overrides ?? [])];
-  if (kind === 'safetensors' && over.size) {
-    throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] metadata overrides (--override-kv) are GGUF keys: write a .gguf', { option: 'override-kv', value: [...over] });
+  // llama-quantize sets --override-kv's keys after the file's, then the imatrix's (which win).
+  const im = src.imatrix ?? [];
+  const imKeys = new Set(im.map((k) => k.key));
+  const overrides = (src.overrides ?? []).filter((k) => !imKeys.has(k.key));
+  const over = new Set(overrides.map((k) => k.key));
+  const last = (kv: GgufWriteKV[]) => [...kv.filter((k) => !over.has(k.key) && !imKeys.has(k.key)), ...overrides, ...im];
+  if (kind === 'safetensors' && src.overrides?.length) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] metadata overrides (--override-kv) are GGUF keys: write a .gguf', { option: 'override-kv', value: src.overrides.map((k) => k.key) });
   }
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
   if (ck.format === 'gguf') {
     const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
     if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    return { input: ck, container: ggufContainer({ metadata: last([...kv, ...(src.imatrix ?? [])]) }) };
+    return { input: ck, container: ggufContainer({ metadata: last(kv) }) };
   }
   if (!src.config) {
     throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
@@ -142,7 +145,7 @@ export function chooseContainer(
   }
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
-  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: last([...hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name), ...(src.imatrix ?? [])]) }), tokenizer };
+  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: last(hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name)) }), tokenizer };
 }
 
 /**

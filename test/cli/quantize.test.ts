@@ -628,6 +628,42 @@ describe.skipIf(!hasShared)('webquant quantize: options', () => {
     expect(bad.stderr).toMatch(/"blk\.0\.attn_q\.weight" has 10 values but its rows have 64.*E_IMPORTANCE_LENGTH/);
   });
 
+  it('--include-weights / --exclude-weights: only the entries named (by substring) reach the quantizers; none left is no imatrix', async () => {
+    const view = await hfView();
+    const entries = view.tensors.filter((t) => t.shape.length === 2).map((t, k) => ({ name: t.name, ncall: 1, values: Float32Array.from({ length: t.shape[1] }, (_, i) => 1 + ((i * 5 + k) % 9)) }));
+    writeFileSync(join(tmp, 'sel.dat'), imatrixDat(entries));
+    const run = async (name: string, args: string[]) => {
+      const r = await cli(['quantize', MODEL, '-o', join(tmp, name), '--preset', 'q4_0', ...args], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      return openFile(join(tmp, name));
+    };
+    const all = await run('sel-all.gguf', ['--imatrix', 'sel.dat']);
+    const none = await run('sel-none.gguf', []);
+    const inc = await run('sel-inc.gguf', ['--imatrix', 'sel.dat', '--include-weights', 'attn_v', '--include-weights', 'blk.2.']);
+    const exc = await run('sel-exc.gguf', ['--imatrix', 'sel.dat', '--exclude-weights', 'attn_v']);
+    let checked = 0;
+    for (const e of entries) {
+      if (all.tensor(e.name).dtype !== 'Q4_0') continue;
+      const [a, n] = [await all.readRaw(e.name), await none.readRaw(e.name)];
+      if (same(a, n)) continue;
+      checked++;
+      const picked = e.name.includes('attn_v') || e.name.includes('blk.2.');
+      expect(same(await inc.readRaw(e.name), picked ? a : n), e.name).toBe(true);
+      expect(same(await exc.readRaw(e.name), e.name.includes('attn_v') ? n : a), e.name).toBe(true);
+    }
+    expect(checked).toBeGreaterThan(10);
+    expect([inc.metadata['quantize.imatrix.entries_count'], exc.metadata['quantize.imatrix.entries_count']]).toEqual([
+      entries.filter((e) => e.name.includes('attn_v') || e.name.includes('blk.2.')).length, entries.filter((e) => !e.name.includes('attn_v')).length]);
+    // Nothing left: written as without an imatrix (no quantize.imatrix.* keys), as llama-quantize does.
+    const empty = await run('sel-empty.gguf', ['--imatrix', 'sel.dat', '--include-weights', 'no such tensor']);
+    expect(Object.keys(empty.metadata).filter((k) => k.startsWith('quantize.imatrix'))).toEqual([]);
+    for (const t of none.tensors) expect(same(await empty.readRaw(t.name), await none.readRaw(t.name)), t.name).toBe(true);
+    for (const [args, msg] of [[['--imatrix', 'sel.dat', '--include-weights', 'a', '--exclude-weights', 'b'], /cannot be used together/], [['--exclude-weights', 'b'], /--imatrix, which is not given/]] as const) {
+      const b = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.gguf'), '--preset', 'q4_0', ...args], { cwd: tmp });
+      expect([b.code, b.stderr]).toEqual([2, expect.stringMatching(msg)]);
+    }
+  });
+
   it('--format with --group-size, --bits and --calibration; --strict refuses fallbacks', async () => {
     const out = join(tmp, 'affine.safetensors');
     const r = await cli(['quantize', MODEL, '-o', out, '--format', 'affine', '--bits', '3', '--group-size', '32', '--calibration', 'hqq', '--json'], { cwd: tmp });
