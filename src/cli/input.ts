@@ -9,6 +9,7 @@ import type { Checkpoint } from '../io/checkpoint.js';
 import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.js';
 import { fromPath, type FileSource } from '../io/node.js';
 import { openCheckpoint } from '../io/open.js';
+import { isLaterGgufSplit } from '../io/gguf.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
 import { fromBuffer, fromUrl, type ByteSource } from '../io/source.js';
 import type { CliIO } from './io.js';
@@ -64,7 +65,7 @@ async function pickInDir(dir: string): Promise<string> {
   const files = (await readdir(dir)).filter((f) => /\.(safetensors|gguf)$|\.safetensors\.index\.json$/.test(f)).sort();
   const idx = files.filter((f) => f.endsWith('.index.json'));
   // Shards are not checkpoints of their own; a split GGUF is opened by its first file.
-  const pick = idx.length === 1 ? idx : files.filter((f) => !/-\d+-of-\d+\.safetensors$/.test(f) && !/-(?!00001-)\d{5}-of-\d{5}\.gguf$/.test(f));
+  const pick = idx.length === 1 ? idx : files.filter((f) => !/-\d+-of-\d+\.safetensors$/.test(f) && !isLaterGgufSplit(f));
   if (pick.length !== 1) {
     fail(ErrorCodes.BAD_INPUT, `[cli] ${dir}: ${pick.length ? `several checkpoints (${pick.join(', ')}); name one` : 'no .safetensors, .gguf or model.safetensors.index.json in this directory'}`, {
       file: dir, value: pick, expected: 'one checkpoint file',

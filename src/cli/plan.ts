@@ -2,7 +2,8 @@
 // whose rules go before a preset's / format's.
 import { ErrorCodes, fail } from '../errors.js';
 import { parseJson } from '../io/json.js';
-import { formats, getFormat } from '../formats/registry.js';
+import { formats, getFormat, ggufFormatByType } from '../formats/registry.js';
+import { ggmlType } from '../io/ggml-types.js';
 import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
 import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
 import { planFromJSON } from '../plan/json.js';
@@ -75,7 +76,9 @@ export interface PlanArgs {
  */
 function ggmlFormat(name: string, option: string): string {
   const n = name.trim().toLowerCase();
-  for (const f of formats.values()) if (f.ggml && (f.ggml.name ?? f.name) === n) return f.name;
+  const g = ggmlType(n);
+  const spec = g && ggufFormatByType(g.id);
+  if (spec) return spec.name;
   if (formats.has(n)) return n;
   return fail(ErrorCodes.UNKNOWN_FORMAT, `[cli] --${option}: unknown type "${name}"; valid: ${[...formats.values()].filter((f) => f.ggml).map((f) => f.ggml!.name ?? f.name).join(', ')}`, {
     option, value: name, expected: [...formats.keys()],
@@ -109,17 +112,17 @@ function overrideRules(a: PlanArgs): { first: PlanRule[]; tied: PlanRule[] } {
 }
 
 /** The plan of `c` with the overrides of `a` around its rules (and without the preset's with --pure). */
-function withOverrides(c: PlanChoice, a: PlanArgs, presetRules: number): PlanChoice {
+function withOverrides(c: PlanChoice, a: PlanArgs): PlanChoice {
   const o = overrideRules(a);
   if (!o.first.length && !o.tied.length && !a.pure) return c;
-  const own = a.pure ? c.plan.rules.slice(0, c.plan.rules.length - presetRules) : c.plan.rules;
+  // A preset's rules come after a plan file's (chooseBase).
+  const own = a.pure ? c.plan.rules.slice(0, c.plan.rules.length - (c.preset?.plan.rules.length ?? 0)) : c.plan.rules;
   const flags = [a.pure && '--pure', ...o.first.map((r) => r.note!.split(' ')[0])].filter(Boolean);
   return { ...c, plan: { ...c.plan, rules: [...o.first, ...o.tied, ...own] }, label: `${c.label} + ${[...new Set(flags)].join(' ')}` };
 }
 
 export function choosePlan(a: PlanArgs): PlanChoice {
-  const c = chooseBase(a);
-  return withOverrides(c, a, a.preset !== undefined ? c.preset!.plan.rules.length : 0);
+  return withOverrides(chooseBase(a), a);
 }
 
 function chooseBase(a: PlanArgs): PlanChoice {

@@ -371,11 +371,12 @@ export async function openGguf(src: ByteSource, opts: GgufOptions = {}): Promise
   const count = splitKey(h, 'split.count', src.name);
   if (count === undefined) return new GgufReader(src.name, h.tensors.map((info) => ({ info, src })), h, opts);
   // One file of one: llama-quantize drops the split keys from what it writes, and so does a copy.
-  if (count <= 1) return new GgufReader(src.name, h.tensors.map((info) => ({ info, src })), { ...h, kv: h.kv.filter((e) => !SPLIT_KEYS.includes(e.key)) }, opts);
+  if (count <= 1) return new GgufReader(src.name, h.tensors.map((info) => ({ info, src })), withoutSplitKeys(h), opts);
   return openSplits(src, h, count, opts);
 }
 
 const SPLIT_KEYS = ['split.no', 'split.count', 'split.tensors.count'];
+const withoutSplitKeys = (h: GgufHeader): GgufHeader => ({ ...h, kv: h.kv.filter((e) => !SPLIT_KEYS.includes(e.key)) });
 
 /** An integer split.* key of a header (undefined when absent). */
 function splitKey(h: GgufHeader, key: string, file: string): number | undefined {
@@ -386,6 +387,14 @@ function splitKey(h: GgufHeader, key: string, file: string): number | undefined 
     fail(ErrorCodes.GGUF_SPLIT, `[gguf] ${file}: ${key} is ${kv.type} ${String(kv.value)}, not a count`, { file, value: String(kv.value), expected: 'an integer >= 0' });
   }
   return v;
+}
+
+/**
+ * A file name that says it is a split GGUF's file but not its first (`-00002-of-00005.gguf`):
+ * not a checkpoint of its own, only read through the first.
+ */
+export function isLaterGgufSplit(fileName: string): boolean {
+  return /-(?!00001-)\d{5}-of-\d{5}\.gguf$/i.test(fileName);
 }
 
 /** llama_split_path: `<prefix>-00002-of-00005.gguf` for file index 1 of 5. */
@@ -426,7 +435,7 @@ async function openSplits(first: ByteSource, h: GgufHeader, count: number, opts:
   }
   const total = splitKey(h, 'split.tensors.count', file);
   if (total !== entries.length) bad(`the ${count} files hold ${entries.length} tensors but split.tensors.count is ${total}`, { value: entries.length, expected: total });
-  return new GgufReader(file, entries, { ...h, kv: h.kv.filter((e) => !SPLIT_KEYS.includes(e.key)) }, opts, names);
+  return new GgufReader(file, entries, withoutSplitKeys(h), opts, names);
 }
 
 class GgufReader extends BaseCheckpoint implements GgufCheckpoint {

@@ -115,7 +115,7 @@ export function normalizePlan(input: unknown): Plan {
     }
     if (o.layers !== undefined) {
       const l = o.layers;
-      const ok = LAYER_SELECTORS.includes(l as string) || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
+      const ok = (LAYER_SELECTORS as readonly unknown[]).includes(l) || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
       if (!ok) planError(`${where}.layers must be ${LAYER_SELECTORS.map((x) => `"${x}"`).join(', ')} or a list of layer indices`, { option: `${where}.layers`, value: l, index: i, expected: LAYER_SELECTORS });
       rule.layers = Array.isArray(l) ? [...(l as number[])] : (l as LayerSelector);
     }

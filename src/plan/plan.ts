@@ -284,9 +284,10 @@ function resolveScheme(e: PlannedTensor, chosen: Scheme, validate: Validate, str
   if ('err' in v || importance) return;
   // llama-quantize's tensor_requires_imatrix: token_embd and output are exempt unless the kernel itself needs one.
   const exempt = e.role === 'output' || e.tied || (e.role === 'embedding' && e.kind === 'token');
-  const byPlan = !exempt && !v.spec.planRequiresImportance && !!planRequires?.includes(v.spec.name);
-  if (v.spec.requiresImportance || ((v.spec.planRequiresImportance || byPlan) && !exempt)) {
-    const what = `${v.spec.name} needs an importance matrix${byPlan ? ' in this plan' : ''}`;
+  const byFormat = v.spec.requiresImportance || (v.spec.planRequiresImportance && !exempt);
+  const byPlan = !exempt && !!planRequires?.includes(v.spec.name);
+  if (byFormat || byPlan) {
+    const what = `${v.spec.name} needs an importance matrix${byFormat ? '' : ' in this plan'}`;
     e.error = what;
     problem('error', ErrorCodes.BAD_OPTION, `[plan] ${e.name}: ${schemeLabel(e.scheme)} (${e.reason}): ${what} (llama-quantize refuses it without one): give one (--imatrix), or choose another format`, { tensor: e.name, rule: e.rule });
   }

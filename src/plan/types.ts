@@ -27,8 +27,8 @@ export const DEFAULT_PROTECT: readonly ProtectClass[] = PROTECT_CLASSES;
  * floor(7n/8), IQ3_XS's FFN gate / up), with n the number of layers (largest layer index + 1, or
  * ResolveOptions.nLayers).
  */
-export type LayerSelector = number[] | 'use_more_bits' | 'first_eighth' | 'first_sixteenth' | 'middle_three_quarters';
-export const LAYER_SELECTORS: readonly string[] = ['use_more_bits', 'first_eighth', 'first_sixteenth', 'middle_three_quarters'];
+export const LAYER_SELECTORS = ['use_more_bits', 'first_eighth', 'first_sixteenth', 'middle_three_quarters'] as const;
+export type LayerSelector = number[] | (typeof LAYER_SELECTORS)[number];
 
 export interface PlanRule {
   /**

@@ -7,6 +7,7 @@ import {
 } from '../../src/index.js';
 import { openUrlInput, prepareOutput, type InputBundle, type PreparedOutput } from '../../src/pipeline/prepare.js';
 import { openSafetensorsIndex } from '../../src/io/safetensors.js';
+import { isLaterGgufSplit } from '../../src/io/gguf.js';
 import { safetensorsOptions } from '../../src/io/config.js';
 import { WASM } from './wasm.js';
 import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
@@ -38,9 +39,8 @@ export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<
   // A sharded checkpoint: its model.safetensors.index.json and the shards it names, dropped together.
   const index = files.find((f) => /\.safetensors\.index\.json$/i.test(f.name));
   // A split GGUF's files count as one checkpoint, its first file.
-  const splitGguf = /-\d{5}-of-\d{5}\.gguf$/i;
-  const models = files.filter((f) => /\.(safetensors|gguf)$/i.test(f.name) && (!splitGguf.test(f.name) || /-00001-of-\d{5}\.gguf$/i.test(f.name)));
-  if (!models.length && files.some((f) => splitGguf.test(f.name))) {
+  const models = files.filter((f) => /\.(safetensors|gguf)$/i.test(f.name) && !isLaterGgufSplit(f.name));
+  if (!models.length && files.some((f) => isLaterGgufSplit(f.name))) {
     throw new WebquantError(ErrorCodes.BAD_INPUT, `[demo] the chosen files are splits of a GGUF without its first file (-00001-of-...): choose all of them`, {
       value: files.map((f) => f.name), expected: 'every file of the split GGUF',
     });
