@@ -16,6 +16,8 @@ export type OptionSpecs = Record<string, OptionSpec>;
 export interface Parsed {
   positionals: string[];
   options: Record<string, string | number | boolean | string[] | undefined>;
+  /** The values of 'list' options in command-line order, across options (e.g. --tensor-type and --tensor-type-file). */
+  sequence: { name: string; value: string }[];
 }
 
 export function optionList(specs: OptionSpecs): string {
@@ -25,6 +27,7 @@ export function optionList(specs: OptionSpecs): string {
 export function parseArgs(command: string, argv: readonly string[], specs: OptionSpecs): Parsed {
   const positionals: string[] = [];
   const options: Parsed['options'] = {};
+  const sequence: Parsed['sequence'] = [];
   const byShort = new Map(Object.entries(specs).filter(([, s]) => s.short).map(([k, s]) => [s.short!, k]));
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -62,9 +65,10 @@ export function parseArgs(command: string, argv: readonly string[], specs: Optio
       options[name] = n;
     } else if (spec.type === 'list') {
       options[name] = [...((options[name] as string[] | undefined) ?? []), v];
+      sequence.push({ name, value: v });
     } else options[name] = v;
   }
-  return { positionals, options };
+  return { positionals, options, sequence };
 }
 
 export function helpText(usage: string, specs: OptionSpecs): string {

@@ -44,6 +44,7 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   calibration: { type: 'string', value: 'c', help: 'calibration with --format: a name (mse, hqq, ...), "clip,0.9", or JSON' },
   rules: { type: 'string', value: 'plan.json', help: 'a plan file (webquant or MaxText form); with --preset/--format its rules come first' },
   'tensor-type': { type: 'list', value: 'regex=format', help: "as llama-quantize's: tensors whose name (the output's) matches the regex get the format; repeatable, the first match wins, before every other rule" },
+  'tensor-type-file': { type: 'list', value: 'file', help: 'a file of --tensor-type values separated by spaces or newlines, taken where it stands among the --tensor-type options' },
   'output-tensor-type': { type: 'string', value: 'format', help: 'format of the output head (and of a tied token embedding), as llama-quantize\'s' },
   'token-embedding-type': { type: 'string', value: 'format', help: "format of the token embedding, as llama-quantize's" },
   'leave-output-tensor': { type: 'boolean', help: "keep the output head as stored (llama-quantize's; a tied token embedding is still quantized)" },
@@ -51,6 +52,11 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   'exclude-weights': { type: 'list', value: 'name', help: "with --imatrix: drop the entries whose names contain this (llama-quantize's; repeatable)" },
   'override-kv': { type: 'list', value: 'KEY=TYPE:VALUE', help: "GGUF metadata to set, as llama-quantize's: TYPE int (written u32), float (f32), bool or str; repeatable" },
   pure: { type: 'boolean', help: "drop the preset's mixture rules: every weight in its default format (llama-quantize's --pure; the options above still apply)" },
+  'prune-layers': { type: 'string', value: 'L0,L1,...', help: "GGUF output without these blocks (blk.N), the later ones renumbered and the block count set (llama-quantize's)" },
+  'keep-split': { type: 'boolean', help: "a split GGUF input gives an output split the same way (llama-quantize's): <out>-00001-of-0000N.gguf, ..." },
+  'split-max-tensors': { type: 'int', value: 'n', help: 'GGUF output in files of at most n tensors (<out>-00001-of-0000N.gguf, ..., as llama-gguf-split writes them)' },
+  'split-max-size': { type: 'string', value: 'N(M|G)', help: 'GGUF output in files of at most this much tensor data (decimal megabytes / gigabytes, as llama-gguf-split)' },
+  'no-tensor-first-split': { type: 'boolean', help: "with a split output: the first file holds the metadata only (llama-gguf-split's)" },
   strict: { type: 'boolean', help: 'fail instead of falling back when a block size does not divide a row' },
   workers: { type: 'int', short: 'j', value: 'n', help: 'worker threads (default: number of cores)' },
   budget: { type: 'string', value: 'MiB', help: 'memory for tensor data read and not yet written (default 256); larger tensors go through in row chunks' },
@@ -88,7 +94,7 @@ interface Command {
   usage: string;
   summary: string;
   options: OptionSpecs;
-  run(positionals: string[], o: Parsed['options'], io: CliIO): Promise<unknown>;
+  run(positionals: string[], o: Parsed['options'], io: CliIO, sequence: Parsed['sequence']): Promise<unknown>;
 }
 
 function version(): string {
@@ -130,18 +136,19 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file [--include-weights name ...] [--exclude-weights name ...]] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--tensor-type-file file ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--prune-layers L0,L1,...] [--keep-split | --split-max-tensors N | --split-max-size N(M|G)] [--no-tensor-first-split] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file [--include-weights name ...] [--exclude-weights name ...]] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
-    async run(pos, o, io) {
+    async run(pos, o, io, seq) {
       const input = needOne('quantize', pos, 'input checkpoint');
       if (o.output === undefined || String(o.output).trim() === '') throw new WebquantError(ErrorCodes.BAD_OPTION, '[cli] quantize: -o <output> is required (.gguf, .safetensors or a folder/)', { option: 'output' });
       const r = await quantizeCommand({
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
-        tensorTypes: o['tensor-type'] as string[] | undefined, outputTensorType: str(o['output-tensor-type']), tokenEmbeddingType: str(o['token-embedding-type']),
+        tensorTypes: seq.filter((x) => x.name === 'tensor-type' || x.name === 'tensor-type-file').map((x) => (x.name === 'tensor-type' ? x.value : { file: x.value })), outputTensorType: str(o['output-tensor-type']), tokenEmbeddingType: str(o['token-embedding-type']),
         leaveOutputTensor: o['leave-output-tensor'] === true ? true : undefined, pure: o.pure === true ? true : undefined, overrideKv: o['override-kv'] as string[] | undefined,
         includeWeights: o['include-weights'] as string[] | undefined, excludeWeights: o['exclude-weights'] as string[] | undefined,
+        keepSplit: o['keep-split'] === true ? true : undefined, splitMaxTensors: num(o['split-max-tensors']), splitMaxSize: str(o['split-max-size']), noTensorFirstSplit: o['no-tensor-first-split'] === true ? true : undefined, pruneLayers: str(o['prune-layers']),
         strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix),
         activations: str(o.activations), activationChunks: num(o['activation-chunks']), activationContext: num(o['activation-context']), gpu: !!o.gpu, fsync: !!o.fsync, tokenizer: str(o.tokenizer), tokenizerPre: str(o['tokenizer-pre']), json: !!o.json,
       }, io);
@@ -222,10 +229,14 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     if (!c) {
       throw new WebquantError(ErrorCodes.BAD_OPTION, `[cli] unknown command "${cmd}"; valid commands: ${Object.keys(COMMANDS).join(', ')} (or none, for the sample run)`, { value: cmd, expected: Object.keys(COMMANDS) });
     }
-    const { positionals, options } = parseArgs(cmd, rest, c.options);
+    const { positionals, options, sequence } = parseArgs(cmd, rest, c.options);
     if (options.help) { io.stdout.write(helpText(`Usage: ${c.usage}\n\n${c.summary}`, c.options)); return 0; }
-    if ((cmd === 'quantize' || cmd === 'imatrix') && typeof options.output === 'string') outputs.push(absPath(options.output, io));
-    await c.run(positionals, options, io);
+    if ((cmd === 'quantize' || cmd === 'imatrix') && typeof options.output === 'string') {
+      const out = absPath(options.output, io);
+      // A split output's files are <prefix>-0000i-of-0000n.gguf.
+      outputs.push(out, out.replace(/\.gguf$/i, '-'));
+    }
+    await c.run(positionals, options, io, sequence);
     return 0;
   } catch (e) {
     report(e, io, debug);

@@ -105,7 +105,8 @@ function overrideRules(a: PlanArgs): { first: PlanRule[]; tied: PlanRule[] } {
     if (eq <= 0 || eq === tt.length - 1) {
       fail(ErrorCodes.BAD_OPTION, `[cli] --tensor-type "${tt}": expected <regex>=<type>, e.g. "attn_v=q8_0"`, { option: 'tensor-type', value: tt, expected: '<regex>=<type>' });
     }
-    first.push({ match: tt.slice(0, eq), scheme: { format: ggmlFormat(tt.slice(eq + 1), 'tensor-type') }, note: `--tensor-type ${tt}` });
+    // llama-quantize lowercases the pattern (tensor names are lower case).
+    first.push({ match: tt.slice(0, eq).toLowerCase(), scheme: { format: ggmlFormat(tt.slice(eq + 1), 'tensor-type') }, note: `--tensor-type ${tt}` });
   }
   const tied: PlanRule[] = out && !a.pure ? [{ role: 'output', scheme: { format: out }, optional: true, note: '--output-tensor-type (tied token embedding)' }] : [];
   return { first, tied };

@@ -8,7 +8,9 @@ import { fromPath } from '../io/node.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
-import { fileSink } from '../pipeline/sink-node.js';
+import { fileSink, splitFileSink } from '../pipeline/sink-node.js';
+import type { GgufSplit } from '../pipeline/container.js';
+import type { GgufCheckpoint } from '../io/gguf.js';
 import { asValues } from '../serve/as-values.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
@@ -22,11 +24,14 @@ import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
+import { parsePruneLayers, renameBlock } from '../convert/prune-layers.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
 
-export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
+export interface QuantizeArgs extends Omit<PlanArgs, 'rules' | 'tensorTypes'> {
   input: string;
+  /** --tensor-type values and --tensor-type-file files (their whitespace-separated values), in command-line order. */
+  tensorTypes?: (string | { file: string })[];
   /** A plan file (--rules). */
   rulesFile?: string;
   output: string;
@@ -52,6 +57,14 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules'> {
   /** --include-weights / --exclude-weights (repeatable): imatrix entries whose names contain one of these are kept / dropped. */
   includeWeights?: string[];
   excludeWeights?: string[];
+  /** --keep-split: a split GGUF input gives an output split the same way. */
+  keepSplit?: boolean;
+  /** --split-max-tensors / --split-max-size (N followed by M or G) / --no-tensor-first-split: a split GGUF output. */
+  splitMaxTensors?: number;
+  splitMaxSize?: string;
+  noTensorFirstSplit?: boolean;
+  /** --prune-layers L0,L1,...: blocks dropped from a GGUF output, the rest renumbered (llama-quantize's). */
+  pruneLayers?: string;
   json?: boolean;
 }
 
@@ -70,6 +83,8 @@ export interface QuantizeReport {
   command: 'quantize';
   input: string;
   output: string;
+  /** A split GGUF output: its files, in order (`output` is the first). */
+  files?: string[];
   container: 'gguf' | 'safetensors';
   plan: string;
   fileType?: number;
@@ -268,7 +283,9 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const text = await readFile(p, 'utf8').catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the plan file ${a.rulesFile}: ${(e as Error).message}`, { file: p, option: 'rules' }));
     rulesText = { text, file: a.rulesFile };
   }
-  const choice = choosePlan({ ...a, rules: rulesText });
+  const split = splitOption(a, kind);
+  const tensorTypes = await expandTensorTypes(a.tensorTypes, io);
+  const choice = choosePlan({ ...a, tensorTypes, rules: rulesText });
   if (choice.container && choice.container !== kind) {
     fail(ErrorCodes.BAD_OPTION, `[cli] quantize: ${choice.label} writes ${choice.container}, but -o ${basename(out)} asks for ${kind}; use a .${choice.container} output or another ${choice.preset ? 'preset' : 'format'}${kind === 'gguf' && typeof a.format === 'string' ? ggufTwinHint(a.format) : ''}`, {
       option: 'output', value: a.output, expected: `.${choice.container}`,
@@ -299,11 +316,17 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const loaded = a.imatrix !== undefined ? selectWeights(await loadImatrix(a.imatrix, io), a.includeWeights, a.excludeWeights) : undefined;
     const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
-    const { input: ck, container, tokenizer } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
+    const { input: ck, container, tokenizer, pruned } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
+      split,
+      ...(a.pruneLayers !== undefined ? { prune: parsePruneLayers(a.pruneLayers) } : {}),
     });
+    if (pruned?.missing.length) warnings.push(`--prune-layers: ${baseName(input.file)} has no block ${pruned.missing.join(', ')}`);
+    // --keep-split of a single file is one file, as it came.
+    const splitOut = split && (split.by === 'limit' || ((ck as GgufCheckpoint).splits?.length ?? 0) > 1);
+    if (split?.by === 'input' && !splitOut) notes.push(`--keep-split: ${baseName(input.file)} is one file, and so is the output`);
     if (tokenizer?.kind === 'none') {
       notes.push(a.tokenizer === 'none'
         ? '--tokenizer none: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)'
@@ -320,7 +343,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined });
+    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) });
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {
@@ -335,7 +358,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     }
     let importance: Record<string, Float32Array> | undefined;
     if (imatrix) {
-      const r = importanceFor(imatrix, resolved.tensors, basename(a.imatrix!), ck.source);
+      // Pruned: each kept block's entries under its new number, as llama-quantize looks them up.
+      const r = importanceFor(pruned ? renameEntries(imatrix, pruned.map) : imatrix, resolved.tensors, basename(a.imatrix!), ck.source);
       warnings.push(...r.warnings);
       importance = r.importance;
     }
@@ -348,7 +372,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     }
     const progress = progressPrinter(io, json, roles);
     // The sink exists only from here on; the pipeline removes its partial file on any failure.
-    const sink = await fileSink(out, { durable: a.fsync });
+    const splitFiles = splitOut ? splitFileSink(out, { durable: a.fsync }) : undefined;
+    const sink = splitFiles ? splitFiles.sink : await fileSink(out, { durable: a.fsync });
     let result;
     try {
       result = await quantizeCheckpoint({
@@ -372,15 +397,16 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       notes.push(...beside.notes);
     }
     const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
+    const written = splitFiles?.paths();
     const report: QuantizeReport = {
-      command: 'quantize', input: input.file, output: out, container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,
+      command: 'quantize', input: input.file, output: written ? written[0] : out, ...(written ? { files: written } : {}), container: kind, plan: choice.label, fileType: kind === 'gguf' ? fileType : undefined,
       tensors, roles: byRole,
       totals: { ...total, params, bpw: params ? (8 * total.bytesOut) / params : 0, fileBytes: result.bytesWritten },
       warnings, notes, elapsedMs: result.elapsedMs, peakInFlightBytes: result.peakInFlightBytes,
     };
     if (!json) {
       io.stdout.write('\n' + summaryTable(report));
-      io.stdout.write(`\nwrote ${out}: ${fmtBytes(result.bytesWritten)} (${fmtNum(report.totals.bpw, 2)} bits per weight over ${params.toLocaleString('en-US')} parameters) in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
+      io.stdout.write(`\nwrote ${written ? `${written.length} files, ${written.map((f) => basename(f)).join(', ')}` : out}: ${fmtBytes(result.bytesWritten)} (${fmtNum(report.totals.bpw, 2)} bits per weight over ${params.toLocaleString('en-US')} parameters) in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
       for (const n of notes) io.stdout.write(`note: ${n}\n`);
     }
     return report;
@@ -423,4 +449,46 @@ export function selectWeights(m: Imatrix, include: readonly string[] = [], exclu
   const hit = (name: string, list: readonly string[]) => list.some((s) => name.includes(s));
   for (const name of [...m.keys()]) if (include.length ? !hit(name, include) : hit(name, exclude)) m.delete(name);
   return m;
+}
+
+/** --keep-split, --split-max-tensors, --split-max-size and --no-tensor-first-split as a GgufSplit. */
+export function splitOption(a: Pick<QuantizeArgs, 'keepSplit' | 'splitMaxTensors' | 'splitMaxSize' | 'noTensorFirstSplit'>, kind: 'gguf' | 'safetensors'): GgufSplit | undefined {
+  const given = [a.keepSplit && 'keep-split', a.splitMaxTensors !== undefined && 'split-max-tensors', a.splitMaxSize !== undefined && 'split-max-size', a.noTensorFirstSplit && 'no-tensor-first-split'].filter((x): x is string => !!x);
+  if (!given.length) return undefined;
+  if (kind !== 'gguf') fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --${given[0]} splits a GGUF output; -o names ${kind}`, { option: given[0], expected: '-o <file>.gguf' });
+  if (a.keepSplit) {
+    if (given.length > 1) fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --keep-split splits the output as the input is split; it cannot go with --${given[1]}`, { option: given[1] });
+    return { by: 'input' };
+  }
+  let maxBytes: number | undefined;
+  if (a.splitMaxSize !== undefined) {
+    const m = /^\s*(\d+(?:\.\d+)?)\s*([MG])\s*$/i.exec(a.splitMaxSize);
+    maxBytes = m ? Math.floor(Number(m[1]) * (m[2].toUpperCase() === 'G' ? 1e9 : 1e6)) : 0;
+    if (!(maxBytes >= 1)) {
+      fail(ErrorCodes.BAD_OPTION, `[cli] quantize: --split-max-size must be a positive size in M or G (decimal megabytes or gigabytes, as llama-gguf-split) but is "${a.splitMaxSize}"`, { option: 'split-max-size', value: a.splitMaxSize, expected: 'N(M|G), e.g. 4G' });
+    }
+  }
+  return { by: 'limit', ...(a.splitMaxTensors !== undefined ? { maxTensors: a.splitMaxTensors } : {}), ...(maxBytes !== undefined ? { maxBytes } : {}), ...(a.noTensorFirstSplit ? { firstWithoutTensors: true } : {}) };
+}
+
+/** --tensor-type-file: its whitespace-separated values where the file stands among the --tensor-type values, as llama-quantize reads it. */
+async function expandTensorTypes(list: QuantizeArgs['tensorTypes'], io: CliIO): Promise<string[] | undefined> {
+  if (!list) return undefined;
+  const out: string[] = [];
+  for (const x of list) {
+    if (typeof x === 'string') { out.push(x); continue; }
+    const p = absPath(x.file, io);
+    const text = await readFile(p, 'utf8').catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the --tensor-type-file ${x.file}: ${(e as Error).message}`, { file: p, option: 'tensor-type-file' }));
+    out.push(...text.split(/\s+/).filter(Boolean));
+  }
+  return out;
+}
+
+function renameEntries(m: ReadonlyMap<string, Float32Array>, map: ReadonlyMap<number, number | undefined>): Map<string, Float32Array> {
+  const out = new Map<string, Float32Array>();
+  for (const [name, v] of m) {
+    const to = renameBlock(name, map);
+    if (to !== undefined) out.set(to, v);
+  }
+  return out;
 }

@@ -6,7 +6,7 @@ import { ErrorCodes, WebquantError } from '../errors.js';
 import type { Layout, ResolvedOptions } from '../formats/types.js';
 import { getFormat, ggufTwinHint } from '../formats/registry.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import type { GgufCheckpoint } from '../io/gguf.js';
+import { GGUF_DEFAULT_ALIGNMENT, type GgufCheckpoint } from '../io/gguf.js';
 import { ggmlType } from '../io/ggml-types.js';
 import { stDtypeSize } from '../io/dtypes.js';
 import { GgufWriter, type GgufWriteKV, type GgufWriteTensor } from '../io/gguf-writer.js';
@@ -33,6 +33,8 @@ export interface ContainerEntry {
   byteLength: number;
   /** Zero bytes the container wants after this entry's data. */
   padAfter: number;
+  /** Bytes written before this entry's data: the headers of the output files that start here (split GGUF). */
+  before?: Uint8Array;
 }
 
 export interface ContainerPlan {
@@ -43,6 +45,11 @@ export interface ContainerPlan {
    */
   entries: ContainerEntry[][];
   totalBytes: number;
+  /**
+   * A split output: the byte length of each file, in order (they add up to totalBytes). The
+   * output stream is then these files back to back; a sink writes it with Sink.files.
+   */
+  files?: number[];
 }
 
 export interface Container {
@@ -51,7 +58,15 @@ export interface Container {
   plan(tensors: readonly OutputTensor[], input: Checkpoint): ContainerPlan;
   /** Names other than its own that a tensor quantized to `format` writes (they replace input tensors of those names). */
   claims?(name: string, format: string): string[];
+  /**
+   * The order of the output's tensors, when the container has one: a key per tensor name,
+   * compared element by element (ties keep the pipeline's order). The pipeline processes the
+   * tensors in that order.
+   */
+  order?(input: Checkpoint): ((name: string) => OrderKey) | undefined;
 }
+
+export type OrderKey = readonly (number | string)[];
 
 /** Entries and padding from a writer's planned offsets (data follows the header back to back). */
 function fromWriter(w: StreamingWriter & { tensors: readonly { name: string; offset: number; byteLength: number }[] }, groups: number[]): ContainerPlan {
@@ -119,20 +134,88 @@ export function safetensorsContainer(extraMetadata: Record<string, string> = {})
   };
 }
 
+/**
+ * A GGUF output in several files, as llama.cpp's gguf-split writes them (`<prefix>-00001-of-0000N.gguf`):
+ * the first file holds every key/value pair, each file `split.no` (u16), `split.count` (u16) and
+ * `split.tensors.count` (i32). 'input' is llama-quantize's --keep-split: each tensor in the file
+ * its input tensor came from (a single-file input gives one file without split keys). 'limit'
+ * starts a new file, in output order, before a tensor that would pass `maxTensors` tensors or
+ * `maxBytes` bytes of tensor data (padded; the header is not counted) in the current one, as
+ * gguf-split does; a tensor larger than `maxBytes` gets a file of its own.
+ * `firstWithoutTensors` leaves the first file with the key/value pairs only.
+ */
+export type GgufSplit =
+  | { by: 'input' }
+  | { by: 'limit'; maxTensors?: number; maxBytes?: number; firstWithoutTensors?: boolean };
+
 export interface GgufContainerOptions {
   /** Key/value pairs to add (or replace) after those carried over from a GGUF input. */
   metadata?: GgufWriteKV[];
   alignment?: number;
+  split?: GgufSplit;
+}
+
+/** The output file of each tensor (in output order, non-decreasing), or undefined for one file. */
+function splitFiles(split: GgufSplit | undefined, tensors: readonly OutputTensor[], fileOf: ((name: string) => number) | undefined, align: number): number[] | undefined {
+  if (!split) return undefined;
+  if (split.by === 'input') {
+    if (!fileOf) return undefined;
+    const files = tensors.map((t) => fileOf(t.name));
+    for (let i = 1; i < files.length; i++) {
+      if (files[i] < files[i - 1]) {
+        throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${tensors[i].name}" of input file ${files[i] + 1} comes after a tensor of file ${files[i - 1] + 1}`, { tensor: tensors[i].name });
+      }
+    }
+    return files;
+  }
+  const { maxTensors, maxBytes } = split;
+  let file = split.firstWithoutTensors ? 1 : 0, count = 0, bytes = 0;
+  return tensors.map((t) => {
+    const n = Math.ceil(t.byteLength / align) * align;
+    if (count > 0 && ((maxTensors !== undefined && count >= maxTensors) || (maxBytes !== undefined && bytes + n > maxBytes))) {
+      file++;
+      count = bytes = 0;
+    }
+    count++;
+    bytes += n;
+    return file;
+  });
+}
+
+/**
+ * A GGUF from a GGUF in llama-quantize's order, so that the file is the one it writes: tensors
+ * outside the blocks by name, then block by block (blk.N), by name within each; split like its
+ * input (--keep-split), each file's tensors in their input order.
+ */
+function ggufOrder(input: Checkpoint, fileOf: ((name: string) => number) | undefined): ((name: string) => OrderKey) | undefined {
+  if (input.format !== 'gguf') return undefined;
+  if (fileOf) {
+    const index = new Map(input.tensors.map((t, i) => [t.name, i]));
+    return (name) => [fileOf(name), index.get(name) ?? 0];
+  }
+  return (name) => {
+    const m = /^blk\.(\d+)/.exec(name);
+    return [m ? Number(m[1]) : -1, name];
+  };
+}
+
+function inputFiles(input: Checkpoint): ((name: string) => number) | undefined {
+  const splits = input.format === 'gguf' ? (input as GgufCheckpoint).splits : undefined;
+  if (!splits || splits.length < 2) return undefined;
+  const at = new Map(input.tensors.map((t) => [t.name, Math.max(0, splits.indexOf(t.file ?? splits[0]))]));
+  return (name) => at.get(name) ?? 0;
 }
 
 /**
  * GGUF v3 output. Quantized tensors must use a format with a GGUF type; kept tensors keep their
  * type (F32, F16, BF16, I32, or a GGUF block type). A GGUF input's key/value pairs are carried
- * over; `metadata` adds or replaces pairs.
+ * over; `metadata` adds or replaces pairs. `split` writes several files (GgufSplit).
  */
 export function ggufContainer(opts: GgufContainerOptions = {}): Container {
+  const fileOf = (input: Checkpoint) => (opts.split?.by === 'input' ? inputFiles(input) : undefined);
   return {
     id: `gguf/1/${JSON.stringify(opts, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`,
+    order: (input) => ggufOrder(input, fileOf(input)),
     plan(tensors, input) {
       const extra = new Map((opts.metadata ?? []).map((kv) => [kv.key, kv]));
       const kv: GgufWriteKV[] = [];
@@ -158,7 +241,8 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
         }
         return { name: t.name, ggmlType: g.type, shape: t.shape };
       });
-      const plan = fromWriter(new GgufWriter({ metadata: kv, tensors: gt, alignment: opts.alignment }), tensors.map(() => 1));
+      const files = splitFiles(opts.split, tensors, fileOf(input), opts.alignment ?? GGUF_DEFAULT_ALIGNMENT);
+      const plan = files ? splitPlan(kv, gt, files, opts.alignment, opts.split?.by === 'limit') : fromWriter(new GgufWriter({ metadata: kv, tensors: gt, alignment: opts.alignment }), tensors.map(() => 1));
       plan.entries.forEach((e, i) => {
         if (e[0].byteLength !== tensors[i].byteLength) {
           throw new WebquantError(ErrorCodes.PLAN, `[pipeline] tensor "${tensors[i].name}": GGUF expects ${e[0].byteLength} bytes but the format gives ${tensors[i].byteLength}`, { tensor: tensors[i].name, value: tensors[i].byteLength, expected: e[0].byteLength });
@@ -167,4 +251,47 @@ export function ggufContainer(opts: GgufContainerOptions = {}): Container {
       return plan;
     },
   };
+}
+
+/**
+ * Files back to back: each its own GGUF (header, then its tensors from offset 0); a later file's
+ * header goes before its first tensor (with the headers of any files before it that hold none).
+ */
+function splitPlan(kv: GgufWriteKV[], gt: GgufWriteTensor[], files: number[], alignment: number | undefined, countLast: boolean): ContainerPlan {
+  const count = files.length ? files[files.length - 1] + 1 : 1;
+  // In the order each llama.cpp tool leaves them: gguf-split sets split.count last (over a placeholder).
+  const splitKeys = (no: number): GgufWriteKV[] => {
+    const keys: GgufWriteKV[] = [
+      { key: 'split.no', type: 'u16', value: no },
+      { key: 'split.count', type: 'u16', value: count },
+      { key: 'split.tensors.count', type: 'i32', value: gt.length },
+    ];
+    return countLast ? [keys[0], keys[2], keys[1]] : keys;
+  };
+  if (count > 0xffff) {
+    throw new WebquantError(ErrorCodes.PLAN, `[pipeline] the output would need ${count} split files; GGUF's split.count holds at most 65535`, { option: 'split', value: count, expected: '<= 65535' });
+  }
+  // One writer per file; the first alone carries the key/value pairs (and their alignment).
+  const plans = Array.from({ length: count }, (_, f) => {
+    const mine = gt.filter((_t, i) => files[i] === f);
+    const w = new GgufWriter({ metadata: f === 0 ? [...kv, ...splitKeys(0)] : splitKeys(f), tensors: mine, alignment: f === 0 ? alignment : undefined });
+    return fromWriter(w, mine.map(() => 1));
+  });
+  const entries: ContainerEntry[][] = [];
+  let next = 1;
+  for (let f = 0; f < count; f++) {
+    for (const [i, e] of plans[f].entries.entries()) {
+      if (i === 0 && f >= next) {
+        e[0].before = concatAll(plans.slice(next, f + 1).map((p) => p.header));
+        next = f + 1;
+      }
+      entries.push(e);
+    }
+  }
+  if (next < count) throw new WebquantError(ErrorCodes.PLAN, `[pipeline] split file ${next + 1} of ${count} holds no tensor and none follows it`, { value: count });
+  return { header: plans[0].header, entries, totalBytes: plans.reduce((a, p) => a + p.totalBytes, 0), files: plans.map((p) => p.totalBytes) };
+}
+
+function concatAll(parts: Uint8Array[]): Uint8Array {
+  return parts.length === 1 ? parts[0] : parts.reduce((a, b) => concat(a, b));
 }

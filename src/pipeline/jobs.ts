@@ -90,6 +90,13 @@ function planError(name: string, e: unknown): never {
   throw e;
 }
 
+function compareKeys(a: readonly (number | string)[], b: readonly (number | string)[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  }
+  return a.length - b.length;
+}
+
 function groupOf(name: string, role: string | undefined): { layer?: number; order: number; group: string } {
   const r = detectRole(name);
   if (r.layer !== undefined) return { layer: r.layer, order: r.layer, group: `layer ${r.layer}` };
@@ -124,7 +131,8 @@ export function isEmptyTensor(t: { shape: readonly number[] }): boolean {
  * tensor with one importance vector per expert): cut at every matrix boundary as well.
  */
 export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, poolSize: number, perMatrix: ReadonlySet<string> = new Set(),
-  claims?: (name: string, format: string) => string[], onReplaced?: (dropped: string[]) => void, streamed: (name: string) => boolean = () => false): Job[] {
+  claims?: (name: string, format: string) => string[], onReplaced?: (dropped: string[]) => void, streamed: (name: string) => boolean = () => false,
+  orderOf?: (name: string) => readonly (number | string)[]): Job[] {
   const byName = new Map<string, PlannedTensor>();
   for (const p of planEntries(plan)) {
     input.tensor(p.name); // unknown names fail here, naming the tensor
@@ -148,9 +156,10 @@ export function buildJobs(input: Checkpoint, plan: PlanInput, budget: number, po
   if (dropped.size) onReplaced?.([...dropped]);
   const order = input.tensors.filter((info) => !dropped.has(info.name)).map((info, i) => {
     const p = byName.get(info.name);
-    return { info, p, i, g: groupOf(info.name, p?.role) };
+    return { info, p, i, g: groupOf(info.name, p?.role), k: orderOf?.(info.name) ?? [] };
   });
-  order.sort((a, b) => a.g.order - b.g.order || a.i - b.i);
+  // The container's order first (Container.order: llama-quantize's for GGUF from GGUF).
+  order.sort((a, b) => compareKeys(a.k, b.k) || a.g.order - b.g.order || a.i - b.i);
   return order.map(({ info, p, g }, index) => {
     const empty = isEmptyTensor(info);
     if (empty && p && p.scheme !== 'keep') {

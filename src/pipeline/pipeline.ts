@@ -210,7 +210,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     const jobs = buildJobs(input, opts.plan, budgetBytes, pool.size, perMatrix, container.claims, (replaced) => emit({
       type: 'warning', kind: 'replaced',
       message: `${replaced.length} input tensors are replaced by the new scales of the weights they belonged to (${replaced.slice(0, 2).join(', ')}${replaced.length > 2 ? ', ...' : ''})`,
-    }), await streamedTensors(input, reads, refOf));
+    }), await streamedTensors(input, reads, refOf), container.order?.(input));
     const outputs = jobs.map((j) => j.out);
     const key = opts.resume
       ? await runKey({
@@ -259,6 +259,9 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     };
 
     const layoutPlan = container.plan(outputs, input);
+    if (layoutPlan.files && !sink.files) {
+      throw new WebquantError(ErrorCodes.BAD_OPTION, `[pipeline] the output is ${layoutPlan.files.length} files (a split GGUF) but the sink writes one; give a splitSink`, { option: 'sink', value: layoutPlan.files.length, expected: 'a sink with files()' });
+    }
     const io = workerIo({
       input, layoutPlan, signal: ctl.signal, refOf,
       reads,
@@ -362,6 +365,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
     const zeros = (n: number) => (n > 0 ? put(new Uint8Array(n)) : Promise.resolve());
 
     const consume = async () => {
+      if (layoutPlan.files) await sink.files!(layoutPlan.files);
       await put(layoutPlan.header);
       let u = 0;
       let groupStart = 0;
@@ -372,6 +376,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         const held: (Uint8Array | number)[][] = secs.map(() => []);
         const parts: (ErrorMetrics | undefined)[] = [];
         let cachedAll = true;
+        if (entries[0].before) await put(entries[0].before);
         for (const unit of job.units) {
           const r = await results[u]!.promise;
           let at = 0;
@@ -407,6 +412,7 @@ async function run(opts: QuantizeCheckpointOptions, emit: (e: ProgressEvent) => 
         }
         await zeros(entries[0].padAfter);
         for (let s = 1; s < secs.length; s++) {
+          if (entries[s].before) await put(entries[s].before!);
           for (const p of held[s]) if (typeof p === 'number') skip(p, true); else await put(p);
           await zeros(entries[s].padAfter);
         }

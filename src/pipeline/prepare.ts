@@ -18,7 +18,9 @@ import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
 import { readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
-import { ggufContainer, safetensorsContainer, type Container } from './container.js';
+import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
+import type { GgufCheckpoint } from '../io/gguf.js';
+import { ggufContainer, safetensorsContainer, type Container, type GgufSplit } from './container.js';
 import { asValues } from '../serve/as-values.js';
 
 export type ContainerKind = 'gguf' | 'safetensors';
@@ -109,6 +111,8 @@ export interface ContainerChoice {
   container: Container;
   /** What happened to the tokenizer (GGUF from a Hugging Face checkpoint only). */
   tokenizer?: GgufTokenizer;
+  /** With `prune`: the blocks' new numbers (the importance matrix's names follow them) and the layers not found. */
+  pruned?: Pick<PrunedCheckpoint, 'map' | 'missing' | 'blockCount' | 'blocksBefore'>;
 }
 
 /**
@@ -121,7 +125,7 @@ export function chooseContainer(
   ck: Checkpoint,
   kind: ContainerKind,
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
-  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[] },
+  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[]; split?: GgufSplit; prune?: number[] },
 ): ContainerChoice {
   // llama-quantize sets --override-kv's keys after the file's, then the imatrix's (which win).
   const im = src.imatrix ?? [];
@@ -132,11 +136,29 @@ export function chooseContainer(
   if (kind === 'safetensors' && src.overrides?.length) {
     throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] metadata overrides (--override-kv) are GGUF keys: write a .gguf', { option: 'override-kv', value: src.overrides.map((k) => k.key) });
   }
+  if (kind === 'safetensors' && src.prune?.length) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] --prune-layers renumbers GGUF blocks: write a .gguf', { option: 'prune-layers', value: src.prune });
+  }
+  if (kind === 'safetensors' && src.split) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] a split output is a GGUF one: write a .gguf', { option: 'split', value: src.split });
+  }
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
+  const split = src.split;
+  // --prune-layers: a view without the blocks, and `<arch>.block_count` set last, as llama-quantize sets it.
+  const prune = (view: Checkpoint, arch: unknown) => {
+    if (!src.prune?.length) return undefined;
+    if (typeof arch !== 'string') {
+      throw new WebquantError(ErrorCodes.BAD_INPUT, `[quantize] ${src.file} has no general.architecture, so --prune-layers cannot set its block count`, { file: src.file, option: 'prune-layers' });
+    }
+    const p = pruneLayers(view, src.prune);
+    return { ...p, kv: [{ key: `${arch}.block_count`, type: 'u32', value: p.blockCount }] as GgufWriteKV[] };
+  };
   if (ck.format === 'gguf') {
+    // In llama-quantize's order (it sets the quantization version, then the file type).
     const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
-    if (choice.fileType !== undefined) kv.unshift({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    return { input: ck, container: ggufContainer({ metadata: last(kv) }) };
+    if (choice.fileType !== undefined) kv.push({ key: 'general.file_type', type: 'u32', value: choice.fileType });
+    const p = prune(ck, (ck as GgufCheckpoint).metadata['general.architecture']);
+    return { input: p?.checkpoint ?? ck, container: ggufContainer({ metadata: [...last(kv), ...(p?.kv ?? [])], split }), ...(p ? { pruned: p } : {}) };
   }
   if (!src.config) {
     throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
@@ -145,7 +167,11 @@ export function chooseContainer(
   }
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
-  return { input: ggufView(ck, cfg), container: ggufContainer({ metadata: last(hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name)) }), tokenizer };
+  const view = ggufView(ck, cfg);
+  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name);
+  const p = prune(view, meta.find((k) => k.key === 'general.architecture')?.value);
+  const metadata = [...last(meta).filter((k) => !p || k.key !== p.kv[0].key), ...(p?.kv ?? [])];
+  return { input: p?.checkpoint ?? view, container: ggufContainer({ metadata, split }), tokenizer, ...(p ? { pruned: p } : {}) };
 }
 
 /**

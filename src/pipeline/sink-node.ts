@@ -10,8 +10,9 @@
 // Q8_0 workers produce 0.6-0.9 GB/s of output, so the flushed run measures the disk, not the
 // pipeline. Like llama.cpp's quantize and safetensors' save_file, the default leaves the writeback
 // to the OS, which also throttles writers if dirty pages pile up.
+import { ggufSplitName } from '../io/gguf.js';
 import { createAtomicFile } from '../io/node.js';
-import type { PositionalTarget, Sink } from './sink.js';
+import { splitSink, type PositionalTarget, type Sink } from './sink.js';
 
 export interface FileSinkOptions {
   /** fsync the output before renaming it into place (default false, see above). */
@@ -35,4 +36,18 @@ export async function fileSink(path: string, opts: FileSinkOptions = {}): Promis
       wrote: (n) => file.wrote(n),
     },
   };
+}
+
+/**
+ * A split GGUF's files beside `path` (`model.gguf` gives `model-00001-of-00003.gguf`, ...), each
+ * written atomically as by fileSink; `paths` lists them once the pipeline has said how many.
+ */
+export function splitFileSink(path: string, opts: FileSinkOptions = {}): { sink: Sink; paths: () => string[] } {
+  const prefix = path.replace(/\.gguf$/i, '');
+  const paths: string[] = [];
+  const sink = splitSink(async (i, n) => {
+    paths.push(ggufSplitName(prefix, i, n));
+    return fileSink(paths[i], opts);
+  });
+  return { sink, paths: () => [...paths] };
 }

@@ -13,6 +13,11 @@ export interface Sink {
    * writeAt and the workers, never through write().
    */
   readonly positional?: PositionalTarget;
+  /**
+   * Optional: the output is several files back to back (ContainerPlan.files, a split GGUF), of
+   * these byte lengths. Called once, before the first write.
+   */
+  files?(lengths: number[]): Promise<void>;
 }
 
 export interface PositionalTarget {
@@ -82,5 +87,49 @@ export async function opfsSink(target: FileSystemFileHandle | string): Promise<S
     async write(chunk) { await w.write(chunk as Uint8Array<ArrayBuffer>); },
     async close() { await w.close(); },
     async abort(reason) { await w.abort(reason); },
+  };
+}
+
+/**
+ * A split output (a GGUF in several files) through one sink per file: `open(index, count)` gives
+ * file `index` of `count`, once the container has said how many there are. Bytes go to each file
+ * in turn; close() closes them last file first, so that the first, which names the others, appears
+ * last; abort() aborts every file opened.
+ */
+export function splitSink(open: (index: number, count: number) => Promise<Sink>): Sink {
+  let sinks: Sink[] = [];
+  let lengths: number[] | undefined;
+  let file = 0, left = 0, written = 0;
+  return {
+    async files(l) {
+      if (lengths) throw new Error('splitSink: files() called twice');
+      lengths = [...l];
+      for (let i = 0; i < l.length; i++) sinks.push(await open(i, l.length));
+      left = lengths[0] ?? 0;
+    },
+    async write(chunk) {
+      if (!lengths) throw new Error('splitSink: write() before files()');
+      let at = 0;
+      while (at < chunk.byteLength) {
+        while (left === 0 && file + 1 < lengths.length) left = lengths[++file];
+        const n = Math.min(left, chunk.byteLength - at);
+        if (n === 0) throw new Error(`splitSink: ${chunk.byteLength - at} bytes past the end of the last file`);
+        await sinks[file].write(at === 0 && n === chunk.byteLength ? chunk : chunk.subarray(at, at + n));
+        at += n;
+        left -= n;
+        written += n;
+      }
+    },
+    async close() {
+      if (!lengths) throw new Error('splitSink: close() before files()');
+      const total = lengths.reduce((a, b) => a + b, 0);
+      if (written !== total) throw new Error(`splitSink: closed after ${written} of ${total} bytes`);
+      for (let i = sinks.length - 1; i >= 0; i--) await sinks[i].close();
+    },
+    async abort(reason) {
+      const all = sinks;
+      sinks = [];
+      await Promise.all(all.map((s) => s.abort(reason).catch(() => undefined)));
+    },
   };
 }

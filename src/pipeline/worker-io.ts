@@ -102,7 +102,7 @@ export function workerIo({ input, layoutPlan, reads, target, signal, refOf }: Wo
   // File offset of every container entry: the header, then each entry's bytes and padding.
   const entryAt: number[][] = [];
   for (let i = 0, pos = layoutPlan.header.byteLength; i < layoutPlan.entries.length; i++) {
-    entryAt.push(layoutPlan.entries[i].map((e) => { const at = pos; pos += e.byteLength + e.padAfter; return at; }));
+    entryAt.push(layoutPlan.entries[i].map((e) => { pos += e.before?.byteLength ?? 0; const at = pos; pos += e.byteLength + e.padAfter; return at; }));
   }
 
   let copyBuffer: Uint8Array | undefined;

@@ -151,6 +151,12 @@ export interface ResolveOptions {
   strict?: boolean;
   /** Number of transformer blocks (default: largest layer index + 1). */
   nLayers?: number;
+  /**
+   * The block count that layer selectors divide for FFN tensors (ffn, expert, shared_expert roles),
+   * when it differs from nLayers: llama-quantize takes the model's block count before
+   * --prune-layers for those (hparams.n_layer), the attn_v count after it for attn_v.
+   */
+  ffnLayers?: number;
   /** Routed experts per layer (default: inferred from expert indices or fused 3-D expert tensors). */
   nExperts?: number;
   /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SHARED, hasShared } from '../helpers/shared.js';
 import { cli, ensureBuilt, tempDir, workerUrl } from './helpers.js';
@@ -15,7 +15,8 @@ import { fp8Weights, nvfp4Weights } from '../helpers/data.js';
 import { splitGguf } from '../helpers/gguf-split.js';
 import { readConfig } from '../../src/io/config.js';
 import type { Checkpoint } from '../../src/io/checkpoint.js';
-import type { GgufCheckpoint } from '../../src/io/gguf.js';
+import { openGguf, type GgufCheckpoint } from '../../src/io/gguf.js';
+import { fromPath } from '../../src/io/node.js';
 import { ggufView, llamaConfigFrom } from '../../src/convert/hf-view.js';
 import { dequantize, quantize } from '../../src/quantize.js';
 import { writeSafetensors } from '../../src/io/safetensors-writer.js';
@@ -512,6 +513,84 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     const st = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.safetensors'), '--preset', 'nf4', '--override-kv', 'a=int:1'], { cwd: tmp });
     expect([st.code, st.stderr]).toEqual([2, expect.stringMatching(/GGUF keys: write a \.gguf/)]);
     expect(existsSync(join(tmp, 'bad.gguf')) || existsSync(join(tmp, 'bad.safetensors'))).toBe(false);
+  }, 120_000);
+
+  it('--tensor-type-file: its values where it stands among the --tensor-type options; patterns lower-cased as llama-quantize does', async () => {
+    writeFileSync(join(tmp, 'types.txt'), 'ATTN_V=q4_0\n\n  ffn_up=q5_0 attn_q=q4_1\n');
+    const f = await formats(['--preset', 'q8_0', '--tensor-type', 'attn_q=q5_1', '--tensor-type-file', 'types.txt', '--tensor-type', 'ffn_up=q4_1']);
+    // attn_q: the option before the file wins; ffn_up: the file before the later option.
+    expect([f['blk.0.attn_v.weight'], f['blk.0.attn_q.weight'], f['blk.0.ffn_up.weight'], f['blk.0.attn_output.weight']]).toEqual(['q4_0', 'q5_1', 'q5_0', 'q8_0']);
+    const r = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--tensor-type-file', 'missing.txt'], { cwd: tmp });
+    expect([r.code, r.stderr]).toEqual([2, expect.stringMatching(/--tensor-type-file missing\.txt/)]);
+    writeFileSync(join(tmp, 'bad-types.txt'), 'attn_v=q4_0 ffn_up');
+    const b = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--tensor-type-file', 'bad-types.txt'], { cwd: tmp });
+    expect([b.code, b.stderr]).toEqual([2, expect.stringMatching(/"ffn_up": expected <regex>=<type>/)]);
+  }, 120_000);
+
+  it('--split-max-tensors / --split-max-size: the output in gguf-split files that open as the single file', async () => {
+    const one = join(tmp, 'one.gguf');
+    expect((await cli(['quantize', GGUF1, '-o', one, '--preset', 'q4_k_m'], { cwd: tmp })).code).toBe(0);
+    const r = await cli(['quantize', GGUF1, '-o', join(tmp, 'sp.gguf'), '--preset', 'q4_k_m', '--split-max-tensors', '20', '--json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const rep = JSON.parse(r.stdout);
+    const g1 = await openFile(one) as GgufCheckpoint;
+    const n = Math.ceil(g1.tensors.length / 20);
+    const names = Array.from({ length: n }, (_, i) => join(tmp, `sp-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.gguf`));
+    expect([rep.output, rep.files]).toEqual([names[0], names]);
+    expect(rep.totals.fileBytes).toBe(names.reduce((a, f) => a + statSync(f).size, 0));
+    expect(existsSync(join(tmp, 'sp.gguf'))).toBe(false);
+    const g = await openGguf(fromPath(names[0]), { splits: (f) => fromPath(join(tmp, f)) });
+    expect(g.tensors.map((t) => t.name)).toEqual(g1.tensors.map((t) => t.name));
+    for (const t of g1.tensors) expect(same(await g.readRaw(t.name), await g1.readRaw(t.name)), t.name).toBe(true);
+    expect(g.kv).toEqual(g1.kv);
+    // By size: one file here.
+    const s = await cli(['quantize', GGUF1, '-o', join(tmp, 'sz.gguf'), '--preset', 'q4_k_m', '--split-max-size', '1G'], { cwd: tmp });
+    expect([s.code, existsSync(join(tmp, 'sz-00001-of-00001.gguf'))]).toEqual([0, true]);
+    expect(leftovers(tmp)).toEqual([]);
+  }, 120_000);
+
+  it('--prune-layers: blocks dropped and renumbered, the block count set last; from safetensors too; misuse named', async () => {
+    const out = join(tmp, 'pruned.gguf');
+    const r = await cli(['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--prune-layers', '1,3,9'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/--prune-layers: model\.safetensors has no block 9/);
+    const g = await openFile(out) as GgufCheckpoint;
+    const full = await openFile(GGUF1) as GgufCheckpoint;
+    const blocks = (c: Checkpoint) => [...new Set(c.tensors.map((t) => /^blk\.(\d+)\./.exec(t.name)?.[1]).filter(Boolean))].map(Number).sort((a, b) => a - b);
+    expect([blocks(full), blocks(g)]).toEqual([[0, 1, 2, 3, 4], [0, 1, 2]]);
+    expect(g.kv[g.kv.length - 1]).toEqual(expect.objectContaining({ key: 'llama.block_count', type: 'u32', value: 3 }));
+    expect(g.kv.filter((k) => k.key === 'llama.block_count')).toHaveLength(1);
+    // Old block 4 is new block 2: the same bytes as a run without pruning gives block 4.
+    const whole = join(tmp, 'whole.gguf');
+    expect((await cli(['quantize', MODEL, '-o', whole, '--preset', 'q8_0'], { cwd: tmp })).code).toBe(0);
+    const w = await openFile(whole);
+    expect(same(await g.readRaw('blk.2.attn_q.weight'), await w.readRaw('blk.4.attn_q.weight'))).toBe(true);
+    for (const [args, msg] of [
+      [['-o', join(tmp, 'bad.safetensors'), '--preset', 'nf4', '--prune-layers', '1'], /--prune-layers renumbers GGUF blocks: write a \.gguf/],
+      [['-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', '--prune-layers', '1;2'], /--prune-layers "1;2": "1;2" is not a layer number/],
+    ] as const) {
+      const b = await cli(['quantize', MODEL, ...args], { cwd: tmp });
+      expect([b.code, b.stderr]).toEqual([2, expect.stringMatching(msg)]);
+    }
+  }, 120_000);
+
+  it('split options that cannot apply: exit 2 naming the option, nothing written', async () => {
+    for (const [args, msg] of [
+      [['--split-max-size', '5X'], /--split-max-size must be a positive size in M or G/],
+      [['--split-max-size', '0M'], /--split-max-size must be a positive size/],
+      [['--keep-split', '--split-max-tensors', '3'], /cannot go with --split-max-tensors/],
+      [['--split-max-tensors', '0'], /--split-max-tensors must be a positive integer/],
+    ] as const) {
+      const r = await cli(['quantize', GGUF1, '-o', join(tmp, 'bad.gguf'), '--preset', 'q8_0', ...args], { cwd: tmp });
+      expect([r.code, r.stderr], args.join(' ')).toEqual([2, expect.stringMatching(msg)]);
+    }
+    const st = await cli(['quantize', MODEL, '-o', join(tmp, 'bad.safetensors'), '--preset', 'nf4', '--split-max-tensors', '3'], { cwd: tmp });
+    expect([st.code, st.stderr]).toEqual([2, expect.stringMatching(/--split-max-tensors splits a GGUF output/)]);
+    // --keep-split of a single file: one file, as it came.
+    const k = await cli(['quantize', GGUF1, '-o', join(tmp, 'k.gguf'), '--preset', 'q8_0', '--keep-split'], { cwd: tmp });
+    expect([k.code, k.stdout]).toEqual([0, expect.stringMatching(/--keep-split: .* is one file, and so is the output/)]);
+    expect(existsSync(join(tmp, 'k.gguf'))).toBe(true);
+    expect(readdirSync(tmp).filter((f) => /^bad(-.*)?\.(gguf|safetensors)$/.test(f))).toEqual([]);
   }, 120_000);
 
   it('a malformed --tensor-type or an unknown type: exit 2 naming the option', async () => {

@@ -127,8 +127,9 @@ describe('empty tensors', () => {
     }
     expect(sameBytes(outs[0], outs[1])).toBe(true);
     const g = await openGguf(fromBuffer(outs[0], 'out.gguf'));
+    // In llama-quantize's order: by name within the block.
     expect(g.tensors.map((t) => [t.name, t.dtype, t.ne, t.byteLength])).toEqual([
-      ['blk.0.ffn_down.weight', 'Q8_0', [256, 4], 4 * 8 * 34], ['blk.0.ffn_up.weight', 'F32', [0, 1, 1, 1], 0], ['blk.0.attn_k.weight', 'Q4_0', [64, 0], 0],
+      ['blk.0.attn_k.weight', 'Q4_0', [64, 0], 0], ['blk.0.ffn_down.weight', 'Q8_0', [256, 4], 4 * 8 * 34], ['blk.0.ffn_up.weight', 'F32', [0, 1, 1, 1], 0],
     ]);
     expect(g.kv).toEqual(ck.kv);
   });

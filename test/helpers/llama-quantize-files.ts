@@ -1,0 +1,42 @@
+// The cases behind test/cli/fixtures/llama-quantize-files.json (bench/llama-quantize-files.ts runs
+// llama-quantize on them and records the SHA-256 of each file it writes; test/cli/llama-quantize-
+// files.test.ts runs `webquant quantize` with the same options and compares). Two small models of
+// bench/preset-model.ts, gqa 2 and gqa 1, with their importance matrices.
+import type { PresetModelSize } from '../../bench/preset-model.js';
+
+export const MODELS: Record<string, PresetModelSize> = {
+  gqa2: { kvHeads: 2, hidden: 256, ffn: 512, layers: 8, heads: 4 },
+  gqa1: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4 },
+};
+
+export interface FileCase {
+  model: keyof typeof MODELS;
+  /** llama-quantize's type name, which `--preset` takes as well. */
+  preset: string;
+  /** Options both tools take alike; `imatrix.gguf` is the model's importance matrix, in the working directory. */
+  options: string[];
+  /** The input split by llama-gguf-split --split-max-tensors n (with --keep-split). */
+  splitInput?: number;
+}
+
+const IM = ['--imatrix', 'imatrix.gguf'];
+export const CASES: FileCase[] = [
+  ...['Q4_0', 'Q4_K_M', 'IQ4_NL', 'Q3_K_S', 'Q6_K'].map((preset) => ({ model: 'gqa2' as const, preset, options: [] })),
+  ...['Q4_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q2_K_S', 'Q3_K_M', 'Q4_K_S', 'Q5_K_M', 'IQ4_XS', 'IQ3_XXS', 'IQ3_XS', 'IQ2_XS', 'IQ1_M', 'TQ2_0']
+    .map((preset) => ({ model: 'gqa2' as const, preset, options: IM })),
+  ...['Q3_K_M', 'Q2_K_S', 'IQ3_XS', 'IQ4_XS'].map((preset) => ({ model: 'gqa1' as const, preset, options: IM })),
+  { model: 'gqa2', preset: 'Q3_K_M', options: ['--tensor-type', 'attn_v=q8_0', '--tensor-type', 'FFN_UP=q5_K', '--output-tensor-type', 'q5_K', '--pure'] },
+  { model: 'gqa2', preset: 'Q4_K_S', options: ['--override-kv', 'foo.bar=int:-5', '--override-kv', 'general.name=str:tiny', '--token-embedding-type', 'q6_K', '--leave-output-tensor'] },
+  { model: 'gqa2', preset: 'IQ4_NL', options: [...IM, '--exclude-weights', 'ffn'] },
+  { model: 'gqa2', preset: 'Q4_0', options: [...IM, '--include-weights', 'attn_'] },
+  { model: 'gqa2', preset: 'Q4_K_M', options: ['--keep-split'], splitInput: 30 },
+  { model: 'gqa2', preset: 'IQ4_XS', options: [...IM, '--keep-split'], splitInput: 25 },
+  { model: 'gqa2', preset: 'Q4_K_M', options: ['--prune-layers', '3'] },
+  { model: 'gqa2', preset: 'Q5_K_M', options: ['--prune-layers', '7,0'] },
+  { model: 'gqa2', preset: 'Q2_K_S', options: [...IM, '--prune-layers', '6'] },
+  { model: 'gqa1', preset: 'IQ3_XS', options: [...IM, '--prune-layers', '1,2'] },
+  { model: 'gqa2', preset: 'Q4_K_M', options: ['--prune-layers', '2', '--keep-split'], splitInput: 30 },
+];
+
+/** Each case's recorded files: name (relative to the output prefix) and SHA-256. */
+export type FileHashes = { name: string; sha256: string; bytes: number }[];
