@@ -14,6 +14,7 @@ export { readGgufVocab, hasTokenizer, TOKENIZER_FILE_NAMES, type TokenizerFiles,
 export { vocabMetadata, checkVocab, TOKEN_TYPE, type GgufVocab, type SpecialTokenType } from './convert/gguf-vocab.js';
 export { readSentencePieceModel, type SentencePiece } from './convert/sentencepiece.js';
 export { llama2cVocab } from './convert/llama2c-tokenizer.js';
+export { pruneLayers, pruneMapping, type PrunedCheckpoint } from './convert/prune-layers.js';
 export { GGUF_ARCHITECTURES, type GgufArchitecture } from './convert/llama-gguf.js';
 export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type EvaluateProgress, type NllStats, type LayerError, type ModelInput } from './eval/evaluate.js';
 export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';

@@ -2,6 +2,6 @@
 // the resume store in a directory and the worker_threads spawner. Apart from the main entry so
 // that browsers, bundlers and Workers never see node:* imports.
 export { fromPath, type FileSource } from './io/node.js';
-export { fileSink, type FileSinkOptions } from './pipeline/sink-node.js';
+export { fileSink, splitFileSink, type FileSinkOptions } from './pipeline/sink-node.js';
 export { dirStore } from './pipeline/cache-node.js';
 export { nodeSpawner, liveWorkerThreads } from './pipeline/spawn-node.js';

@@ -6,11 +6,13 @@ import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
-import { quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
+import { planOutput, quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
 import { fileSink, splitFileSink } from '../pipeline/sink-node.js';
-import type { GgufSplit } from '../pipeline/container.js';
-import type { GgufCheckpoint } from '../io/gguf.js';
+import type { Container, GgufSplit } from '../pipeline/container.js';
+import { ggufSplitName, type GgufCheckpoint } from '../io/gguf.js';
+import type { Checkpoint } from '../io/checkpoint.js';
+import type { PlanChoice } from './plan.js';
 import { asValues } from '../serve/as-values.js';
 import { resolvePlan, schemeLabel } from '../plan/plan.js';
 import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
@@ -65,6 +67,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules' | 'tensorTypes'> {
   noTensorFirstSplit?: boolean;
   /** --prune-layers L0,L1,...: blocks dropped from a GGUF output, the rest renumbered (llama-quantize's). */
   pruneLayers?: string;
+  /** --dry-run: plan, sizes and file names without reading a weight or writing a file (llama-quantize's). */
+  dryRun?: boolean;
   json?: boolean;
 }
 
@@ -85,6 +89,8 @@ export interface QuantizeReport {
   output: string;
   /** A split GGUF output: its files, in order (`output` is the first). */
   files?: string[];
+  /** --dry-run: nothing was quantized or written; sizes are the planned ones. */
+  dryRun?: boolean;
   container: 'gguf' | 'safetensors';
   plan: string;
   fileType?: number;
@@ -109,9 +115,9 @@ export function summarize(tensors: QuantizeReport['tensors']): { roles: RoleSumm
       x.tensors++;
       x.bytesIn += t.bytes;
       x.bytesOut += t.outputBytes;
+      if (t.format !== 'keep') x.quantized++;
       const m = t.metrics;
       if (m && m.count > 0) {
-        x.quantized++;
         const se = m.rmse * m.rmse * m.count;
         x.se += se;
         x.n += m.count;
@@ -301,7 +307,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     if (input.checkpoint.tensors.length === 0) {
       fail(ErrorCodes.BAD_INPUT, `[cli] quantize: ${a.input} holds no tensors`, { file: input.file, expected: 'a checkpoint with tensors' });
     }
-    if (folder) madeFolder = await prepareFolder(folder, input);
+    if (folder && !a.dryRun) madeFolder = await prepareFolder(folder, input);
     const warnings: string[] = [];
     const notes: string[] = [];
     const fileType = choice.fileType;
@@ -351,7 +357,9 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         value: errors.map((e) => e.message), tensor: errors[0].tensor,
       });
     }
-    if (a.activations !== undefined) {
+    if (a.activations !== undefined && a.dryRun) {
+      notes.push('--dry-run: the input scales (--activations) are not computed; they change no size');
+    } else if (a.activations !== undefined) {
       resolved = { ...resolved, tensors: await calibrateInputScales(a, input, resolved.tensors, notes, io) };
     } else if (a.activationChunks !== undefined || a.activationContext !== undefined) {
       fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --activation-chunks and --activation-context go with --activations', { option: a.activationChunks !== undefined ? 'activation-chunks' : 'activation-context' });
@@ -364,6 +372,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       importance = r.importance;
     }
     const roles = new Map(resolved.tensors.map((t) => [t.name, t]));
+    if (a.dryRun) return dryRun({ a, input, ck, out, kind, fileType, choice, resolved, container, splitOut: !!splitOut, warnings, notes, json, io });
     const beside = folder ? await folderFiles(folder, input, resolved.tensors, io) : undefined;
     if (beside) warnings.push(...beside.warnings);
     if (!json) {
@@ -491,4 +500,42 @@ function renameEntries(m: ReadonlyMap<string, Float32Array>, map: ReadonlyMap<nu
     if (to !== undefined) out.set(to, v);
   }
   return out;
+}
+
+/**
+ * --dry-run: the report a run would give, from the plan and the container's layout alone (sizes
+ * exact, headers and padding included; no error figures), as llama-quantize's dry run.
+ */
+function dryRun(d: {
+  a: QuantizeArgs; input: OpenedInput; ck: Checkpoint; out: string; kind: 'gguf' | 'safetensors'; fileType?: number; choice: PlanChoice;
+  resolved: ResolvedPlan; container: Container; splitOut: boolean; warnings: string[]; notes: string[]; json: boolean; io: CliIO;
+}): QuantizeReport {
+  const { io, resolved } = d;
+  const { tensors: outs, layout } = planOutput(d.ck, resolved, d.container);
+  const byName = new Map(resolved.tensors.map((t) => [t.name, t]));
+  const tensors = outs.map((o) => {
+    const p = byName.get(o.name)!;
+    const bytes = d.ck.tensor(o.name).byteLength;
+    return { name: o.name, format: o.format ?? 'keep', bytes, outputBytes: o.byteLength, cached: false, chunks: 1, role: p.role, scheme: schemeLabel(p.scheme) };
+  });
+  const n = layout.files?.length;
+  const files = d.splitOut && n ? Array.from({ length: n }, (_, i) => ggufSplitName(d.out.replace(/\.gguf$/i, ''), i, n)) : undefined;
+  const { roles, total } = summarize(tensors);
+  const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
+  const report: QuantizeReport = {
+    command: 'quantize', dryRun: true, input: d.input.file, output: files ? files[0] : d.out, ...(files ? { files } : {}), container: d.kind, plan: d.choice.label,
+    fileType: d.kind === 'gguf' ? d.fileType : undefined, tensors, roles,
+    totals: { ...total, params, bpw: params ? (8 * total.bytesOut) / params : 0, fileBytes: layout.totalBytes },
+    warnings: d.warnings, notes: d.notes, elapsedMs: 0, peakInFlightBytes: 0,
+  };
+  if (!d.json) {
+    io.stdout.write(`webquant: dry run: ${baseName(d.input.file)} (${d.ck.format}, ${d.ck.tensors.length} tensors) with ${d.choice.label}\n`);
+    for (const w of d.warnings) io.stderr.write(`webquant: warning: ${w}\n`);
+    tensors.forEach((t, i) => io.stdout.write(`[${String(i + 1).padStart(String(tensors.length).length)}/${tensors.length}] ${t.name} (${t.role}) ${t.format} ${fmtBytes(t.bytes)} -> ${fmtBytes(t.outputBytes)}\n`));
+    io.stdout.write('\n' + summaryTable(report));
+    const where = files ? `${files.length} files, ${files.map((f) => basename(f)).join(', ')}` : d.out;
+    io.stdout.write(`\nwould write ${where}: ${fmtBytes(layout.totalBytes)} (${fmtNum(report.totals.bpw, 2)} bits per weight over ${params.toLocaleString('en-US')} parameters); nothing was written\n`);
+    for (const note of d.notes) io.stdout.write(`note: ${note}\n`);
+  }
+  return report;
 }

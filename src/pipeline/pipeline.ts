@@ -33,7 +33,7 @@ import { sourceRefs, streamedTensors, workerIo, type Route } from './worker-io.j
 import { bringsTensorSections, buildJobs, combineMetrics, decodeMetrics, encodeMetrics, rowBytes, valuesDtype, type PlanInput, type RowReader, type Unit, type UnitResult } from './jobs.js';
 import { abortedError, createPool, type PoolOptions, type WorkerPool } from './pool.js';
 import { runKey, type ResumeStore } from './cache.js';
-import { safetensorsContainer, type Container } from './container.js';
+import { safetensorsContainer, type Container, type ContainerPlan, type OutputTensor } from './container.js';
 import { ProgressLog, type ProgressEvent, type TensorProgress } from './progress.js';
 import type { Sink } from './sink.js';
 import { withGpuLane } from './gpu-lane.js';
@@ -160,6 +160,16 @@ function deferred<T>() {
 function defaultRowReader(input: Checkpoint): RowReader | undefined {
   const r = (input as { readRows?: (name: string, firstRow: number, rows: number) => Promise<TensorValues> }).readRows;
   return r ? (info, r0, n) => r.call(input, info.name, r0, n) : undefined;
+}
+
+/**
+ * What quantizeCheckpoint would write, without reading or quantizing a tensor: the output tensors
+ * in the order they are written and the container's layout (sizes, a split output's files).
+ */
+export function planOutput(input: Checkpoint, plan: PlanInput, container: Container = safetensorsContainer()): { tensors: OutputTensor[]; layout: ContainerPlan } {
+  const jobs = buildJobs(input, plan, Number.MAX_SAFE_INTEGER, 1, new Set(), container.claims, undefined, undefined, container.order?.(input));
+  const tensors = jobs.map((j) => j.out);
+  return { tensors, layout: container.plan(tensors, input) };
 }
 
 export function quantizeCheckpoint(opts: QuantizeCheckpointOptions): PipelineRun {

@@ -574,6 +574,27 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     }
   }, 120_000);
 
+  it('--dry-run: the sizes and files of the run, exactly, and nothing written', async () => {
+    const run = async (extra: string[]) => {
+      const r = await cli(['quantize', GGUF1, '-o', join(tmp, 'dry.gguf'), '--preset', 'q4_k_m', '--split-max-tensors', '25', '--json', ...extra], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    const dry = await run(['--dry-run']);
+    expect(readdirSync(tmp).filter((f) => f.startsWith('dry'))).toEqual([]);
+    const real = await run([]);
+    expect(dry.dryRun).toBe(true);
+    expect(dry.files).toEqual(real.files);
+    expect(dry.totals.fileBytes).toBe(real.files.reduce((a: number, f: string) => a + statSync(f).size, 0));
+    const pick = (rep: { tensors: { name: string; format: string; outputBytes: number }[] }) => rep.tensors.map((t) => [t.name, t.format, t.outputBytes]);
+    expect(pick(dry)).toEqual(pick(real));
+    expect(dry.roles.map((r: { quantized: number }) => r.quantized)).toEqual(real.roles.map((r: { quantized: number }) => r.quantized));
+    // A folder output is not even made.
+    const f = await cli(['quantize', MODEL, '-o', join(tmp, 'dry-folder') + '/', '--preset', 'mlx4', '--dry-run'], { cwd: tmp });
+    expect([f.code, f.stdout]).toEqual([0, expect.stringMatching(/nothing was written/)]);
+    expect(existsSync(join(tmp, 'dry-folder'))).toBe(false);
+  }, 120_000);
+
   it('split options that cannot apply: exit 2 naming the option, nothing written', async () => {
     for (const [args, msg] of [
       [['--split-max-size', '5X'], /--split-max-size must be a positive size in M or G/],
