@@ -29,7 +29,7 @@ const results: { case: number; files: FileHashes }[] = [];
 let version = 'unknown';
 for (const [i, c] of CASES.entries()) {
   const d = dirs.get(c.model)!;
-  let input = 'f32.gguf';
+  let input = c.from !== undefined ? `out${c.from}.gguf` : 'f32.gguf';
   if (c.splitInput) {
     run('llama-gguf-split', ['--split', '--split-max-tensors', String(c.splitInput), 'f32.gguf', `in${i}`], d);
     input = readdirSync(d).filter((f) => f.startsWith(`in${i}-`)).sort()[0];

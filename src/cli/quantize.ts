@@ -7,10 +7,11 @@ import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { planOutput, quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
-import { chooseContainer, ggufVocabFor } from '../pipeline/prepare.js';
+import { chooseContainer, ggufVocabFor, keepStoredTypes } from '../pipeline/prepare.js';
 import { fileSink, splitFileSink } from '../pipeline/sink-node.js';
 import type { Container, GgufSplit } from '../pipeline/container.js';
 import { ggufSplitName, type GgufCheckpoint } from '../io/gguf.js';
+import { ggmlType } from '../io/ggml-types.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import type { PlanChoice } from './plan.js';
 import { asValues } from '../serve/as-values.js';
@@ -67,6 +68,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules' | 'tensorTypes'> {
   noTensorFirstSplit?: boolean;
   /** --prune-layers L0,L1,...: blocks dropped from a GGUF output, the rest renumbered (llama-quantize's). */
   pruneLayers?: string;
+  /** --allow-requantize: no warning for tensors quantized again (llama-quantize refuses them without it). */
+  allowRequantize?: boolean;
   /** --dry-run: plan, sizes and file names without reading a weight or writing a file (llama-quantize's). */
   dryRun?: boolean;
   json?: boolean;
@@ -349,7 +352,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    let resolved = resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) });
+    let resolved = keepStoredTypes(resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) }), kind);
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {
@@ -357,6 +360,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         value: errors.map((e) => e.message), tensor: errors[0].tensor,
       });
     }
+    const requant = a.allowRequantize ? undefined : requantized(resolved.tensors);
+    if (requant) warnings.push(requant);
     if (a.activations !== undefined && a.dryRun) {
       notes.push('--dry-run: the input scales (--activations) are not computed; they change no size');
     } else if (a.activations !== undefined) {
@@ -538,4 +543,15 @@ function dryRun(d: {
     for (const note of d.notes) io.stdout.write(`note: ${note}\n`);
   }
   return report;
+}
+
+/**
+ * A warning for tensors stored in a GGUF block type that the plan quantizes again: they are
+ * dequantized first, and the errors add up (llama-quantize refuses this without --allow-requantize).
+ */
+export function requantized(tensors: readonly PlannedTensor[]): string | undefined {
+  const hit = tensors.filter((t) => t.scheme !== 'keep' && (ggmlType(t.dtype)?.blockSize ?? 1) > 1);
+  if (!hit.length) return undefined;
+  const types = [...new Set(hit.map((t) => t.dtype))].join(', ');
+  return `${hit.length} tensor${hit.length > 1 ? 's are' : ' is'} stored quantized (${types}) and quantized again from their dequantized values: the errors add up; quantize from the 16- or 32-bit original where you can (--allow-requantize says you know; llama-quantize refuses without it)`;
 }

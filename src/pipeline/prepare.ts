@@ -12,7 +12,9 @@ import { openSafetensorsIndex } from '../io/safetensors.js';
 import { importanceFor, imatrixMetadata } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
 import { resolvePlan } from '../plan/plan.js';
-import type { ResolvedPlan } from '../plan/types.js';
+import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
+import { formats } from '../formats/registry.js';
+import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
@@ -187,6 +189,21 @@ export async function ggufVocabFor(
   return readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre });
 }
 
+/**
+ * A GGUF output copies a tensor the plan gives the GGUF type it is stored in already, as
+ * llama-quantize does: quantizing its dequantized values to the same type again would change them.
+ */
+export function keepStoredTypes(r: ResolvedPlan, kind: ContainerKind): ResolvedPlan {
+  if (kind !== 'gguf') return r;
+  const same = (t: PlannedTensor) => {
+    if (t.scheme === 'keep') return false;
+    const g = formats.get(t.scheme.format)?.ggml;
+    return g !== undefined && ggmlType(t.dtype)?.id === g.type;
+  };
+  if (!r.tensors.some(same)) return r;
+  return { ...r, tensors: r.tensors.map((t) => (same(t) ? { ...t, scheme: 'keep', reason: `${t.reason}; stored as ${t.dtype} already: copied` } : t)) };
+}
+
 export async function prepareOutput(src: InputBundle, what: { preset?: string; format?: string }, want?: ContainerKind, opts: PrepareOptions = {}): Promise<PreparedOutput> {
   const choice: PlanChoice = choosePlan(what);
   if (want && choice.container && want !== choice.container) {
@@ -202,7 +219,7 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
   if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);
-  const plan = resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix });
+  const plan = keepStoredTypes(resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix }), kind);
   for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
   const errors = plan.problems.filter((p) => p.severity === 'error');
   if (errors.length) {

@@ -595,6 +595,22 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     expect(existsSync(join(tmp, 'dry-folder'))).toBe(false);
   }, 120_000);
 
+  it('a quantized GGUF quantized again: a warning unless --allow-requantize; tensors already in the target type copied', async () => {
+    const q8 = join(tmp, 'rq8.gguf');
+    expect((await cli(['quantize', GGUF1, '-o', q8, '--preset', 'q8_0'], { cwd: tmp })).code).toBe(0);
+    const again = await cli(['quantize', q8, '-o', join(tmp, 'rq4.gguf'), '--preset', 'q4_0', '--json'], { cwd: tmp });
+    expect(again.code, again.stderr).toBe(0);
+    const rep = JSON.parse(again.stdout);
+    expect(rep.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/tensors are stored quantized \(Q8_0\) and quantized again/)]));
+    const quiet = await cli(['quantize', q8, '-o', join(tmp, 'rq4.gguf'), '--preset', 'q4_0', '--allow-requantize', '--json'], { cwd: tmp });
+    expect(JSON.parse(quiet.stdout).warnings.filter((w: string) => /quantized again/.test(w))).toEqual([]);
+    // Q8_0 to Q8_0: every tensor copied as stored, the file's tensors unchanged.
+    const same8 = join(tmp, 'rq88.gguf');
+    expect((await cli(['quantize', q8, '-o', same8, '--preset', 'q8_0', '--allow-requantize'], { cwd: tmp })).code).toBe(0);
+    const [a, b] = [await openFile(q8), await openFile(same8)];
+    for (const t of a.tensors) expect(same(await a.readRaw(t.name), await b.readRaw(t.name)), t.name).toBe(true);
+  }, 120_000);
+
   it('split options that cannot apply: exit 2 naming the option, nothing written', async () => {
     for (const [args, msg] of [
       [['--split-max-size', '5X'], /--split-max-size must be a positive size in M or G/],

@@ -17,6 +17,8 @@ export interface FileCase {
   options: string[];
   /** The input split by llama-gguf-split --split-max-tensors n (with --keep-split). */
   splitInput?: number;
+  /** The input is the output of this earlier case (a quantized GGUF quantized again). */
+  from?: number;
 }
 
 const IM = ['--imatrix', 'imatrix.gguf'];
@@ -36,6 +38,10 @@ export const CASES: FileCase[] = [
   { model: 'gqa2', preset: 'Q2_K_S', options: [...IM, '--prune-layers', '6'] },
   { model: 'gqa1', preset: 'IQ3_XS', options: [...IM, '--prune-layers', '1,2'] },
   { model: 'gqa2', preset: 'Q4_K_M', options: ['--prune-layers', '2', '--keep-split'], splitInput: 30 },
+  // Quantized again: the Q6_K, Q4_K_M and IQ4_XS files above (tensors already in the target type are copied).
+  { model: 'gqa2', preset: 'Q4_K_M', options: ['--allow-requantize'], from: 4 },
+  { model: 'gqa2', preset: 'Q6_K', options: ['--allow-requantize'], from: 1 },
+  { model: 'gqa2', preset: 'Q3_K_S', options: ['--allow-requantize'], from: 13 },
 ];
 
 /** Each case's recorded files: name (relative to the output prefix) and SHA-256. */
