@@ -26,7 +26,7 @@ import { quantizedWeights } from '../eval/quantized.js';
 import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
-import { choosePlan, type PlanArgs } from './plan.js';
+import { choosePlan, llamaCounters, type PlanArgs } from './plan.js';
 import { parsePruneLayers, renameBlock } from '../convert/prune-layers.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
@@ -335,7 +335,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     if (pruned?.missing.length) warnings.push(`--prune-layers: ${baseName(input.file)} has no block ${pruned.missing.join(', ')}`);
     // --keep-split of a single file is one file, as it came.
     const splitOut = split && (split.by === 'limit' || ((ck as GgufCheckpoint).splits?.length ?? 0) > 1);
-    if (split?.by === 'input' && !splitOut) notes.push(`--keep-split: ${baseName(input.file)} is one file, and so is the output`);
+    if (split?.by === 'input' && !splitOut) notes.push(`--keep-split: ${baseName(input.file)} is not a split GGUF, so the output is one file`);
     if (tokenizer?.kind === 'none') {
       notes.push(a.tokenizer === 'none'
         ? '--tokenizer none: the GGUF has tokenizer.ggml.model = "no_vocab" (llama.cpp loads it; it cannot tokenize text)'
@@ -352,7 +352,12 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    let resolved = keepStoredTypes(resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) }), kind);
+    const resolveOpts = { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) };
+    let resolved = resolvePlan(choice.plan, ck.tensors, resolveOpts);
+    // Tensors --tensor-type claims leave gaps in llama.cpp's layer counters: resolved again with its numbers.
+    const counters = llamaCounters(resolved, choice.plan);
+    if (counters) resolved = resolvePlan(choice.plan, ck.tensors, { ...resolveOpts, layerIndex: counters });
+    resolved = keepStoredTypes(resolved, kind);
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {

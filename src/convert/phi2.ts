@@ -4,7 +4,7 @@
 // down_proj, Phi's model.final_layernorm is model.norm. Layouts are unchanged ([out, in] rows,
 // q/k/v apart), so this view only renames.
 import { ErrorCodes, fail } from '../errors.js';
-import { viewBase, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
+import { renamedView, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 
 const RENAMES: [RegExp, string][] = [
   [/^(model\.layers\.\d+\.)self_attn\.dense\.(weight|bias)$/, '$1self_attn.o_proj.$2'],
@@ -29,13 +29,5 @@ export function phi2View(input: Checkpoint): Checkpoint {
     return { ...t, name };
   });
   const src = (name: string) => source.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[phi] ${input.source}: no tensor named "${name}"`, { file: input.source, tensor: name });
-  return {
-    ...viewBase(input, tensors, (name) => ({ ...input.tensor(src(name)), name })),
-    readRaw: (name) => input.readRaw(src(name)),
-    readF32: (name) => input.readF32(src(name)),
-    readValues: (name) => input.readValues(src(name)),
-    ...(input.readRows ? { readRows: (name: string, r0: number, n: number) => input.readRows!(src(name), r0, n) } : {}),
-    ...(input.locate ? { locate: (name: string, r0: number, n: number) => input.locate!(src(name), r0, n) } : {}),
-    ...(input.readBytes ? { readBytes: (name: string, at: number, n: number) => input.readBytes!(src(name), at, n) } : {}),
-  };
+  return renamedView(input, tensors, src);
 }

@@ -3,7 +3,7 @@
 // blocks kept. A view of the checkpoint: the plan, the pipeline and the container see the pruned
 // model, and each kept tensor is read from its old name.
 import { ErrorCodes, fail } from '../errors.js';
-import { viewBase, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
+import { renamedView, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
 
 const BLOCK = /^blk\.(\d+)\./;
@@ -60,20 +60,12 @@ export function pruneLayers(input: Checkpoint, prune: readonly number[]): Pruned
     tensors.push({ ...t, name });
   }
   const src = (name: string) => source.get(name) ?? fail(ErrorCodes.TENSOR_NOT_FOUND, `[prune] ${input.source}: no tensor named "${name}" after pruning`, { file: input.source, tensor: name });
-  const view: Checkpoint = {
-    ...viewBase(input, tensors, (name) => ({ ...input.tensor(src(name)), name })),
-    readRaw: (name) => input.readRaw(src(name)),
-    readF32: (name) => input.readF32(src(name)),
-    readValues: (name) => input.readValues(src(name)),
-    ...(input.readRows ? { readRows: (name: string, r0: number, n: number) => input.readRows!(src(name), r0, n) } : {}),
-    ...(input.locate ? { locate: (name: string, r0: number, n: number) => input.locate!(src(name), r0, n) } : {}),
-    ...(input.readBytes ? { readBytes: (name: string, at: number, n: number) => input.readBytes!(src(name), at, n) } : {}),
-  };
+  const view = renamedView(input, tensors, src);
   // A GGUF keeps what the container and --keep-split read from it (its keys, its files).
   const checkpoint = input.format === 'gguf'
     ? Object.assign(view, pickGguf(input as GgufCheckpoint))
     : view;
-  return { checkpoint, blockCount, map, blocksBefore: Math.max(...blocks) + 1, missing: [...new Set(prune)].filter((l) => !map.has(l)).sort((a, b) => a - b) };
+  return { checkpoint, blockCount, map, blocksBefore: blocks.reduce((a, b) => Math.max(a, b), 0) + 1, missing: [...new Set(prune)].filter((l) => !map.has(l)).sort((a, b) => a - b) };
 }
 
 function pickGguf(g: GgufCheckpoint): Partial<GgufCheckpoint> {

@@ -190,6 +190,22 @@ export function viewBase(input: Checkpoint, tensors: TensorInfo[], tensor: (name
 }
 
 /**
+ * A view of `input` that only renames: its tensors are `tensors`, each read from the input tensor
+ * `src(name)` names, with every optional reader the input has.
+ */
+export function renamedView(input: Checkpoint, tensors: TensorInfo[], src: (name: string) => string): Checkpoint {
+  return {
+    ...viewBase(input, tensors, (name) => ({ ...input.tensor(src(name)), name })),
+    readRaw: (name) => input.readRaw(src(name)),
+    readF32: (name) => input.readF32(src(name)),
+    readValues: (name) => input.readValues(src(name)),
+    ...(input.readRows ? { readRows: (name: string, r0: number, n: number) => input.readRows!(src(name), r0, n) } : {}),
+    ...(input.locate ? { locate: (name: string, r0: number, n: number) => input.locate!(src(name), r0, n) } : {}),
+    ...(input.readBytes ? { readBytes: (name: string, at: number, n: number) => input.readBytes!(src(name), at, n) } : {}),
+  };
+}
+
+/**
  * `length` stored bytes of a tensor from byte `at` of it: readBytes where the checkpoint has it
  * (reading only those bytes), else a cut of readRaw.
  */

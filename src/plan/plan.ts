@@ -233,7 +233,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       if (c.re && !(c.full ? fullMatches(c.full, e.name) : c.re.test(e.name))) continue;
       if (c.roles && !c.roles.has(e.role) && !(e.tied && c.roles.has('output'))) continue;
       if (c.kinds && !(e.kind !== undefined && c.kinds.has(e.kind))) continue;
-      if (c.layers && !layerSelected(c.layers, e.layer, opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers)) continue;
+      if (c.layers && !layerSelected(c.layers, opts.layerIndex?.get(e.name) ?? e.layer, opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers)) continue;
       if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
       if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
       if (c.rule.minExperts !== undefined && !(nExperts !== undefined && nExperts >= c.rule.minExperts)) continue;

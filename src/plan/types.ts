@@ -157,6 +157,11 @@ export interface ResolveOptions {
    * --prune-layers for those (hparams.n_layer), the attn_v count after it for attn_v.
    */
   ffnLayers?: number;
+  /**
+   * The index layer selectors see for these tensors instead of their layer: llama.cpp counts attn_v
+   * and (dense) FFN tensors in file order and skips the ones a --tensor-type pattern claims.
+   */
+  layerIndex?: ReadonlyMap<string, number>;
   /** Routed experts per layer (default: inferred from expert indices or fused 3-D expert tensors). */
   nExperts?: number;
   /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */

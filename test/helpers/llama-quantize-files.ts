@@ -38,6 +38,11 @@ export const CASES: FileCase[] = [
   { model: 'gqa2', preset: 'Q2_K_S', options: [...IM, '--prune-layers', '6'] },
   { model: 'gqa1', preset: 'IQ3_XS', options: [...IM, '--prune-layers', '1,2'] },
   { model: 'gqa2', preset: 'Q4_K_M', options: ['--prune-layers', '2', '--keep-split'], splitInput: 30 },
+  // Patterns claiming some layers' attn_v / ffn tensors: llama.cpp's counters skip them.
+  { model: 'gqa2', preset: 'Q3_K_M', options: ['--tensor-type', 'blk\\.0\\.attn_v=q5_0'] },
+  { model: 'gqa2', preset: 'Q4_K_S', options: ['--tensor-type', 'blk\\.[13]\\.ffn_down=q8_0'] },
+  { model: 'gqa2', preset: 'Q5_K_M', options: ['--tensor-type', 'blk\\.7\\.ffn_down=q4_0', '--tensor-type', 'blk\\.4\\.attn_v=q4_0'] },
+  { model: 'gqa2', preset: 'IQ3_XS', options: [...IM, '--tensor-type', 'blk\\.2\\.ffn_up=q4_0', '--tensor-type', 'blk\\.5\\.ffn_gate=q4_0'] },
   // Quantized again: the Q6_K, Q4_K_M and IQ4_XS files above (tensors already in the target type are copied).
   { model: 'gqa2', preset: 'Q4_K_M', options: ['--allow-requantize'], from: 4 },
   { model: 'gqa2', preset: 'Q6_K', options: ['--allow-requantize'], from: 1 },
