@@ -14,7 +14,7 @@ import { openSafetensorsIndex } from '../io/safetensors.js';
 import { fromBuffer, fromUrl, type ByteSource } from '../io/source.js';
 import type { CliIO } from './io.js';
 import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
-import { tokenizerFilesBesideUrl } from '../pipeline/prepare.js';
+import { openUrlCheckpoint, tokenizerFilesBesideUrl } from '../pipeline/prepare.js';
 
 export interface OpenedInput {
   checkpoint: Checkpoint;
@@ -155,14 +155,9 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
     }
   }
   // Its FP8 block size (quantization_config) is needed to open the checkpoint.
-  const st = safetensorsOptions(found.config);
-  const main = fromUrl(url, opts);
-  const checkpoint = url.split('?')[0].endsWith('.json')
-    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url), opts), st)
-    : await openCheckpoint(main, { ...st, splits: (f) => fromUrl(new URL(f, url), opts) });
-  const split = (checkpoint as { splits?: string[] }).splits !== undefined;
+  const { checkpoint, size } = await openUrlCheckpoint(url, safetensorsOptions(found.config), opts);
   return {
-    checkpoint, spec: url, file: url, size: url.split('?')[0].endsWith('.json') || split ? undefined : await main.size(), close: async () => undefined,
+    checkpoint, spec: url, file: url, size, close: async () => undefined,
     tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts), ...found,
   };
 }

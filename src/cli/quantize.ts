@@ -7,9 +7,8 @@ import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
 import { planOutput, quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, ggufVocabFor, keepStoredTypes } from '../pipeline/prepare.js';
-import { fileSink, splitFileSink } from '../pipeline/sink-node.js';
-import type { Container } from '../pipeline/container.js';
-import { ggufSplitName, type GgufCheckpoint } from '../io/gguf.js';
+import { fileSink, splitFileSink, splitPaths } from '../pipeline/sink-node.js';
+import { writesSplit, type Container } from '../pipeline/container.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import type { PlanChoice } from './plan.js';
 import { asValues } from '../serve/as-values.js';
@@ -150,6 +149,11 @@ function outputKind(out: string): 'gguf' | 'safetensors' {
   });
 }
 
+/** One tensor's line of the plain progress (and of a dry run): position, name, role, format, sizes. */
+function tensorLine(i: number, count: number, t: { name: string; role: string; format: string; bytes: number; outputBytes: number }): string {
+  return `[${String(i + 1).padStart(String(count).length)}/${count}] ${t.name} (${t.role}) ${t.format} ${fmtBytes(t.bytes)} -> ${fmtBytes(t.outputBytes)}`;
+}
+
 /** Progress as a bar on a terminal, one line per tensor otherwise, JSON lines on stderr with --json. */
 function progressPrinter(io: CliIO, json: boolean, roles: Map<string, PlannedTensor>) {
   const out = io.stdout;
@@ -177,7 +181,7 @@ function progressPrinter(io: CliIO, json: boolean, roles: Map<string, PlannedTen
       } else {
         const m = e.metrics ? `  rmse ${fmtSci(e.metrics.rmse)}  sqnr ${fmtNum(e.metrics.sqnrDb, 1)} dB` : '';
         const role = roles.get(e.name)?.role ?? e.role ?? '';
-        out.write(`[${String(e.index + 1).padStart(String(e.count).length)}/${e.count}] ${e.name} (${role}) ${e.format} ${fmtBytes(e.bytes)} -> ${fmtBytes(e.outputBytes)}${m}\n`);
+        out.write(`${tensorLine(e.index, e.count, { ...e, role })}${m}\n`);
       }
     },
     end() {
@@ -332,8 +336,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       ...(a.pruneLayers !== undefined ? { prune: parsePruneLayers(a.pruneLayers) } : {}),
     });
     if (pruned?.missing.length) warnings.push(`--prune-layers: ${baseName(input.file)} has no block ${pruned.missing.join(', ')}`);
-    // --keep-split of a single file is one file, as it came.
-    const splitOut = split && (split.by === 'limit' || ((ck as GgufCheckpoint).splits?.length ?? 0) > 1);
+    const splitOut = writesSplit(split, ck);
     if (split?.by === 'input' && !splitOut) notes.push(`--keep-split: ${baseName(input.file)} is not a split GGUF, so the output is one file`);
     if (tokenizer?.kind === 'none') {
       notes.push(a.tokenizer === 'none'
@@ -381,7 +384,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       importance = r.importance;
     }
     const roles = new Map(resolved.tensors.map((t) => [t.name, t]));
-    if (a.dryRun) return dryRun({ a, input, ck, out, kind, fileType, choice, resolved, container, splitOut: !!splitOut, warnings, notes, json, io });
+    if (a.dryRun) return dryRun({ a, input, ck, out, kind, fileType, choice, resolved, container, warnings, notes, json, io });
     const beside = folder ? await folderFiles(folder, input, resolved.tensors, io) : undefined;
     if (beside) warnings.push(...beside.warnings);
     if (!json) {
@@ -448,7 +451,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
  */
 function dryRun(d: {
   a: QuantizeArgs; input: OpenedInput; ck: Checkpoint; out: string; kind: 'gguf' | 'safetensors'; fileType?: number; choice: PlanChoice;
-  resolved: ResolvedPlan; container: Container; splitOut: boolean; warnings: string[]; notes: string[]; json: boolean; io: CliIO;
+  resolved: ResolvedPlan; container: Container; warnings: string[]; notes: string[]; json: boolean; io: CliIO;
 }): QuantizeReport {
   const { io, resolved } = d;
   const { tensors: outs, layout } = planOutput(d.ck, resolved, d.container);
@@ -459,7 +462,7 @@ function dryRun(d: {
     return { name: o.name, format: o.format ?? 'keep', bytes, outputBytes: o.byteLength, cached: false, chunks: 1, role: p.role, scheme: schemeLabel(p.scheme) };
   });
   const n = layout.files?.length;
-  const files = d.splitOut && n ? Array.from({ length: n }, (_, i) => ggufSplitName(d.out.replace(/\.gguf$/i, ''), i, n)) : undefined;
+  const files = n ? splitPaths(d.out, n) : undefined;
   const { roles, total } = summarize(tensors);
   const params = resolved.tensors.reduce((x, t) => x + t.params, 0);
   const report: QuantizeReport = {
@@ -471,7 +474,7 @@ function dryRun(d: {
   if (!d.json) {
     io.stdout.write(`webquant: dry run: ${baseName(d.input.file)} (${d.ck.format}, ${d.ck.tensors.length} tensors) with ${d.choice.label}\n`);
     for (const w of d.warnings) io.stderr.write(`webquant: warning: ${w}\n`);
-    tensors.forEach((t, i) => io.stdout.write(`[${String(i + 1).padStart(String(tensors.length).length)}/${tensors.length}] ${t.name} (${t.role}) ${t.format} ${fmtBytes(t.bytes)} -> ${fmtBytes(t.outputBytes)}\n`));
+    tensors.forEach((t, i) => io.stdout.write(`${tensorLine(i, tensors.length, t)}\n`));
     io.stdout.write('\n' + summaryTable(report));
     const where = files ? `${files.length} files, ${files.map((f) => basename(f)).join(', ')}` : d.out;
     io.stdout.write(`\nwould write ${where}: ${fmtBytes(layout.totalBytes)} (${fmtNum(report.totals.bpw, 2)} bits per weight over ${params.toLocaleString('en-US')} parameters); nothing was written\n`);

@@ -199,6 +199,11 @@ function ggufOrder(input: Checkpoint, fileOf: ((name: string) => number) | undef
   };
 }
 
+/** Whether a GGUF output with `split` is several files (GgufSplit: 'input' only for a split input). */
+export function writesSplit(split: GgufSplit | undefined, input: Checkpoint): boolean {
+  return split?.by === 'limit' || (split?.by === 'input' && inputFiles(input) !== undefined);
+}
+
 function inputFiles(input: Checkpoint): ((name: string) => number) | undefined {
   const splits = input.format === 'gguf' ? (input as GgufCheckpoint).splits : undefined;
   if (!splits || splits.length < 2) return undefined;

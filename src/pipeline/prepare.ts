@@ -8,7 +8,7 @@ import type { Checkpoint } from '../io/checkpoint.js';
 import { readConfig, safetensorsOptions, type ModelConfig } from '../io/config.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { looksLikeHtml, openCheckpoint } from '../io/open.js';
-import { openSafetensorsIndex } from '../io/safetensors.js';
+import { openSafetensorsIndex, type SafetensorsOptions } from '../io/safetensors.js';
 import { importanceFor, imatrixMetadata } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
 import { resolvePlan } from '../plan/plan.js';
@@ -87,20 +87,28 @@ export async function openUrlInput(url: string, opts: UrlSourceOptions = {}): Pr
   // config.json first: its FP8 block size (quantization_config) is needed to open the checkpoint.
   const cfg = await besideUrl('config.json', url, opts);
   const config = cfg ? await readConfig(cfg) : undefined;
-  const st = safetensorsOptions(config);
-  const main = fromUrl(url, opts);
-  const sharded = url.split('?')[0].endsWith('.json');
-  const checkpoint = sharded
-    ? await openSafetensorsIndex(main, (f) => fromUrl(new URL(f, url).toString(), opts), st)
-    : await openCheckpoint(main, { ...st, splits: (f) => fromUrl(new URL(f, url).toString(), opts) });
+  const { checkpoint, size } = await openUrlCheckpoint(url, safetensorsOptions(config), opts);
   const path = new URL(url).pathname.split('/').filter(Boolean);
   return {
     checkpoint,
     name: path.length > 1 ? path[path.length - 2] : new URL(url).host,
     config,
     tokenizer: await tokenizerFilesBesideUrl(url, opts),
-    size: sharded || (checkpoint as { splits?: string[] }).splits ? undefined : await main.size(),
+    size,
   };
+}
+
+/**
+ * The checkpoint at a URL: a sharded safetensors index with its shards, or one file (a split
+ * GGUF's first, with the others beside it), each file read by Range requests. `size` is the
+ * file's, for a single file only.
+ */
+export async function openUrlCheckpoint(url: string, st: SafetensorsOptions, opts: UrlSourceOptions = {}): Promise<{ checkpoint: Checkpoint; size?: number }> {
+  const main = fromUrl(url, opts);
+  const beside = (f: string) => fromUrl(new URL(f, url).toString(), opts);
+  if (url.split('?')[0].endsWith('.json')) return { checkpoint: await openSafetensorsIndex(main, beside, st) };
+  const checkpoint = await openCheckpoint(main, { ...st, splits: beside });
+  return { checkpoint, size: (checkpoint as { splits?: string[] }).splits ? undefined : await main.size() };
 }
 
 /**

@@ -43,11 +43,16 @@ export async function fileSink(path: string, opts: FileSinkOptions = {}): Promis
  * written atomically as by fileSink; `paths` lists them once the pipeline has said how many.
  */
 export function splitFileSink(path: string, opts: FileSinkOptions = {}): { sink: Sink; paths: () => string[] } {
-  const prefix = path.replace(/\.gguf$/i, '');
-  const paths: string[] = [];
+  let paths: string[] = [];
   const sink = splitSink(async (i, n) => {
-    paths.push(ggufSplitName(prefix, i, n));
+    if (i === 0) paths = splitPaths(path, n);
     return fileSink(paths[i], opts);
   });
   return { sink, paths: () => [...paths] };
+}
+
+/** The `count` files a split output named `path` (`model.gguf`) is written to. */
+export function splitPaths(path: string, count: number): string[] {
+  const prefix = path.replace(/\.gguf$/i, '');
+  return Array.from({ length: count }, (_, i) => ggufSplitName(prefix, i, count));
 }
