@@ -11,7 +11,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { numel, viewBase, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
-import { vocabMetadata, type GgufVocab } from './gguf-vocab.js';
+import { vocabMetadata, type GgufVocab, type SpecialTokenType } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
 import { NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
@@ -348,7 +348,7 @@ export function ggufView(source: Checkpoint, config: LlamaConfig, opts: GgufView
 /** Model types whose Hugging Face checkpoints llama.cpp loads as architecture "llama". */
 export const LLAMA_GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.find((a) => a.name === 'llama')!.modelTypes;
 
-/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, mixtral, smollm3, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, olmo2, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3). */
+/** Model types webquant writes as GGUF from Hugging Face checkpoints (llama, mistral, mixtral, smollm3, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, olmo2, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, ...). */
 export const GGUF_MODEL_TYPES: readonly string[] = GGUF_ARCHITECTURES.flatMap((a) => a.modelTypes);
 
 /**
@@ -410,7 +410,13 @@ export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer:
   kv.push({ key: 'general.file_type', type: 'u32', value: fileType });
   kv.push({ key: 'general.quantization_version', type: 'u32', value: 2 });
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
-  else kv.push(...vocabMetadata(tokenizer.vocab));
+  else {
+    const special = { ...tokenizer.vocab.special };
+    for (const [typ, id] of Object.entries(arch.specialTokens ?? {}) as [SpecialTokenType, number][]) {
+      if (special[typ] === undefined && id < tokenizer.vocab.tokens.length) special[typ] = id;
+    }
+    kv.push(...vocabMetadata({ ...tokenizer.vocab, special }));
+  }
   // Gemma's SentencePiece model adds no space before the text (convert_hf_to_gguf's Gemma3Model).
   if (arch.noSpacePrefix && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {
     kv.push({ key: 'tokenizer.ggml.add_space_prefix', type: 'bool', value: false });

@@ -13,6 +13,7 @@ import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
 import { gptNeoxView, isGptNeoxCheckpoint } from './gpt-neox.js';
 import { isPhi2Checkpoint, phi2View } from './phi2.js';
 import type { Checkpoint } from '../io/checkpoint.js';
+import type { SpecialTokenType } from './gguf-vocab.js';
 
 export interface LlamaConfig extends DeepseekConfig {
   architectures?: string[];
@@ -667,8 +668,8 @@ export function qwen3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   return qwenMetadata('qwen3', cfg, name);
 }
 
-/** The keys Gemma 2 and 3 share, with their converters' defaults for what config.json leaves out. */
-function gemmaKeys(arch: 'gemma2' | 'gemma3', cfg: LlamaConfig, name: string, context: number, headDim: number): Record<string, GgufValue> {
+/** The keys every Gemma shares, with their converters' defaults for what config.json leaves out. */
+function gemmaKeys(arch: 'gemma' | 'gemma2' | 'gemma3', cfg: LlamaConfig, name: string, context: number, headDim: number): Record<string, GgufValue> {
   const llama = llamaMetadata(cfg, name);
   const heads = cfg.num_attention_heads;
   const k = (key: string) => `${arch}.${key}`;
@@ -711,6 +712,19 @@ export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
     md[k('rope.scaling.type')] = { type: 'string', value: 'linear' };
     md[k('rope.scaling.factor')] = { type: 'f32', value: linear };
   }
+  return md;
+}
+
+/**
+ * The `general.*` and `gemma.*` keys llama.cpp reads for a Gemma (1) model (convert_hf_to_gguf's
+ * GemmaModel). That converter writes no rope base: llama.cpp's default, 10000, is every Gemma 1's.
+ * A config with another one gets it written, so that llama.cpp runs what the checkpoint means.
+ */
+export function gemmaMetadata(cfg: LlamaConfig, name = 'webquant'): Record<string, GgufValue> {
+  const md = gemmaKeys('gemma', cfg, name, 8192, cfg.head_dim ?? cfg.hidden_size / cfg.num_attention_heads);
+  const theta = cfg.rope_theta ?? 10000;
+  if (theta !== 10000) md['gemma.rope.freq_base'] = { type: 'f32', value: theta };
+  if (cfg.rope_scaling) refuseKey('gemma', 'rope_scaling', cfg.rope_scaling, null);
   return md;
 }
 
@@ -816,7 +830,7 @@ export function graniteMetadata(cfg: LlamaConfig, name = 'webquant'): Record<str
 /** A GGUF architecture webquant writes from Hugging Face checkpoints. */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys. */
-  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'olmoe' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2';
+  name: 'llama' | 'smollm3' | 'granite' | 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2' | 'olmoe' | 'gemma' | 'gemma2' | 'gemma3' | 'phi3' | 'deepseek2' | 'gpt-oss' | 'gpt2' | 'gptneox' | 'phi2' | 'stablelm' | 'starcoder2';
   /** config.json model_type values written as this architecture. */
   modelTypes: readonly string[];
   /** q_proj/k_proj rows are permuted to llama.cpp's interleaved rope layout. */
@@ -837,6 +851,11 @@ export interface GgufArchitecture {
   multimodal?: true;
   /** A SentencePiece vocabulary gets add_space_prefix = false (Gemma's). */
   noSpacePrefix?: true;
+  /**
+   * Special tokens the converter sets by id when the tokenizer files name none of that type (Gemma
+   * 1's end of turn, 107); written only where the vocabulary has that id.
+   */
+  specialTokens?: Readonly<Partial<Record<SpecialTokenType, number>>>;
   /**
    * The tensors a layer tensor (its name after `model.layers.N.`) becomes instead of itself, when
    * the converter reshapes it (DeepSeek's kv_b_proj split into attn_k_b and attn_v_b).
@@ -884,6 +903,8 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   { name: 'olmo2', modelTypes: ['olmo2'], permuteQK: false, layerNames: GEMMA_LAYER_NAMES, metadata: (cfg, name = 'webquant') => qwenMetadata('olmo2', cfg, name) },
   // OLMoE: Llama's names, q/k norms over the whole projections, Qwen-MoE's experts.
   { name: 'olmoe', modelTypes: ['olmoe'], permuteQK: false, metadata: olmoeMetadata },
+  // Gemma (1): Llama's layer and norm names, norms + 1, the tied head only.
+  { name: 'gemma', modelTypes: ['gemma'], permuteQK: false, normShift: 1, dropsLmHead: true, noSpacePrefix: true, specialTokens: { eot: 107 }, metadata: gemmaMetadata },
   { name: 'gemma2', modelTypes: ['gemma2'], permuteQK: false, normShift: 1, layerNames: GEMMA_LAYER_NAMES, dropsLmHead: true, noSpacePrefix: true, metadata: gemma2Metadata },
   {
     name: 'phi3', modelTypes: ['phi3'], permuteQK: false, metadata: phi3Metadata,

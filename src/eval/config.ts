@@ -29,7 +29,7 @@ export interface LlamaConfig {
   qk_norm?: boolean;
   /** The q/k norms span the whole projection (OLMo 2, OLMoE) instead of one head. */
   qk_norm_whole?: boolean;
-  /** Gemma 2 or 3 (model_type "gemma2", "gemma3_text"): see GemmaOptions. */
+  /** Gemma 1, 2 or 3 (model_type "gemma", "gemma2", "gemma3_text"): see GemmaOptions. */
   gemma?: GemmaOptions;
   /** Biases on the q, k and v projections (self_attn.{q,k,v}_proj.bias): Qwen2, or attention_bias. */
   qkv_bias?: boolean;
@@ -159,8 +159,13 @@ export interface DeepseekMoe {
  * positions, with rope base `localRopeTheta` (Gemma 3: 10000; Gemma 2: rope_theta); attention
  * scores (Gemma 2) and logits may be soft-capped: cap * tanh(x / cap). Gemma 3 adds q/k norms.
  */
+/**
+ * Gemma's differences from Llama. Every version: RMSNorm by 1 + w, embeddings times sqrt(hidden),
+ * a tanh-GELU gate. Gemma 1 has Llama's two norms per layer and nothing else below; Gemma 2 and 3
+ * add a norm after attention and around the FFN, local layers and (2) capped scores.
+ */
 export interface GemmaOptions {
-  version: 2 | 3;
+  version: 1 | 2 | 3;
   slidingWindow: number;
   /** Per layer: true for local (sliding-window) attention. */
   sliding: boolean[];
@@ -183,8 +188,8 @@ const MAX_LAYERS = 512;
  * attention_bias with model types other than llama, mlp_bias, activations other than silu). model_type
  * "qwen2" has q/k/v biases.
  * model_type "qwen3" adds the per-head q/k norms (Qwen3 is Qwen2 without biases, with those norms);
- * "gemma2" and "gemma3_text" the Gemma 2 and Gemma 3 text models (GemmaOptions, with Gemma2Config's
- * and Gemma3TextConfig's defaults).
+ * "gemma", "gemma2" and "gemma3_text" the Gemma 1, 2 and 3 text models (GemmaOptions, with their
+ * transformers config classes' defaults).
  */
 export function llamaConfig(json: unknown): LlamaConfig {
   if (typeof json !== 'object' || json === null) {
@@ -212,7 +217,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
     }
   };
   const heads = int('num_attention_heads');
-  const gemma = j.model_type === 'gemma3_text' ? 3 : j.model_type === 'gemma2' ? 2 : 0;
+  const gemma = j.model_type === 'gemma3_text' ? 3 : j.model_type === 'gemma2' ? 2 : j.model_type === 'gemma' ? 1 : 0;
   const cfg: LlamaConfig = {
     hidden_size: int('hidden_size'),
     intermediate_size: int('intermediate_size'),
@@ -316,7 +321,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
     const flags = Array.isArray(j.no_rope_layers) && j.no_rope_layers.length === cfg.num_hidden_layers ? j.no_rope_layers : undefined;
     cfg.no_rope = Array.from({ length: cfg.num_hidden_layers }, (_, l) => (flags ? flags[l] === 0 : (l + 1) % 4 === 0));
   }
-  if (gemma) {
+  if (gemma === 1) {
+    // Gemma 1: every layer global, queries scaled by 1/sqrt(head_dim), nothing capped.
+    cfg.gemma = { version: 1, slidingWindow: 0, sliding: new Array<boolean>(cfg.num_hidden_layers).fill(false), localRopeTheta: cfg.rope_theta, queryPreAttnScalar: cfg.head_dim ?? cfg.hidden_size / heads };
+  } else if (gemma) {
     if (gemma === 3) cfg.qk_norm = true;
     const window = int('sliding_window');
     // Gemma 2 alternates local and global layers; Gemma 3 has sliding_window_pattern (6).
@@ -377,7 +385,10 @@ export function llamaConfig(json: unknown): LlamaConfig {
   if (gpt2Like(cfg)) {
     // activation_function / hidden_act were checked above.
   } else if (gemma) {
-    unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh', '"gelu_pytorch_tanh"');
+    unsupported('hidden_activation', (v) => v === 'gelu_pytorch_tanh' || v === null, '"gelu_pytorch_tanh"');
+    // Gemma 1's first config.json files said hidden_act "gelu" for the tanh GELU the model was
+    // trained with (GemmaMLP then read hidden_activation, defaulting to it; llama.cpp runs it too).
+    if (gemma === 1) unsupported('hidden_act', (v) => v === 'gelu' || v === 'gelu_pytorch_tanh', '"gelu" or "gelu_pytorch_tanh" (both run as the tanh GELU)');
   } else {
     unsupported('hidden_act', (v) => v === 'silu', '"silu"');
   }
@@ -525,7 +536,7 @@ export function llamaTensorNames(config: LlamaConfig): string[] {
     names.push(`${p}self_attn.o_proj.weight`);
     if (config.gptOss) names.push(`${p}self_attn.o_proj.bias`, `${p}self_attn.sinks`);
     names.push(`${p}post_attention_layernorm.weight`, ...(config.stablelm ? [`${p}post_attention_layernorm.bias`] : []));
-    if (config.gemma) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
+    if ((config.gemma?.version ?? 1) > 1) names.push(`${p}pre_feedforward_layernorm.weight`, `${p}post_feedforward_layernorm.weight`);
     if (config.moe) names.push(...moeTensorNames(config.moe, p, config.gptOss !== undefined));
     else names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`);
   }

@@ -296,7 +296,7 @@ export class LlamaModel {
           oBias: await getChecked(source, `${p}self_attn.o_proj.bias`, d.dim, `[${d.dim}]`),
           sinks: await getChecked(source, `${p}self_attn.sinks`, d.heads, `[${d.heads}]`),
         } : {}),
-        ...(gemma ? {
+        ...(gemma && gemma.version > 1 ? {
           attnOutNorm: await norm(`${p}post_attention_layernorm.weight`, d.dim),
           ffnNorm: await norm(`${p}pre_feedforward_layernorm.weight`, d.dim),
           ffnOutNorm: await norm(`${p}post_feedforward_layernorm.weight`, d.dim),

@@ -48,6 +48,8 @@ const CONFIG_DEFAULTS: Record<string, Record<string, unknown>> = {
     hidden_activation: 'gelu_pytorch_tanh', tie_word_embeddings: true, attention_bias: false,
   },
   gemma2: { head_dim: 256, sliding_window: 4096, tie_word_embeddings: true },
+  // GemmaConfig: head_dim is not hidden_size / heads (7B: 3072 / 16 heads of 256).
+  gemma: { head_dim: 256, tie_word_embeddings: true, max_position_embeddings: 8192 },
 };
 
 /**

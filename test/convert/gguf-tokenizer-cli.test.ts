@@ -12,7 +12,7 @@ import { collect } from '../../src/io/stream.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { gemma3Metadata, llama3RopeFactors, permuteRows } from '../../src/convert/llama-gguf.js';
-import { llamaConfigFrom } from '../../src/convert/hf-view.js';
+import { hfGgufMetadata, llamaConfigFrom } from '../../src/convert/hf-view.js';
 import { readConfig } from '../../src/io/config.js';
 import { fromPath } from '../../src/io/node.js';
 import { byteLevelTokenizer, llamaPieces, QWEN2_REGEX, spModel } from './tokenizer-fixtures.js';
@@ -283,11 +283,54 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
     }
   });
 
+  it('Gemma 1: gemma.* keys without a rope base, Llama\'s norm names, no lm_head, end of turn 107 and no space prefix', async () => {
+    const tmp = tempDir('gemma1');
+    const H = 64, HEADS = 4, KV = 1, HD = 32, FF = 128, LAYERS = 2;
+    const pieces = llamaPieces(['▁a', '▁b', 'c']);
+    const V = pieces.length;
+    let seed = 17;
+    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
+    const bf16 = (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
+    // Gemma 3's tensors less its extra norms, plus an lm_head (AutoAWQ's checkpoints carry one).
+    const tensors = [...gemma3Tensors(bf16, { H, HEADS, KV, HD, FF, V, LAYERS }).filter((x) => !/(feedforward_layernorm|q_norm|k_norm)/.test(x.name)), bf16('lm_head.weight', [V, H])];
+    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+    const config = {
+      architectures: ['GemmaForCausalLM'], model_type: 'gemma', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
+      num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 8192, rms_norm_eps: 1e-6, rope_theta: 10000, hidden_act: 'gelu', rope_scaling: null,
+    };
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify(config));
+    writeFileSync(join(tmp, 'tokenizer.model'), spModel(pieces));
+    const out = join(tmp, 'g.gguf');
+    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    const g = await read(out);
+    const m = g.metadata;
+    expect(m['general.architecture']).toBe('gemma');
+    expect(Object.keys(m).filter((k) => k.startsWith('gemma.')).sort()).toEqual(['gemma.attention.head_count', 'gemma.attention.head_count_kv', 'gemma.attention.key_length',
+      'gemma.attention.layer_norm_rms_epsilon', 'gemma.attention.value_length', 'gemma.block_count', 'gemma.context_length', 'gemma.embedding_length', 'gemma.feed_forward_length']);
+    expect([m['gemma.context_length'], m['gemma.attention.head_count_kv'], m['gemma.attention.key_length']]).toEqual([8192, KV, HD]);
+    expect([m['tokenizer.ggml.model'], m['tokenizer.ggml.add_space_prefix'], m['tokenizer.ggml.eot_token_id']]).toEqual(['llama', false, 107]);
+    const names = g.tensorInfos.map((x) => x.name).sort();
+    const want = ['token_embd.weight', 'output_norm.weight'];
+    for (let l = 0; l < LAYERS; l++) for (const n of ['attn_norm', 'ffn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down']) want.push(`blk.${l}.${n}.weight`);
+    expect(names).toEqual(want.sort());
+    const ck = await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(out)), out));
+    const src = tensors.find((x) => x.name === 'model.layers.1.post_attention_layernorm.weight')!.data;
+    expect(await ck.readF32('blk.1.ffn_norm.weight')).toEqual(Float32Array.from(src, (b) => bf16ToF32(f32ToBf16(bf16ToF32(b) + 1))));
+
+    // Another rope base is written (llama.cpp would run 10000 otherwise); a vocabulary without id 107 gets no end of turn.
+    const cfg = llamaConfigFrom(await readConfig(fromBuffer(new TextEncoder().encode(JSON.stringify({ ...config, rope_theta: 20000 })), 'config.json')));
+    const small = { model: 'llama' as const, tokens: Array.from({ length: 100 }, (_, i) => `t${i}`), tokenTypes: new Array<number>(100).fill(1), special: {}, add: {}, source: 'test', warnings: [] };
+    const kv = Object.fromEntries(hfGgufMetadata(cfg, 7, { kind: 'vocab', vocab: small }).map((x) => [x.key, x.value]));
+    expect([kv['gemma.rope.freq_base'], kv['tokenizer.ggml.eot_token_id'], kv['tokenizer.ggml.add_space_prefix']]).toEqual([20000, undefined, false]);
+  });
+
   it('refuses Gemma and Phi-3 configs without the keys llama.cpp needs, naming the option', async () => {
     for (const [type, extra, missing] of [
       // (left out it takes Gemma3TextConfig's default, 4096; null says there is none)
       ['gemma3_text', { sliding_window: null }, 'a Gemma 3 model needs "sliding_window"'],
       ['gemma2', { sliding_window: 4096, final_logit_softcapping: 30 }, 'a Gemma 2 model needs "attn_logit_softcapping"'],
+      ['gemma', { rope_scaling: { type: 'linear', factor: 2 } }, 'rope_scaling = {"type":"linear","factor":2} cannot be written for llama.cpp\'s gemma'],
       ['phi3', { max_position_embeddings: 4096 }, 'a Phi-3 model needs "max_position_embeddings" and "original_max_position_embeddings"'],
       ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, rope_scaling: { type: 'longrope', short_factor: [1], long_factor: [1, 2] } }, 'rope_scaling.short_factor must be 2 numbers'],
       ['phi3', { max_position_embeddings: 4096, original_max_position_embeddings: 512, partial_rotary_factor: 0.75 }, 'partial_rotary_factor 0.75 rotates 3 of 4 dimensions per head'],

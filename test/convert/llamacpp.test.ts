@@ -243,12 +243,14 @@ type Forced = { logprob: number; best: number }[];
 async function againstLlamaCpp(dir: string, tensors: GenTensor[], config: Record<string, unknown>, spm = false, preTokenizer?: Record<string, unknown>, scheme?: string[]) {
   const V = config.vocab_size as number, H = (config.hidden_size ?? config.n_embd) as number;
   // A byte-level BPE tokenizer, prompt "<|im_start|>" (one special token; no BOS for the qwen2
-  // pre-tokenizer), or a SentencePiece one (Phi-3's kind), prompt "a" (<s> "▁a").
+  // pre-tokenizer), or a SentencePiece one (Phi-3's, Gemma's kind), prompt "a" (<s> "▁a").
   const words = Array.from({ length: 26 }, (_, i) => `▁${String.fromCharCode(97 + i)}`);
   const tok = byteLevelTokenizer({ regex: QWEN2_REGEX, added: [{ content: '<|endoftext|>', special: true }, { content: '<|im_start|>', special: true }, { content: '<|im_end|>', special: true }] });
   if (preTokenizer) tok.pre_tokenizer = preTokenizer;
   const added = tok.added_tokens as { id: number; content: string }[];
-  const [prompt, start] = spm ? ['a', 259] : ['<|im_start|>', added.find((a) => a.content === '<|im_start|>')!.id];
+  // Gemma's vocabulary adds no space prefix (add_space_prefix false): its prompt gives the space.
+  const spmPrompt = String(config.model_type).startsWith('gemma') ? ' a' : 'a';
+  const [prompt, start] = spm ? [spmPrompt, 259] : ['<|im_start|>', added.find((a) => a.content === '<|im_start|>')!.id];
   // Only ASCII tokens get output rows (the others score 0, below the best of these): greedy
   // text stays UTF-8, which wllama needs, and never ends. With a tied head the embedding rows are
   // the output rows; the prompt's token keeps its own.
@@ -624,6 +626,9 @@ const phi3: Decoder = { ...D, HD: 16, LAYERS: 2, embed: 1, head: 0.8, qk: 0.8, n
 // Four layers, local and global in turn (window 4). Its head is the embedding: a final norm of
 // about -1 (1 + w, w near -2) keeps it from predicting the input token back every time.
 const gemma2: Decoder = { ...D, HD: 32, LAYERS: 4, embed: 0.5, head: 0, qk: 2, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], finalNorm: [0.5, -2], gemma: true, tied: true };
+// Gemma 1 (2B's shape: one key/value head): Llama's two norms per layer, as 1 + w; the head is the
+// embedding, kept from predicting the input token back by a final norm of about -1 (see Gemma 2).
+const gemma1: Decoder = { ...D, KV: 1, HD: 32, LAYERS: 3, embed: 0.5, head: 0, qk: 0.6, v: 0.4, o: 0.4, mlp: 0.4, norm: [0.5, 0], finalNorm: [0.5, -2], tied: true };
 
 const CASES: Case[] = [
   {
@@ -650,6 +655,13 @@ const CASES: Case[] = [
     },
     expectConfig: (cfg) => expect([cfg.gemma?.version, cfg.gemma?.sliding, cfg.gemma?.attnLogitSoftcapping]).toEqual([2, [true, false, true, false], 0.2]),
     without: (cfg) => ({ ...cfg, gemma: { ...cfg.gemma!, attnLogitSoftcapping: undefined } }),
+  },
+  {
+    // config.json as google/gemma-2b first shipped it: hidden_act "gelu", no hidden_activation.
+    title: 'Gemma 1: Llama\'s norms as 1 + w, embeddings times sqrt(hidden), a tanh-GELU gate, tied head, a SentencePiece vocabulary', seed: 107, decoder: gemma1, spm: true,
+    config: { ...hfConfig(gemma1, 'GemmaForCausalLM', 'gemma'), rope_theta: 10000, tie_word_embeddings: true, attention_bias: false, hidden_act: 'gelu', rope_scaling: null },
+    expectConfig: (cfg) => expect([cfg.gemma?.version, cfg.gemma?.sliding, cfg.gemma?.queryPreAttnScalar]).toEqual([1, [false, false, false], 32]),
+    without: (cfg) => ({ ...cfg, gemma: undefined }),
   },
   {
     // Llama 3.2's scaling with a short original context, so that it moves most frequencies here.
