@@ -7,7 +7,7 @@ import { ggmlType } from '../io/ggml-types.js';
 import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
 import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
 import { planFromJSON } from '../plan/json.js';
-import type { Plan, PlannedTensor, PlanRule, ResolvedPlan } from '../plan/types.js';
+import type { Plan, PlanRule, ResolvedPlan } from '../plan/types.js';
 
 export interface PlanChoice {
   plan: Plan;
@@ -190,26 +190,11 @@ function chooseBase(a: PlanArgs): PlanChoice {
 }
 
 /**
- * llama-quantize's per-kind counters where --tensor-type patterns claim some tensors: it numbers
- * the attn_v (attn_qkv, attn_kv_b) tensors, and a dense model's ffn_down / ffn_gate / ffn_up, in
- * file order, counting only those no pattern claimed, and its layer rules test that number. Without
- * a claimed one the number is the layer index, which the plan uses; undefined when nothing changes.
+ * The tensors --tensor-type patterns decide. llama-quantize decides them before its per-ftype
+ * policy, so they do not advance the counters its layer rules read (ResolveOptions.claimed);
+ * undefined when there are none.
  */
-export function llamaCounters(r: ResolvedPlan, plan: Plan): Map<string, number> | undefined {
-  const claimed = (t: PlannedTensor) => t.rule !== undefined && t.rule >= 0 && (plan.rules[t.rule]?.note ?? '').startsWith('--tensor-type ');
-  const kinds: Record<string, string> = { v: 'v', qkv: 'v', kv_b: 'v', down: 'down', gate: 'gate', up: 'up' };
-  const counted = (t: PlannedTensor) => t.layer !== undefined && t.kind !== undefined && kinds[t.kind] !== undefined
-    && (t.role === 'attention' ? kinds[t.kind] === 'v' : t.role === 'ffn' && !(r.nExperts > 1));
-  const list = r.tensors.filter(counted);
-  if (!list.some(claimed)) return undefined;
-  const next = new Map<string, number>();
-  const out = new Map<string, number>();
-  for (const t of [...list].sort((a, b) => a.layer! - b.layer!)) {
-    if (claimed(t)) continue;
-    const k = kinds[t.kind!];
-    const i = next.get(k) ?? 0;
-    out.set(t.name, i);
-    next.set(k, i + 1);
-  }
-  return out;
+export function tensorTypeClaims(r: ResolvedPlan, plan: Plan): Set<string> | undefined {
+  const names = r.tensors.filter((t) => t.rule !== undefined && t.rule >= 0 && (plan.rules[t.rule]?.note ?? '').startsWith('--tensor-type ')).map((t) => t.name);
+  return names.length ? new Set(names) : undefined;
 }

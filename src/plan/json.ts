@@ -23,7 +23,7 @@ function regexToString(r: RegExp): string {
   return `/${r.source}/${r.flags.replace(/[gy]/g, '')}`;
 }
 
-const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'nExperts', 'minGqa', 'minExperts', 'importance', 'modelType', 'scheme', 'fallback', 'optional', 'note'];
+const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'layerCount', 'nExperts', 'minGqa', 'minExperts', 'importance', 'modelType', 'scheme', 'fallback', 'optional', 'note'];
 const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant', 'scaleDtype'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
@@ -118,6 +118,11 @@ export function normalizePlan(input: unknown): Plan {
       const ok = (LAYER_SELECTORS as readonly unknown[]).includes(l) || (Array.isArray(l) && l.every((x) => Number.isInteger(x) && x >= 0));
       if (!ok) planError(`${where}.layers must be ${LAYER_SELECTORS.map((x) => `"${x}"`).join(', ')} or a list of layer indices`, { option: `${where}.layers`, value: l, index: i, expected: LAYER_SELECTORS });
       rule.layers = Array.isArray(l) ? [...(l as number[])] : (l as LayerSelector);
+    }
+    if (o.layerCount !== undefined) {
+      if (o.layerCount !== 'llama' && o.layerCount !== 'llama-raw') planError(`${where}.layerCount must be "llama" or "llama-raw"`, { option: `${where}.layerCount`, value: o.layerCount, index: i, expected: ['llama', 'llama-raw'] });
+      if (o.layers === undefined) planError(`${where}.layerCount needs "layers"`, { option: `${where}.layerCount`, value: o.layerCount, index: i });
+      rule.layerCount = o.layerCount as 'llama' | 'llama-raw';
     }
     for (const k of ['nExperts', 'minGqa', 'minExperts'] as const) {
       if (o[k] === undefined) continue;

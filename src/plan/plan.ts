@@ -10,6 +10,7 @@ import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
 import { asList, normalizePlan, parseRegex } from './json.js';
 import { compilePattern, type NamePattern } from './regex.js';
 import { detectRole, useMoreBits, type Role } from './roles.js';
+import { llamaPositions } from './llama-counters.js';
 import {
   DEFAULT_PROTECT, type LayerSelector, type Plan, type PlanProblem, type PlannedTensor, type PlanRule, type ProtectClass,
   type ResolvedPlan, type ResolveOptions, type Scheme, type SchemeOrKeep, type Severity, type TensorDesc,
@@ -193,6 +194,9 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   const nExperts = opts.nExperts ?? inferExperts(entries);
   const gqa = opts.gqa ?? inferGqa(entries);
   const modelType = opts.modelType ?? (nLayers === 80 && gqa !== undefined && gqa > 1 ? '70B' : undefined);
+  const positions = compiled.some((c) => c.rule.layerCount && c.rule.layers)
+    ? llamaPositions(entries, { nExperts, blocks: opts.ffnLayers ?? nLayers, claimed: opts.claimed })
+    : undefined;
   // llama.cpp: without an output tensor the token embedding doubles as the output head.
   const hasOutput = entries.some((e) => e.role === 'output');
   if (!hasOutput) for (const e of entries) if (e.role === 'embedding' && e.kind === 'token') e.tied = true;
@@ -233,7 +237,11 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
       if (c.re && !(c.full ? fullMatches(c.full, e.name) : c.re.test(e.name))) continue;
       if (c.roles && !c.roles.has(e.role) && !(e.tied && c.roles.has('output'))) continue;
       if (c.kinds && !(e.kind !== undefined && c.kinds.has(e.kind))) continue;
-      if (c.layers && !layerSelected(c.layers, opts.layerIndex?.get(e.name) ?? e.layer, opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers)) continue;
+      if (c.layers) {
+        const at = c.rule.layerCount && positions?.[c.rule.layerCount === 'llama' ? 'llama' : 'raw'].get(e.name);
+        const of = opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers;
+        if (!(at ? layerSelected(c.layers, at.index, at.of) : layerSelected(c.layers, e.layer, of))) continue;
+      }
       if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
       if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
       if (c.rule.minExperts !== undefined && !(nExperts !== undefined && nExperts >= c.rule.minExperts)) continue;

@@ -41,14 +41,23 @@ const GGUF_PROTECT: ProtectClass[] = ['norm', 'router', 'bias', '1d', 'position'
 /** output.weight (or the tied token_embd) -> Q6_K for every quantized ftype but Q8_0 (§17). */
 const OUTPUT_Q6K: PlanRule = { role: 'output', scheme: { format: 'q6_k' }, note: 'llama.cpp: output.weight / tied token_embd -> Q6_K' };
 
+/**
+ * What llama.cpp's rules for attn_v cover (category_is_attn_v): attn_v, the fused attn_qkv
+ * (Phi-3, GPT-2, ...) and DeepSeek's attn_kv_b, counted together.
+ */
+const V = ['v', 'qkv', 'kv_b'];
 /** For every quantized ftype llama.cpp puts attn_v and attn_k of 8-expert models (Mixtral) in Q8_0. */
-const MOE8_KV: PlanRule = { role: 'attention', kind: ['v', 'k'], nExperts: 8, scheme: { format: 'q8_0' }, optional: true, note: 'llama.cpp: 8-expert attn_v / attn_k -> Q8_0' };
+const MOE8_KV: PlanRule = { role: 'attention', kind: [...V, 'k'], nExperts: 8, scheme: { format: 'q8_0' }, optional: true, note: 'llama.cpp: 8-expert attn_v / attn_k -> Q8_0' };
 /** ...and, for Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS, attn_output in Q5_K. */
 const MOE8_O: PlanRule = { role: 'attention', kind: 'o', nExperts: 8, scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: 8-expert attn_output -> Q5_K' };
 const FFN_DOWN = ['ffn', 'expert', 'shared_expert'] as PlanRule['role'];
-/** A rule of llama_tensor_get_type: `kind` of `role` -> `format` (optionally on some layers). */
+/**
+ * A rule of llama_tensor_get_type: `kind` of `role` -> `format` (optionally on some layers, which
+ * count as llama.cpp counts them). Attention kind 'v' stands for every attn_v-like tensor (V).
+ */
 function bump(role: 'attention' | 'ffn', kind: string | string[], format: string, note: string, extra: Partial<PlanRule> = {}): PlanRule {
-  return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...extra };
+  const kinds = role === 'attention' && kind === 'v' ? V : kind;
+  return { role: role === 'ffn' ? FFN_DOWN : 'attention', kind: kinds, scheme: { format }, optional: true, note: `llama.cpp ${note}`, ...(extra.layers ? { layerCount: 'llama' } : {}), ...extra };
 }
 
 /** output.weight (or the tied token_embd) of the IQ1 / IQ2 / IQ3_XXS ftypes: Q5_K, Q8_0 when its rows do not fit 256. */
@@ -71,20 +80,21 @@ function iqLowRules(ftype: string, iq2sLike: boolean, attnOutput?: string): Plan
     bump('attention', 'v', 'q4_k', `${ftype} attn_v, >= 4 experts`, { minExperts: 4 }),
     bump('attention', 'v', small, `${ftype} attn_v`),
     bump('attention', 'k', 'q4_k', `${ftype} attn_k, 8 experts`, { nExperts: 8 }),
-    bump('ffn', 'down', small, `${ftype} ffn_down`, { layers: 'first_eighth' }),
+    // This branch tests llama.cpp's ffn_down counter itself, with experts too.
+    bump('ffn', 'down', small, `${ftype} ffn_down`, { layers: 'first_eighth', layerCount: 'llama-raw' }),
     bump('attention', 'o', 'q5_k', `${ftype} attn_output, 8 experts`, { nExperts: 8 }),
     ...(attnOutput ? [bump('attention', 'o', attnOutput, `${ftype} attn_output`)] : []),
   ];
 }
 
 /** 70B models: an attn_v the IQ3 ftypes put in Q4_K goes to Q5_K (before the 8-expert Q8_0, which MOE8_KV applies first). */
-const V70B_IQ3: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q4_K -> Q5_K' };
+const V70B_IQ3: PlanRule = { role: 'attention', kind: V, modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q4_K -> Q5_K' };
 
 /** TQ1_0 / TQ2_0 / Q2_0 files keep an untied token_embd in Q4_K (a tied one is the output: Q6_K). */
 const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 'q4_k' }, optional: true, note: 'llama.cpp TQ1_0 / TQ2_0 / Q2_0: token_embd -> Q4_K' };
 
 /** llama.cpp gives 70B models' attn_v Q5_K where the ftype would give Q3_K or Q4_K. */
-const V70B: PlanRule = { role: 'attention', kind: 'v', modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
+const V70B: PlanRule = { role: 'attention', kind: V, modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
 
 /** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
 const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
@@ -160,32 +170,32 @@ const builtins: Preset[] = [
     true, false, ['q2_k']),
   gguf('q3_k_s', LLAMA_FTYPE.MOSTLY_Q3_K_S, 'q3_k', "llama.cpp's Q3_K_S: Q3_K everywhere but output (Q6_K)", 3, 5, [MOE8_O, V70B]),
   gguf('q3_k_m', LLAMA_FTYPE.MOSTLY_Q3_K_M, 'q3_k',
-    "llama.cpp's Q3_K_M mixture: Q3_K by default; attn_v Q5_K on the first two layers, Q4_K after; ffn_down Q5_K on the first sixteenth of layers, Q4_K after; attn_output and fused attn_qkv Q4_K; output Q6_K",
+    "llama.cpp's Q3_K_M mixture: Q3_K by default; attn_v Q5_K on the first two layers, Q4_K after; ffn_down Q5_K on the first sixteenth of layers, Q4_K after; attn_output Q4_K; output Q6_K",
     3.5, 5,
     [MOE8_O, V70B, bump('attention', 'v', 'q5_k', 'Q3_K_M attn_v', { layers: [0, 1] }), bump('attention', 'v', 'q4_k', 'Q3_K_M attn_v'),
      bump('ffn', 'down', 'q5_k', 'Q3_K_M ffn_down', { layers: 'first_sixteenth' }), bump('ffn', 'down', 'q4_k', 'Q3_K_M ffn_down'),
-     bump('attention', 'o', 'q4_k', 'Q3_K_M attn_output'), bump('attention', 'qkv', 'q4_k', 'Q3_K_M attn_qkv')]),
+     bump('attention', 'o', 'q4_k', 'Q3_K_M attn_output')]),
   gguf('q3_k_l', LLAMA_FTYPE.MOSTLY_Q3_K_L, 'q3_k',
-    "llama.cpp's Q3_K_L mixture: Q3_K by default; attn_v, ffn_down and attn_output Q5_K (attn_output stays Q3_K with 8 experts); fused attn_qkv Q4_K; output Q6_K",
+    "llama.cpp's Q3_K_L mixture: Q3_K by default; attn_v, ffn_down and attn_output Q5_K (attn_output stays Q3_K with 8 experts); output Q6_K",
     4, 5,
     [bump('attention', 'o', 'q3_k', 'Q3_K_L attn_output, 8 experts', { nExperts: 8 }), bump('attention', 'v', 'q5_k', 'Q3_K_L attn_v'),
-     bump('ffn', 'down', 'q5_k', 'Q3_K_L ffn_down'), bump('attention', 'o', 'q5_k', 'Q3_K_L attn_output'), bump('attention', 'qkv', 'q4_k', 'Q3_K_L attn_qkv')]),
+     bump('ffn', 'down', 'q5_k', 'Q3_K_L ffn_down'), bump('attention', 'o', 'q5_k', 'Q3_K_L attn_output')]),
   gguf('q4_k_s', LLAMA_FTYPE.MOSTLY_Q4_K_S, 'q4_k',
     "llama.cpp's Q4_K_S mixture: Q4_K by default; attn_v of the first four layers and ffn_down of the first eighth Q5_K; output Q6_K",
     6.5, 6,
     [MOE8_O, V70B, bump('attention', 'v', 'q5_k', 'Q4_K_S attn_v', { layers: [0, 1, 2, 3] }), bump('ffn', 'down', 'q5_k', 'Q4_K_S ffn_down', { layers: 'first_eighth' })]),
   gguf('q4_k_m', LLAMA_FTYPE.MOSTLY_Q4_K_M, 'q4_k',
     "llama.cpp's Q4_K_M mixture: Q4_K by default; Q6_K for attn_v and ffn_down (dense, expert and shared-expert) on " +
-    'the layers use_more_bits picks (first 1/8, last 1/8, every third in between); Q5_K for fused attn_qkv; ' +
+    'the layers use_more_bits picks (first 1/8, last 1/8, every third in between); ' +
     'Q6_K for output.weight / tied token_embd. Rows not a multiple of 256 fall back Q4_K->Q5_0, Q6_K->Q8_0, Q5_K->Q5_1, then F16.',
     7, 6,
-    [MOE8_O, bump('attention', 'v', 'q6_k', 'Q4_K_M attn_v', { layers: 'use_more_bits' }), V70B, bump('attention', 'qkv', 'q5_k', 'Q4_K_M attn_qkv'),
+    [MOE8_O, bump('attention', 'v', 'q6_k', 'Q4_K_M attn_v', { layers: 'use_more_bits' }), V70B,
      bump('ffn', 'down', 'q6_k', 'Q4_K_M ffn_down', { layers: 'use_more_bits' })]),
   gguf('q5_k_s', LLAMA_FTYPE.MOSTLY_Q5_K_S, 'q5_k', "llama.cpp's Q5_K_S: Q5_K everywhere but output (Q6_K)", 7.5, 6),
   gguf('q5_k_m', LLAMA_FTYPE.MOSTLY_Q5_K_M, 'q5_k',
-    "llama.cpp's Q5_K_M mixture: Q5_K by default; Q6_K for attn_v and ffn_down on the layers use_more_bits picks and for fused attn_qkv; output Q6_K",
+    "llama.cpp's Q5_K_M mixture: Q5_K by default; Q6_K for attn_v and ffn_down on the layers use_more_bits picks; output Q6_K",
     7.8, 6,
-    [bump('attention', 'v', 'q6_k', 'Q5_K_M attn_v', { layers: 'use_more_bits' }), bump('attention', 'qkv', 'q6_k', 'Q5_K_M attn_qkv'),
+    [bump('attention', 'v', 'q6_k', 'Q5_K_M attn_v', { layers: 'use_more_bits' }),
      bump('ffn', 'down', 'q6_k', 'Q5_K_M ffn_down', { layers: 'use_more_bits' })]),
   gguf('iq4_xs', LLAMA_FTYPE.MOSTLY_IQ4_XS, 'iq4_xs',
     'GGUF IQ4_XS (4.25 bpw, non-linear grid, 6-bit sub-block scales); output Q6_K; attn_v Q5_K when n_gqa >= 4; ffn_down of the first 1/8 of layers Q5_K without an imatrix',
@@ -198,11 +208,11 @@ const builtins: Preset[] = [
     [MOE8_O, bump('attention', 'v', 'q5_k', 'IQ4_NL attn_v, n_gqa >= 4', { minGqa: 4 }),
      bump('ffn', 'down', 'q5_k', 'IQ4_NL ffn_down, no imatrix', { layers: 'first_eighth', importance: false })]),
   gguf('iq3_m', LLAMA_FTYPE.MOSTLY_IQ3_M, 'iq3_s',
-    "llama.cpp's IQ3_M mixture: IQ3_S by default (3.44 bpw); attn_v Q4_K; ffn_down of the first eighth of layers (with 8 experts also of the use_more_bits layers) Q4_K; attn_output and fused attn_qkv Q4_K; output Q6_K",
+    "llama.cpp's IQ3_M mixture: IQ3_S by default (3.44 bpw); attn_v Q4_K; ffn_down of the first eighth of layers (with 8 experts also of the use_more_bits layers) Q4_K; attn_output Q4_K; output Q6_K",
     3.8, 4,
     [MOE8_O, V70B_IQ3, bump('attention', 'v', 'q4_k', 'IQ3_M attn_v'), bump('ffn', 'down', 'q4_k', 'IQ3_M ffn_down', { layers: 'first_eighth' }),
      bump('ffn', 'down', 'q4_k', 'IQ3_M ffn_down, 8 experts', { layers: 'use_more_bits', nExperts: 8 }),
-     bump('attention', 'o', 'q4_k', 'IQ3_M attn_output'), bump('attention', 'qkv', 'q4_k', 'IQ3_M attn_qkv')]),
+     bump('attention', 'o', 'q4_k', 'IQ3_M attn_output')]),
   gguf('iq3_s', LLAMA_FTYPE.MOSTLY_IQ3_S, 'iq3_s',
     "llama.cpp's IQ3_S: IQ3_S by default (3.44 bpw); attn_v Q4_K when n_gqa >= 4; output Q6_K",
     3.5, 4, [MOE8_O, { ...V70B_IQ3, minGqa: 4 }, bump('attention', 'v', 'q4_k', 'IQ3_S attn_v, n_gqa >= 4', { minGqa: 4 })]),

@@ -45,6 +45,13 @@ export interface PlanRule {
   /** Sub-kind(s) from detectRole: 'q', 'v', 'down', 'token', ... */
   kind?: string | string[];
   layers?: LayerSelector;
+  /**
+   * `layers` counts as llama-quantize does instead of naming blocks (src/plan/llama-counters.ts):
+   * 'llama' its layer_info (attn_v-like tensors by their running count over their number, FFN
+   * tensors by block with experts, else by running count, over the block count); 'llama-raw' the
+   * running count always (ffn_down in the IQ1 / IQ2 ftypes). The GGUF presets' layer rules use it.
+   */
+  layerCount?: 'llama' | 'llama-raw';
   /** Only for models with exactly this many routed experts per layer (llama.cpp's n_expert == 8 tweaks). */
   nExperts?: number;
   /** Only for models whose query heads per KV head (n_gqa) is at least this. */
@@ -158,10 +165,10 @@ export interface ResolveOptions {
    */
   ffnLayers?: number;
   /**
-   * The index layer selectors see for these tensors instead of their layer: llama.cpp counts attn_v
-   * and (dense) FFN tensors in file order and skips the ones a --tensor-type pattern claims.
+   * Tensors decided before llama-quantize's per-ftype policy (its --tensor-type patterns): they do
+   * not advance the counters rules with `layerCount` read.
    */
-  layerIndex?: ReadonlyMap<string, number>;
+  claimed?: ReadonlySet<string>;
   /** Routed experts per layer (default: inferred from expert indices or fused 3-D expert tensors). */
   nExperts?: number;
   /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */

@@ -1,12 +1,19 @@
 // The cases behind test/cli/fixtures/llama-quantize-files.json (bench/llama-quantize-files.ts runs
 // llama-quantize on them and records the SHA-256 of each file it writes; test/cli/llama-quantize-
-// files.test.ts runs `webquant quantize` with the same options and compares). Two small models of
-// bench/preset-model.ts, gqa 2 and gqa 1, with their importance matrices.
+// files.test.ts runs `webquant quantize` with the same options and compares). Small models of
+// bench/preset-model.ts (gqa 2 and gqa 1, fused attn_qkv, a hybrid, MoE) with their importance matrices.
 import type { PresetModelSize } from '../../bench/preset-model.js';
 
 export const MODELS: Record<string, PresetModelSize> = {
   gqa2: { kvHeads: 2, hidden: 256, ffn: 512, layers: 8, heads: 4 },
   gqa1: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4 },
+  // attn_qkv (which llama.cpp's attn_v rules cover), biases and a tied output.
+  qkv: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4, fusedQkv: true, tied: true, biases: true },
+  // Attention in 6 of 16 blocks and no FFN in two: llama.cpp's counters are not block numbers.
+  hybrid: { kvHeads: 1, hidden: 256, ffn: 512, layers: 16, heads: 4, attnLayers: [2, 5, 8, 10, 12, 14], ffnLayers: [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15] },
+  // 8 experts (llama.cpp's Mixtral rules), and 4 experts over 16 blocks (its ffn_down counter in the IQ1 / IQ2 ftypes).
+  moe8: { kvHeads: 2, hidden: 256, ffn: 512, layers: 4, heads: 4, experts: 8 },
+  moe4: { kvHeads: 4, hidden: 256, ffn: 512, layers: 16, heads: 4, experts: 4 },
 };
 
 export interface FileCase {
@@ -47,6 +54,13 @@ export const CASES: FileCase[] = [
   { model: 'gqa2', preset: 'Q4_K_M', options: ['--allow-requantize'], from: 4 },
   { model: 'gqa2', preset: 'Q6_K', options: ['--allow-requantize'], from: 1 },
   { model: 'gqa2', preset: 'Q3_K_S', options: ['--allow-requantize'], from: 13 },
+  ...['Q4_K_M', 'Q3_K_M', 'Q5_K_M', 'Q2_K', 'Q4_K_S', 'IQ3_M'].map((preset) => ({ model: 'qkv' as const, preset, options: [] })),
+  ...['Q4_K_M', 'Q4_K_S', 'Q3_K_M', 'IQ4_NL'].map((preset) => ({ model: 'hybrid' as const, preset, options: [] })),
+  { model: 'hybrid', preset: 'IQ3_XS', options: IM },
+  { model: 'hybrid', preset: 'Q5_K_M', options: ['--tensor-type', 'blk\\.5\\.attn_v=q8_0', '--tensor-type', 'blk\\.1\\.ffn_down=q8_0'] },
+  ...['Q4_K_M', 'Q3_K_L', 'IQ3_M'].map((preset) => ({ model: 'moe8' as const, preset, options: [] })),
+  { model: 'moe4', preset: 'Q4_K_M', options: [] },
+  { model: 'moe4', preset: 'IQ2_XS', options: IM },
 ];
 
 /** Each case's recorded files: name (relative to the output prefix) and SHA-256. */

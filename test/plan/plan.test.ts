@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   resolvePlan, planFromJSON, planToJSON, planToJSONString, normalizePlan, fromMaxText, assertPlanOk, listPresets,
-  type Plan, type PlannedTensor, type ResolvedPlan, type TensorDesc,
+  type Plan, type PlannedTensor, type PlanRule, type ResolvedPlan, type TensorDesc,
 } from '../../src/plan/index.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { fixtureLookup, formats } from './fixtures.js';
@@ -208,6 +208,8 @@ describe('validation', () => {
       [{ default: 'q8_0', rules: [{ role: 'ffn', fallback: 8, scheme: 'q8_0' }] }, 'rules[0].fallback'],
       [{ default: 'q8_0', requireImportance: 'q2_k' }, 'requireImportance'],
       [{ default: 'q8_0', requireImportance: [2] }, 'requireImportance'],
+      [{ default: 'q8_0', rules: [{ role: 'ffn', layers: [0], layerCount: 'block', scheme: 'q8_0' }] }, 'rules[0].layerCount'],
+      [{ default: 'q8_0', rules: [{ role: 'ffn', layerCount: 'llama', scheme: 'q8_0' }] }, 'rules[0].layerCount'],
     ];
     for (const [p, option] of bad) {
       let err: unknown;
@@ -279,6 +281,39 @@ describe('JSON', () => {
       const want = Array.from({ length: n }, (_, i) => i).filter((i) => i >= Math.floor(n / 8) && i < Math.floor((7 * n) / 8));
       expect(got, `n = ${n}`).toEqual(want);
     }
+  });
+
+  it("layerCount 'llama' counts attn_v-like and dense FFN tensors as llama-quantize does; 'llama-raw' counts expert ones too", () => {
+    // Attention (attn_v, or the fused attn_qkv) in blocks 1, 3 and 5 only; an FFN in every block
+    // but 2. Biases are not counted.
+    const t: TensorDesc[] = [];
+    for (let i = 0; i < 8; i++) {
+      if (i === 1 || i === 5) t.push({ name: `blk.${i}.attn_v.weight`, shape: [64, 64], dtype: 'F16' });
+      if (i === 3) t.push({ name: `blk.${i}.attn_qkv.weight`, shape: [192, 64], dtype: 'F16' }, { name: `blk.${i}.attn_qkv.bias`, shape: [192], dtype: 'F32' });
+      if (i !== 2) t.push({ name: `blk.${i}.ffn_down.weight`, shape: [64, 64], dtype: 'F16' }, { name: `blk.${i}.ffn_down.bias`, shape: [64], dtype: 'F32' });
+    }
+    // Two dense blocks, then MoE ones (4 experts and a shared one); routers are not counted.
+    const moe: TensorDesc[] = [];
+    for (let i = 0; i < 6; i++) {
+      if (i < 2) moe.push({ name: `blk.${i}.ffn_down.weight`, shape: [64, 64], dtype: 'F16' });
+      else moe.push({ name: `blk.${i}.ffn_gate_inp.weight`, shape: [4, 64], dtype: 'F32' }, { name: `blk.${i}.ffn_down_exps.weight`, shape: [4, 64, 64], dtype: 'F16' }, { name: `blk.${i}.ffn_down_shexp.weight`, shape: [64, 64], dtype: 'F16' });
+    }
+    const picked = (rules: PlanRule[], list = t, claimed?: Set<string>) => resolvePlan(normalizePlan({ default: 'q8_0', rules }), list, { getFormat: lookup, ...(claimed ? { claimed } : {}) })
+      .tensors.filter((x) => x.scheme !== 'keep' && x.scheme.format === 'q4_0').map((x) => x.name);
+    const v: PlanRule = { role: 'attention', kind: ['v', 'qkv'], layers: [1], scheme: { format: 'q4_0' } };
+    expect(picked([v])).toEqual(['blk.1.attn_v.weight']);
+    // The second attn_v-like tensor is block 3's attn_qkv; claimed, it leaves its place to block 5.
+    expect(picked([{ ...v, layerCount: 'llama' }])).toEqual(['blk.3.attn_qkv.weight']);
+    expect(picked([{ ...v, layerCount: 'llama' }], t, new Set(['blk.3.attn_qkv.weight']))).toEqual(['blk.5.attn_v.weight']);
+    // use_more_bits over the 3 attn_v-like tensors (i >= floor(21/8) = 2): the last one.
+    expect(picked([{ ...v, layers: 'use_more_bits', layerCount: 'llama' }])).toEqual(['blk.5.attn_v.weight']);
+    // Dense FFN tensors by their count: blocks 3 and 5 are the third and fifth.
+    const down: PlanRule = { role: ['ffn', 'expert', 'shared_expert'], kind: 'down', layers: [2, 4], scheme: { format: 'q4_0' } };
+    expect(picked([down])).toEqual(['blk.4.ffn_down.weight']);
+    expect(picked([{ ...down, layerCount: 'llama' }])).toEqual(['blk.3.ffn_down.weight', 'blk.5.ffn_down.weight']);
+    // With experts, by block ('llama'), or by the count of every ffn_down ('llama-raw').
+    expect(picked([{ ...down, layerCount: 'llama' }], moe)).toEqual(['blk.2.ffn_down_exps.weight', 'blk.2.ffn_down_shexp.weight', 'blk.4.ffn_down_exps.weight', 'blk.4.ffn_down_shexp.weight']);
+    expect(picked([{ ...down, layerCount: 'llama-raw' }], moe)).toEqual(['blk.2.ffn_down_exps.weight', 'blk.3.ffn_down_exps.weight']);
   });
 
   it('round trips every preset', () => {

@@ -209,7 +209,8 @@ describe('presets on a DeepSeek-style MoE', () => {
     }
     expect(t['model.layers.0.mlp.down_proj.weight']).toBe('q4_k');
     expect(t['model.layers.2.self_attn.q_a_layernorm.weight']).toBe('keep');
-    expect(t['model.layers.2.self_attn.kv_b_proj.weight']).toBe('q4_k');
+    // kv_b is attn_v-like (llama.cpp's attn_kv_b): the third of four, a use_more_bits one.
+    expect(t['model.layers.2.self_attn.kv_b_proj.weight']).toBe('q6_k');
     expect(t['model.embed_tokens.weight']).toBe('q4_k');
     expect(t['lm_head.weight']).toBe('q6_k');
     const routers = r.tensors.filter((x) => x.role === 'router');
@@ -310,6 +311,8 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     const more = (i: number, n: number) => i < Math.floor(n / 8) || i >= Math.floor(7 * n / 8) || (i - Math.floor(n / 8)) % 3 === 2;
     const layer = Number(/^blk\.(\d+)\./.exec(name)?.[1] ?? -1);
     const lowIq = ['iq2_xxs', 'iq2_xs', 'iq2_s', 'iq2_m', 'iq1_s', 'iq1_m'].includes(ftype);
+    // category_is_attn_v: the fused attn_qkv and attn_kv_b take attn_v's branch.
+    const attnV = ['attn_qkv.weight', 'attn_kv_b.weight', 'attn_v.weight'].some((x) => name.includes(x));
     let t = base[ftype];
     if (name === 'output.weight') return lowIq || ftype === 'iq3_xxs' ? 'q5_k' : 'q6_k';
     if (name === 'token_embd.weight') {
@@ -320,7 +323,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
     }
     if (lowIq) {
       const s2 = ftype === 'iq2_s' || ftype === 'iq2_m';
-      if (name.includes('attn_v.weight')) return gqa >= 4 || nExperts >= 4 ? 'q4_k' : s2 ? 'iq3_s' : 'q2_k';
+      if (attnV) return gqa >= 4 || nExperts >= 4 ? 'q4_k' : s2 ? 'iq3_s' : 'q2_k';
       if (nExperts === 8 && name.includes('attn_k.weight')) return 'q4_k';
       if (name.includes('ffn_down')) return layer < Math.floor(nLayers / 8) ? (s2 ? 'iq3_s' : 'q2_k') : t;
       if (name.includes('attn_output.weight')) {
@@ -330,7 +333,7 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       }
       return t;
     }
-    if (name.includes('attn_v.weight')) {
+    if (attnV) {
       if (ftype === 'iq3_xxs') t = gqa >= 4 ? 'q4_k' : !imatrix ? 'iq3_s' : 'iq3_xxs';
       else if (ftype === 'iq3_s' && gqa >= 4) t = 'q4_k';
       else if (ftype === 'iq3_m') t = 'q4_k';
@@ -373,10 +376,6 @@ describe("llama.cpp's shape-dependent tweaks", () => {
       else if (ftype === 'iq3_m') t = 'q4_k';
       else if (ftype === 'q3_k_m') t = 'q4_k';
       else if (ftype === 'q3_k_l') t = 'q5_k';
-    } else if (name.includes('attn_qkv.weight')) {
-      if (ftype === 'q3_k_m' || ftype === 'q3_k_l' || ftype === 'iq3_m') t = 'q4_k';
-      else if (ftype === 'q4_k_m') t = 'q5_k';
-      else if (ftype === 'q5_k_m') t = 'q6_k';
     }
     return t;
   }
