@@ -26,6 +26,12 @@ export interface PresetModelSize {
   attnLayers?: number[];
   /** Only these blocks have an FFN. */
   ffnLayers?: number[];
+  /**
+   * Tensors llama-quantize keeps as they are or treats as token_embd: LFM2's convolution in the
+   * blocks without attention, a 2-D Mamba-1 ssm_a, Gemma 3n's AltUp / Laurel / per-layer
+   * projection and per_layer_token_embd.
+   */
+  extras?: boolean;
   /** MoE blocks after the first (which stays dense): a router, this many experts of `ffn / 2` and a shared expert. */
   experts?: number;
 }
@@ -49,11 +55,14 @@ export async function presetModel(s: PresetModelSize): Promise<{ model: Uint8Arr
   const ones = (n: number) => new Float32Array(n).fill(1);
   const tensors: GgufWriteTensor[] = [t2('token_embd.weight', VOCAB, H), { name: 'output_norm.weight', ggmlType: 'F32', shape: [H], data: ones(H) }];
   if (!s.tied) tensors.push(t2('output.weight', VOCAB, H));
+  if (s.extras) tensors.push(t2('per_layer_token_embd.weight', VOCAB, H), t2('per_layer_model_proj.weight', H, H));
   for (let l = 0; l < L; l++) {
     const attn = !s.attnLayers || s.attnLayers.includes(l), ffn = !s.ffnLayers || s.ffnLayers.includes(l);
     tensors.push({ name: `blk.${l}.attn_norm.weight`, ggmlType: 'F32', shape: [H], data: ones(H) });
     if (ffn) tensors.push({ name: `blk.${l}.ffn_norm.weight`, ggmlType: 'F32', shape: [H], data: ones(H) });
     if (!attn) tensors.push(t2(`blk.${l}.shortconv.in_proj.weight`, 3 * H, H), t2(`blk.${l}.shortconv.out_proj.weight`, H, H));
+    if (!attn && s.extras) tensors.push(t2(`blk.${l}.shortconv.conv.weight`, H, 3));
+    if (s.extras && l === 0) tensors.push(t2(`blk.${l}.ssm_a`, 64, H), t2(`blk.${l}.altup_proj.weight`, H, H), t2(`blk.${l}.laurel_l.weight`, 64, H));
     else if (s.fusedQkv) tensors.push(t2(`blk.${l}.attn_qkv.weight`, (HEADS + 2 * kvHeads) * HD, H), t2(`blk.${l}.attn_output.weight`, H, HEADS * HD));
     else tensors.push(t2(`blk.${l}.attn_q.weight`, HEADS * HD, H), t2(`blk.${l}.attn_k.weight`, kvHeads * HD, H), t2(`blk.${l}.attn_v.weight`, kvHeads * HD, H), t2(`blk.${l}.attn_output.weight`, H, HEADS * HD));
     if (s.biases) {

@@ -155,6 +155,7 @@ function protectedClass(t: PlannedTensor, protect: Set<ProtectClass>): ProtectCl
   if (protect.has('1d') && t.shape.length < 2) return '1d';
   if (protect.has('position') && t.role === 'embedding' && t.kind !== 'token') return 'position';
   if (protect.has('embedding') && t.role === 'embedding' && t.kind === 'token') return 'embedding';
+  if (protect.has('non_weight') && !t.name.endsWith('weight')) return 'non_weight';
   return undefined;
 }
 

@@ -36,7 +36,7 @@ export const LLAMA_FTYPE = Object.freeze({
 });
 
 // llama-quantize quantizes token_embd with the file's type, never position embeddings.
-const GGUF_PROTECT: ProtectClass[] = ['norm', 'router', 'bias', '1d', 'position'];
+const GGUF_PROTECT: ProtectClass[] = ['norm', 'router', 'bias', '1d', 'position', 'non_weight'];
 
 /** output.weight (or the tied token_embd) -> Q6_K for every quantized ftype but Q8_0 (§17). */
 const OUTPUT_Q6K: PlanRule = { role: 'output', scheme: { format: 'q6_k' }, note: 'llama.cpp: output.weight / tied token_embd -> Q6_K' };
@@ -96,8 +96,18 @@ const TQ_EMBD: PlanRule = { role: 'embedding', kind: 'token', scheme: { format: 
 /** llama.cpp gives 70B models' attn_v Q5_K where the ftype would give Q3_K or Q4_K. */
 const V70B: PlanRule = { role: 'attention', kind: V, modelType: '70B', scheme: { format: 'q5_k' }, optional: true, note: 'llama.cpp: attn_v of 70B models Q3_K/Q4_K -> Q5_K' };
 
-/** 2-D tensors llama-quantize never quantizes (Mamba conv, RWKV mixing, T5 relative bias). */
-const GGUF_SKIP = ['/(?:ssm_conv1d|time_mix_first|time_mix_w1|time_mix_w2|time_mix_decay_w1|time_mix_decay_w2|time_mix_lerp_fused|attn_rel_b)\\.weight$/'];
+/**
+ * Tensors llama-quantize never quantizes (tensor_allows_quantization), by the same substrings:
+ * Mamba and LFM2 convolutions, Gemma 3n's AltUp / Laurel and per-layer projection, indexer
+ * projections, RWKV mixing, T5 relative bias, multimodal position / patch tensors and audio code
+ * books. Norms, routers, position embeddings, vectors and names not ending in "weight" are the
+ * protected classes (GGUF_PROTECT).
+ */
+const GGUF_SKIP = [
+  '/ssm_conv1d|shortconv\\.conv\\.weight|altup|laurel|per_layer_model_proj|indexer\\.[kq]_proj\\.weight|attn_rel_b\\.weight|' +
+    'time_mix_(?:first|w0|w1|w2|v0|v1|v2|a0|a1|a2|g1|g2|decay_w1|decay_w2|lerp_fused)\\.weight|' +
+    '\\.position_embd|sam\\.pos_embd|sam\\.neck\\.|sam\\.net_|\\.rel_pos|\\.patch_embd|\\.patch_merger|a\\.rvq\\.codebook|mm\\.a\\.code_embd/',
+];
 
 /**
  * `own`: the preset's rules replace the generic output / 8-expert ones (llama.cpp's IQ1 / IQ2 /

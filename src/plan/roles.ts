@@ -111,7 +111,8 @@ function weightRole(segs: string[]): TensorRole {
   if ((m === 'gate' && FFN_CONTAINERS.has(parent)) || m === 'router') return { role: 'router', kind: 'gate' };
 
   // Embeddings and the output head.
-  if (/^(?:embed_tokens|wte|tok_embeddings|word_embeddings|embed_in|token_embd|embeddings|tok_embd)$/.test(m) && !/experts/.test(full)) {
+  // per_layer_token_embd: Gemma 3n's second table, which llama-quantize treats as token_embd.
+  if (/^(?:embed_tokens|wte|tok_embeddings|word_embeddings|embed_in|token_embd|per_layer_token_embd|embeddings|tok_embd)$/.test(m) && !/experts/.test(full)) {
     return { role: 'embedding', kind: 'token' };
   }
   if (/^(?:wpe|position_embeddings|embed_positions|position_embd|pos_embed)$/.test(m)) return { role: 'embedding', kind: 'position' };

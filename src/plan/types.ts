@@ -14,11 +14,13 @@ export type SchemeOrKeep = Scheme | 'keep';
  * behave the same way). Remove a class from `protect` to let the rules decide.
  * - 'norm': norm weights and biases; 'router': MoE routers and their correction biases;
  *   'bias': biases of linear layers; '1d': every tensor with fewer than two dimensions;
- *   'embedding': token embeddings (tied ones included); 'position': position and token-type embeddings.
+ *   'embedding': token embeddings (tied ones included); 'position': position and token-type embeddings;
+ *   'non_weight': names not ending in "weight" (llama-quantize's rule: Mamba-1's 2-D ssm_a), which
+ *   only the GGUF presets protect (Hugging Face's fused experts, `experts.gate_up_proj`, are weights).
  */
-export type ProtectClass = 'norm' | 'router' | 'bias' | '1d' | 'embedding' | 'position';
-export const PROTECT_CLASSES: readonly ProtectClass[] = ['norm', 'router', 'bias', '1d', 'embedding', 'position'];
-export const DEFAULT_PROTECT: readonly ProtectClass[] = PROTECT_CLASSES;
+export type ProtectClass = 'norm' | 'router' | 'bias' | '1d' | 'embedding' | 'position' | 'non_weight';
+export const PROTECT_CLASSES: readonly ProtectClass[] = ['norm', 'router', 'bias', '1d', 'embedding', 'position', 'non_weight'];
+export const DEFAULT_PROTECT: readonly ProtectClass[] = ['norm', 'router', 'bias', '1d', 'embedding', 'position'];
 
 /**
  * Which layers a rule applies to: explicit indices, llama.cpp's `use_more_bits` selection (first

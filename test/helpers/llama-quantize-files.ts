@@ -10,7 +10,8 @@ export const MODELS: Record<string, PresetModelSize> = {
   // attn_qkv (which llama.cpp's attn_v rules cover), biases and a tied output.
   qkv: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4, fusedQkv: true, tied: true, biases: true },
   // Attention in 6 of 16 blocks and no FFN in two: llama.cpp's counters are not block numbers.
-  hybrid: { kvHeads: 1, hidden: 256, ffn: 512, layers: 16, heads: 4, attnLayers: [2, 5, 8, 10, 12, 14], ffnLayers: [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15] },
+  // With tensors llama-quantize exempts or files under token_embd (LFM2, Mamba-1, Gemma 3n).
+  hybrid: { kvHeads: 1, hidden: 256, ffn: 512, layers: 16, heads: 4, attnLayers: [2, 5, 8, 10, 12, 14], ffnLayers: [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15], extras: true },
   // 8 experts (llama.cpp's Mixtral rules), and 4 experts over 16 blocks (its ffn_down counter in the IQ1 / IQ2 ftypes).
   moe8: { kvHeads: 2, hidden: 256, ffn: 512, layers: 4, heads: 4, experts: 8 },
   moe4: { kvHeads: 4, hidden: 256, ffn: 512, layers: 16, heads: 4, experts: 4 },
@@ -57,6 +58,7 @@ export const CASES: FileCase[] = [
   ...['Q4_K_M', 'Q3_K_M', 'Q5_K_M', 'Q2_K', 'Q4_K_S', 'IQ3_M'].map((preset) => ({ model: 'qkv' as const, preset, options: [] })),
   ...['Q4_K_M', 'Q4_K_S', 'Q3_K_M', 'IQ4_NL'].map((preset) => ({ model: 'hybrid' as const, preset, options: [] })),
   { model: 'hybrid', preset: 'IQ3_XS', options: IM },
+  { model: 'hybrid', preset: 'Q4_0', options: ['--token-embedding-type', 'q8_0'] },
   { model: 'hybrid', preset: 'Q5_K_M', options: ['--tensor-type', 'blk\\.5\\.attn_v=q8_0', '--tensor-type', 'blk\\.1\\.ffn_down=q8_0'] },
   ...['Q4_K_M', 'Q3_K_L', 'IQ3_M'].map((preset) => ({ model: 'moe8' as const, preset, options: [] })),
   { model: 'moe4', preset: 'Q4_K_M', options: [] },
