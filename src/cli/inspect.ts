@@ -3,6 +3,7 @@ import { ggufView, llamaConfigFrom } from '../convert/hf-view.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
 import { detectRole } from '../plan/roles.js';
 import { resolvePlan } from '../plan/plan.js';
+import { llamaHparams } from '../plan/llama-hparams.js';
 import { listPresets } from '../plan/presets.js';
 import { estimatePlan } from '../plan/estimate.js';
 import type { TensorDesc } from '../plan/types.js';
@@ -78,7 +79,7 @@ export async function inspectCommand(a: InspectArgs, io: CliIO): Promise<Record<
       }
     }
     const presets: PresetSize[] = listPresets().map((p) => {
-      const r = resolvePlan(p.plan, p.container === 'gguf' ? ggufTensors : ck.tensors);
+      const r = resolvePlan(p.plan, p.container === 'gguf' ? ggufTensors : ck.tensors, p.container === 'gguf' && ck.format === 'gguf' ? llamaHparams((k) => (ck as GgufCheckpoint).metadata[k]) : {});
       const warnings = r.problems.filter((x) => x.severity === 'warning').length;
       if (!r.ok) return { preset: p.name, container: p.container, error: r.problems.find((x) => x.severity === 'error')!.message, warnings };
       const est = estimatePlan(r);

@@ -328,7 +328,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const loaded = a.imatrix !== undefined ? selectWeights(await loadImatrix(a.imatrix, io), a.includeWeights, a.excludeWeights) : undefined;
     const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
-    const { input: ck, container, tokenizer, pruned } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
+    const { input: ck, container, tokenizer, pruned, hparams } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
       config: input.config, vocab, name: modelName(input), file: baseName(input.file),
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
@@ -354,7 +354,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    const resolveOpts = { strict: a.strict, importance: imatrix !== undefined, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) };
+    const resolveOpts = { strict: a.strict, importance: imatrix !== undefined, ...hparams, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) };
     let resolved = resolvePlan(choice.plan, ck.tensors, resolveOpts);
     // Tensors --tensor-type claims leave gaps in llama.cpp's layer counters: resolved again without them.
     const claimed = tensorTypeClaims(resolved, choice.plan);

@@ -12,7 +12,8 @@ import { openSafetensorsIndex, type SafetensorsOptions } from '../io/safetensors
 import { importanceFor, imatrixMetadata } from '../io/imatrix.js';
 import { fromUrl, type ByteSource, type UrlSourceOptions } from '../io/source.js';
 import { resolvePlan } from '../plan/plan.js';
-import type { PlannedTensor, ResolvedPlan } from '../plan/types.js';
+import type { PlannedTensor, ResolvedPlan, ResolveOptions } from '../plan/types.js';
+import { llamaHparams } from '../plan/llama-hparams.js';
 import { formats } from '../formats/registry.js';
 import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
@@ -123,6 +124,11 @@ export interface ContainerChoice {
   tokenizer?: GgufTokenizer;
   /** With `prune`: the blocks' new numbers (the importance matrix's names follow them) and the layers not found. */
   pruned?: Pick<PrunedCheckpoint, 'map' | 'missing' | 'blockCount' | 'blocksBefore'>;
+  /**
+   * For resolvePlan (GGUF only): what llama-quantize reads from the hyper-parameters it loads,
+   * the input's keys with --override-kv's (before --prune-layers).
+   */
+  hparams?: Pick<ResolveOptions, 'gqa' | 'nExperts' | 'modelType'>;
 }
 
 /**
@@ -163,12 +169,20 @@ export function chooseContainer(
     const p = pruneLayers(view, src.prune);
     return { ...p, kv: [{ key: `${arch}.block_count`, type: 'u32', value: p.blockCount }] as GgufWriteKV[] };
   };
+  const hparams = (keys: (key: string) => unknown) => {
+    const o = new Map(overrides.map((k) => [k.key, k.value]));
+    return llamaHparams((key) => (o.has(key) ? o.get(key) : keys(key)));
+  };
   if (ck.format === 'gguf') {
     // In llama-quantize's order (it sets the quantization version, then the file type).
     const kv: GgufWriteKV[] = [{ key: 'general.quantization_version', type: 'u32', value: 2 }];
     if (choice.fileType !== undefined) kv.push({ key: 'general.file_type', type: 'u32', value: choice.fileType });
-    const p = prune(ck, (ck as GgufCheckpoint).metadata['general.architecture']);
-    return { input: p?.checkpoint ?? ck, container: ggufContainer({ metadata: [...last(kv), ...(p?.kv ?? [])], split }), ...(p ? { pruned: p } : {}) };
+    const md = (ck as GgufCheckpoint).metadata;
+    const p = prune(ck, md['general.architecture']);
+    return {
+      input: p?.checkpoint ?? ck, container: ggufContainer({ metadata: [...last(kv), ...(p?.kv ?? [])], split }), ...(p ? { pruned: p } : {}),
+      hparams: hparams((key) => md[key]),
+    };
   }
   if (!src.config) {
     throw new WebquantError(ErrorCodes.CONFIG, `[quantize] writing GGUF from a safetensors checkpoint needs its config.json beside ${src.file} (architecture and hyper-parameters)`, {
@@ -181,7 +195,8 @@ export function chooseContainer(
   const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name);
   const p = prune(view, meta.find((k) => k.key === 'general.architecture')?.value);
   const metadata = [...last(meta).filter((k) => !p || k.key !== p.kv[0].key), ...(p?.kv ?? [])];
-  return { input: p?.checkpoint ?? view, container: ggufContainer({ metadata, split }), tokenizer, ...(p ? { pruned: p } : {}) };
+  const written = new Map(meta.map((k) => [k.key, k.value]));
+  return { input: p?.checkpoint ?? view, container: ggufContainer({ metadata, split }), tokenizer, ...(p ? { pruned: p } : {}), hparams: hparams((key) => written.get(key)) };
 }
 
 /**
@@ -221,13 +236,13 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   const warnings: string[] = [];
   const vocab = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
-  const { input, container, tokenizer } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
+  const { input, container, tokenizer, hparams } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
     config: src.config, vocab, name: src.name, file: src.checkpoint.source,
     ...(opts.imatrix ? { imatrix: imatrixMetadata(opts.imatrix.file, opts.imatrix.matrix) } : {}),
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
   if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);
-  const plan = keepStoredTypes(resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix }), kind);
+  const plan = keepStoredTypes(resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix, ...hparams }), kind);
   for (const p of plan.problems) if (p.severity === 'warning') warnings.push(p.message);
   const errors = plan.problems.filter((p) => p.severity === 'error');
   if (errors.length) {

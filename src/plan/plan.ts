@@ -194,7 +194,7 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   const nLayers = opts.nLayers ?? maxLayer + 1;
   const nExperts = opts.nExperts ?? inferExperts(entries);
   const gqa = opts.gqa ?? inferGqa(entries);
-  const modelType = opts.modelType ?? (nLayers === 80 && gqa !== undefined && gqa > 1 ? '70B' : undefined);
+  const modelType = opts.modelType === null ? undefined : opts.modelType ?? (nLayers === 80 && gqa !== undefined && gqa > 1 ? '70B' : undefined);
   const positions = compiled.some((c) => c.rule.layerCount && c.rule.layers)
     ? llamaPositions(entries, { nExperts, blocks: opts.ffnLayers ?? nLayers, claimed: opts.claimed })
     : undefined;

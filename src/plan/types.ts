@@ -179,10 +179,11 @@ export interface ResolveOptions {
   importance?: boolean;
   /**
    * llama.cpp's size class of the model, for rules with `modelType` (llama-quantize gives the
-   * attn_v of 70B models more bits). Default: '70B' for 80 layers with grouped-query attention
-   * (Llama 2/3 70B, Qwen2 72B: what llama.cpp calls 70B), else none.
+   * attn_v of 70B models more bits); null: none. Default: '70B' for 80 layers with grouped-query
+   * attention (Llama 2/3 70B, Qwen2 72B), else none. llamaHparams reads it from GGUF keys, as
+   * each of llama.cpp's loaders decides it.
    */
-  modelType?: string;
+  modelType?: string | null;
   /** Format lookup (default: the registry's getFormat). */
   getFormat?: (name: string) => FormatSpec;
 }

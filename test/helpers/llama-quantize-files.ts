@@ -7,8 +7,8 @@ import type { PresetModelSize } from '../../bench/preset-model.js';
 export const MODELS: Record<string, PresetModelSize> = {
   gqa2: { kvHeads: 2, hidden: 256, ffn: 512, layers: 8, heads: 4 },
   gqa1: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4 },
-  // attn_qkv (which llama.cpp's attn_v rules cover), biases and a tied output.
-  qkv: { kvHeads: 4, hidden: 256, ffn: 512, layers: 8, heads: 4, fusedQkv: true, tied: true, biases: true },
+  // attn_qkv (which llama.cpp's attn_v rules cover; gqa 4, known from the keys only), biases and a tied output.
+  qkv: { kvHeads: 1, hidden: 256, ffn: 512, layers: 8, heads: 4, fusedQkv: true, tied: true, biases: true },
   // Attention in 6 of 16 blocks and no FFN in two: llama.cpp's counters are not block numbers.
   // With tensors llama-quantize exempts or files under token_embd (LFM2, Mamba-1, Gemma 3n).
   hybrid: { kvHeads: 1, hidden: 256, ffn: 512, layers: 16, heads: 4, attnLayers: [2, 5, 8, 10, 12, 14], ffnLayers: [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15], extras: true },
