@@ -235,28 +235,41 @@ function gemma3Tensors<T>(t: (name: string, shape: number[]) => T, d: { H: numbe
   return tensors;
 }
 
+/** The small Gemma both tests below generate, with a SentencePiece vocabulary of three words. */
+const GEMMA = (() => {
+  const pieces = llamaPieces(['▁a', '▁b', 'c']);
+  return { H: 64, HEADS: 4, KV: 1, HD: 32, FF: 128, LAYERS: 2, pieces, V: pieces.length };
+})();
+
+/** BF16 tensors of values in [-0.2, 0.2) from a seeded generator. */
+function bf16Maker(seed: number) {
+  const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
+  return (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
+}
+
+/** `webquant quantize` of the checkpoint written to `dir` (with GEMMA's tokenizer.model) to Q8_0 GGUF: the file and its keys. */
+async function gemmaToGguf(dir: string, tensors: ReturnType<ReturnType<typeof bf16Maker>>[], config: Record<string, unknown>) {
+  writeFileSync(join(dir, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+  writeFileSync(join(dir, 'tokenizer.model'), spModel(GEMMA.pieces));
+  const out = join(dir, 'g.gguf');
+  const r = await cli(['quantize', dir, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: dir });
+  expect(r.code, r.stderr).toBe(0);
+  const g = await read(out);
+  return { out, g, m: g.metadata };
+}
+
 describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
   it('writes gemma3.* keys, llama.cpp\'s Gemma norm names, norms + 1 rounded in bf16, and a SentencePiece vocabulary without a space prefix', async () => {
     const tmp = tempDir('gemma3');
-    const H = 64, HEADS = 4, KV = 1, HD = 32, FF = 128, LAYERS = 2;
-    const pieces = llamaPieces(['▁a', '▁b', 'c']);
-    const V = pieces.length;
-    let seed = 13;
-    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
-    const bf16 = (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
+    const { H, HEADS, KV, HD, FF, LAYERS, V } = GEMMA;
+    const bf16 = bf16Maker(13);
     const tensors = gemma3Tensors(bf16, { H, HEADS, KV, HD, FF, V, LAYERS });
-    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify({
+    const { out, g, m } = await gemmaToGguf(tmp, tensors, {
       architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 32768, rms_norm_eps: 1e-6, rope_theta: 1000000, rope_local_base_freq: 10000,
       sliding_window: 512, query_pre_attn_scalar: HD, hidden_activation: 'gelu_pytorch_tanh', rope_scaling: null, final_logit_softcapping: null,
-    }));
-    writeFileSync(join(tmp, 'tokenizer.model'), spModel(pieces));
-    const out = join(tmp, 'g.gguf');
-    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
-    expect(r.code, r.stderr).toBe(0);
-    const g = await read(out);
-    const m = g.metadata;
+    });
     expect(m['general.architecture']).toBe('gemma3');
     expect([m['gemma3.block_count'], m['gemma3.context_length'], m['gemma3.embedding_length'], m['gemma3.feed_forward_length']]).toEqual([LAYERS, 32768, H, FF]);
     expect([m['gemma3.attention.head_count'], m['gemma3.attention.head_count_kv'], m['gemma3.attention.key_length'], m['gemma3.attention.value_length']]).toEqual([HEADS, KV, HD, HD]);
@@ -285,26 +298,15 @@ describe('quantize a generated Gemma 3 checkpoint to GGUF', () => {
 
   it('Gemma 1: gemma.* keys without a rope base, Llama\'s norm names, no lm_head, end of turn 107 and no space prefix', async () => {
     const tmp = tempDir('gemma1');
-    const H = 64, HEADS = 4, KV = 1, HD = 32, FF = 128, LAYERS = 2;
-    const pieces = llamaPieces(['▁a', '▁b', 'c']);
-    const V = pieces.length;
-    let seed = 17;
-    const rnd = (n: number) => Float32Array.from({ length: n }, () => { seed = (seed * 1103515245 + 12345) >>> 0; return (seed / 2 ** 32 - 0.5) * 0.4; });
-    const bf16 = (name: string, shape: number[]) => ({ name, dtype: 'BF16', shape, data: Uint16Array.from(rnd(shape.reduce((a, b) => a * b, 1)), (x) => f32ToBf16(x)) });
+    const { H, HEADS, KV, HD, FF, LAYERS, V } = GEMMA;
+    const bf16 = bf16Maker(17);
     // Gemma 3's tensors less its extra norms, plus an lm_head (AutoAWQ's checkpoints carry one).
     const tensors = [...gemma3Tensors(bf16, { H, HEADS, KV, HD, FF, V, LAYERS }).filter((x) => !/(feedforward_layernorm|q_norm|k_norm)/.test(x.name)), bf16('lm_head.weight', [V, H])];
-    writeFileSync(join(tmp, 'model.safetensors'), await collect(writeSafetensors({ tensors })));
     const config = {
       architectures: ['GemmaForCausalLM'], model_type: 'gemma', hidden_size: H, intermediate_size: FF, num_hidden_layers: LAYERS, num_attention_heads: HEADS,
       num_key_value_heads: KV, head_dim: HD, vocab_size: V, max_position_embeddings: 8192, rms_norm_eps: 1e-6, rope_theta: 10000, hidden_act: 'gelu', rope_scaling: null,
     };
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify(config));
-    writeFileSync(join(tmp, 'tokenizer.model'), spModel(pieces));
-    const out = join(tmp, 'g.gguf');
-    const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1'], { cwd: tmp });
-    expect(r.code, r.stderr).toBe(0);
-    const g = await read(out);
-    const m = g.metadata;
+    const { out, g, m } = await gemmaToGguf(tmp, tensors, config);
     expect(m['general.architecture']).toBe('gemma');
     expect(Object.keys(m).filter((k) => k.startsWith('gemma.')).sort()).toEqual(['gemma.attention.head_count', 'gemma.attention.head_count_kv', 'gemma.attention.key_length',
       'gemma.attention.layer_norm_rms_epsilon', 'gemma.attention.value_length', 'gemma.block_count', 'gemma.context_length', 'gemma.embedding_length', 'gemma.feed_forward_length']);
