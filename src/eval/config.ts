@@ -151,18 +151,15 @@ export interface DeepseekMoe {
 }
 
 /**
- * What Gemma 2 and 3 do beyond Llama (Hugging Face Gemma2ForCausalLM, Gemma3ForCausalLM): RMSNorms
- * multiply by 1 + w; embeddings are scaled by sqrt(hidden_size); every block has norms after
- * attention and after the FFN as well as before (post_attention_layernorm, pre_/post_feedforward_
- * layernorm); the FFN is GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2; local
- * layers (Gemma 2: every other one, Gemma 3: five of six) attend to the last `slidingWindow`
- * positions, with rope base `localRopeTheta` (Gemma 3: 10000; Gemma 2: rope_theta); attention
- * scores (Gemma 2) and logits may be soft-capped: cap * tanh(x / cap). Gemma 3 adds q/k norms.
- */
-/**
- * Gemma's differences from Llama. Every version: RMSNorm by 1 + w, embeddings times sqrt(hidden),
- * a tanh-GELU gate. Gemma 1 has Llama's two norms per layer and nothing else below; Gemma 2 and 3
- * add a norm after attention and around the FFN, local layers and (2) capped scores.
+ * What Gemma does beyond Llama (Hugging Face GemmaForCausalLM, Gemma2ForCausalLM,
+ * Gemma3ForCausalLM). Every version: RMSNorms multiply by 1 + w; embeddings are scaled by
+ * sqrt(hidden_size); the FFN is GELU (tanh) gated; queries are scaled by query_pre_attn_scalar^-1/2
+ * (Gemma 1: head_dim). Gemma 1 has Llama's two norms per block and nothing more. Gemma 2 and 3 add
+ * norms after attention and after the FFN (post_attention_layernorm, pre_/post_feedforward_
+ * layernorm); local layers (Gemma 2: every other one, Gemma 3: five of six) attend to the last
+ * `slidingWindow` positions, with rope base `localRopeTheta` (Gemma 3: 10000; Gemma 2:
+ * rope_theta); attention scores (Gemma 2) and logits may be soft-capped: cap * tanh(x / cap).
+ * Gemma 3 adds q/k norms.
  */
 export interface GemmaOptions {
   version: 1 | 2 | 3;
