@@ -79,14 +79,15 @@ function fromWriter(w: StreamingWriter & { tensors: readonly { name: string; off
   for (const n of groups) { entries.push(flat.slice(at, at + n)); at += n; }
   // Padding the header to the first tensor is part of the header here.
   const first = w.tensors.length ? w.tensors[0].offset : w.totalBytes;
-  const header = first > w.header.byteLength ? concat(w.header, new Uint8Array(first - w.header.byteLength)) : w.header;
+  const header = first > w.header.byteLength ? concat([w.header, new Uint8Array(first - w.header.byteLength)]) : w.header;
   return { header, entries, totalBytes: w.totalBytes };
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const o = new Uint8Array(a.byteLength + b.byteLength);
-  o.set(a);
-  o.set(b, a.byteLength);
+function concat(parts: Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0];
+  const o = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) { o.set(p, at); at += p.byteLength; }
   return o;
 }
 
@@ -277,8 +278,9 @@ function splitPlan(kv: GgufWriteKV[], gt: GgufWriteTensor[], files: number[], al
     throw new WebquantError(ErrorCodes.PLAN, `[pipeline] the output would need ${count} split files; GGUF's split.count holds at most 65535`, { option: 'split', value: count, expected: '<= 65535' });
   }
   // One writer per file; the first alone carries the key/value pairs (and their alignment).
-  const plans = Array.from({ length: count }, (_, f) => {
-    const mine = gt.filter((_t, i) => files[i] === f);
+  const byFile: GgufWriteTensor[][] = Array.from({ length: count }, () => []);
+  gt.forEach((t, i) => byFile[files[i]].push(t));
+  const plans = byFile.map((mine, f) => {
     const w = new GgufWriter({ metadata: f === 0 ? [...kv, ...splitKeys(0)] : splitKeys(f), tensors: mine, alignment: f === 0 ? alignment : undefined });
     return fromWriter(w, mine.map(() => 1));
   });
@@ -287,7 +289,7 @@ function splitPlan(kv: GgufWriteKV[], gt: GgufWriteTensor[], files: number[], al
   for (let f = 0; f < count; f++) {
     for (const [i, e] of plans[f].entries.entries()) {
       if (i === 0 && f >= next) {
-        e[0].before = concatAll(plans.slice(next, f + 1).map((p) => p.header));
+        e[0].before = concat(plans.slice(next, f + 1).map((p) => p.header));
         next = f + 1;
       }
       entries.push(e);
@@ -295,8 +297,4 @@ function splitPlan(kv: GgufWriteKV[], gt: GgufWriteTensor[], files: number[], al
   }
   if (next < count) throw new WebquantError(ErrorCodes.PLAN, `[pipeline] split file ${next + 1} of ${count} holds no tensor and none follows it`, { value: count });
   return { header: plans[0].header, entries, totalBytes: plans.reduce((a, p) => a + p.totalBytes, 0), files: plans.map((p) => p.totalBytes) };
-}
-
-function concatAll(parts: Uint8Array[]): Uint8Array {
-  return parts.length === 1 ? parts[0] : parts.reduce((a, b) => concat(a, b));
 }
