@@ -7,7 +7,7 @@ import { ggmlType } from '../io/ggml-types.js';
 import { resolveOptions, type CalibrationOption, type FormatOptions } from '../options.js';
 import { getPreset, LLAMA_FTYPE, type Preset } from '../plan/presets.js';
 import { planFromJSON } from '../plan/json.js';
-import type { Plan, PlanRule, ResolvedPlan } from '../plan/types.js';
+import type { Plan, PlanRule } from '../plan/types.js';
 
 export interface PlanChoice {
   plan: Plan;
@@ -106,7 +106,7 @@ function overrideRules(a: PlanArgs): { first: PlanRule[]; tied: PlanRule[] } {
       fail(ErrorCodes.BAD_OPTION, `[cli] --tensor-type "${tt}": expected <regex>=<type>, e.g. "attn_v=q8_0"`, { option: 'tensor-type', value: tt, expected: '<regex>=<type>' });
     }
     // llama-quantize lowercases the pattern (tensor names are lower case).
-    first.push({ match: tt.slice(0, eq).toLowerCase(), scheme: { format: ggmlFormat(tt.slice(eq + 1), 'tensor-type') }, note: `--tensor-type ${tt}` });
+    first.push({ match: tt.slice(0, eq).toLowerCase(), scheme: { format: ggmlFormat(tt.slice(eq + 1), 'tensor-type') }, override: true, note: `--tensor-type ${tt}` });
   }
   const tied: PlanRule[] = out && !a.pure ? [{ role: 'output', scheme: { format: out }, optional: true, note: '--output-tensor-type (tied token embedding)' }] : [];
   return { first, tied };
@@ -187,14 +187,4 @@ function chooseBase(a: PlanArgs): PlanChoice {
     protect: has('protect') ? file.protect : base.plan.protect,
   };
   return { ...base, plan, label: `${base.label} + rules ${a.rules.file}`, fileType: file.fileType ?? base.fileType };
-}
-
-/**
- * The tensors --tensor-type patterns decide. llama-quantize decides them before its per-ftype
- * policy, so they do not advance the counters its layer rules read (ResolveOptions.claimed);
- * undefined when there are none.
- */
-export function tensorTypeClaims(r: ResolvedPlan, plan: Plan): Set<string> | undefined {
-  const names = r.tensors.filter((t) => t.rule !== undefined && t.rule >= 0 && (plan.rules[t.rule]?.note ?? '').startsWith('--tensor-type ')).map((t) => t.name);
-  return names.length ? new Set(names) : undefined;
 }

@@ -23,7 +23,7 @@ import { quantizedWeights } from '../eval/quantized.js';
 import { readTokenFile } from './eval.js';
 import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput } from './input.js';
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
-import { choosePlan, tensorTypeClaims, type PlanArgs } from './plan.js';
+import { choosePlan, type PlanArgs } from './plan.js';
 import { parsePruneLayers } from '../convert/prune-layers.js';
 import { expandTensorTypes, parseKvOverride, renameEntries, requantized, selectWeights, splitOption } from './quantize-options.js';
 import { checkPoolSize } from '../pipeline/pool.js';
@@ -354,12 +354,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
         : 'general.file_type = 0 (ALL_F32): the plan names no llama_ftype');
     }
 
-    const resolveOpts = { strict: a.strict, importance: imatrix !== undefined, ...hparams, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) };
-    let resolved = resolvePlan(choice.plan, ck.tensors, resolveOpts);
-    // Tensors --tensor-type claims leave gaps in llama.cpp's layer counters: resolved again without them.
-    const claimed = tensorTypeClaims(resolved, choice.plan);
-    if (claimed) resolved = resolvePlan(choice.plan, ck.tensors, { ...resolveOpts, claimed });
-    resolved = keepStoredTypes(resolved, kind);
+    let resolved = keepStoredTypes(resolvePlan(choice.plan, ck.tensors, { strict: a.strict, importance: imatrix !== undefined, ...hparams, ...(pruned ? { ffnLayers: pruned.blocksBefore } : {}) }), kind);
     warnings.push(...planWarnings(resolved));
     const errors = resolved.problems.filter((p) => p.severity === 'error');
     if (errors.length) {

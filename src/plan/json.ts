@@ -23,7 +23,7 @@ function regexToString(r: RegExp): string {
   return `/${r.source}/${r.flags.replace(/[gy]/g, '')}`;
 }
 
-const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'layerCount', 'nExperts', 'minGqa', 'minExperts', 'importance', 'modelType', 'scheme', 'fallback', 'optional', 'note'];
+const RULE_KEYS = ['match', 'fullmatch', 'role', 'kind', 'layers', 'layerCount', 'override', 'nExperts', 'minGqa', 'minExperts', 'importance', 'modelType', 'scheme', 'fallback', 'optional', 'note'];
 const SCHEME_KEYS = ['format', 'groupSize', 'bits', 'calibration', 'granularity', 'doubleQuant', 'scaleDtype'] as const;
 
 function normScheme(s: unknown, where: string): SchemeOrKeep {
@@ -123,6 +123,10 @@ export function normalizePlan(input: unknown): Plan {
       if (o.layerCount !== 'llama' && o.layerCount !== 'llama-raw') planError(`${where}.layerCount must be "llama" or "llama-raw"`, { option: `${where}.layerCount`, value: o.layerCount, index: i, expected: ['llama', 'llama-raw'] });
       if (o.layers === undefined) planError(`${where}.layerCount needs "layers"`, { option: `${where}.layerCount`, value: o.layerCount, index: i });
       rule.layerCount = o.layerCount as 'llama' | 'llama-raw';
+    }
+    if (o.override !== undefined) {
+      if (typeof o.override !== 'boolean') planError(`${where}.override must be true or false`, { option: `${where}.override`, value: o.override, index: i });
+      if (o.override) rule.override = true;
     }
     for (const k of ['nExperts', 'minGqa', 'minExperts'] as const) {
       if (o[k] === undefined) continue;

@@ -195,12 +195,43 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   const nExperts = opts.nExperts ?? inferExperts(entries);
   const gqa = opts.gqa ?? inferGqa(entries);
   const modelType = opts.modelType === null ? undefined : opts.modelType ?? (nLayers === 80 && gqa !== undefined && gqa > 1 ? '70B' : undefined);
-  const positions = compiled.some((c) => c.rule.layerCount && c.rule.layers)
-    ? llamaPositions(entries, { nExperts, blocks: opts.ffnLayers ?? nLayers, claimed: opts.claimed })
-    : undefined;
   // llama.cpp: without an output tensor the token embedding doubles as the output head.
   const hasOutput = entries.some((e) => e.role === 'output');
   if (!hasOutput) for (const e of entries) if (e.role === 'embedding' && e.kind === 'token') e.tied = true;
+
+  /** Why the rules never see `e` (skip list, side tensor, protected class), or undefined. */
+  const exempt = (e: PlannedTensor): string | undefined => {
+    if (skipNames.has(e.name)) return `skip "${e.name}"`;
+    const sk = skipRes.find((s) => s.re.test(e.name));
+    if (sk) return `skip ${sk.src}`;
+    if (e.role === 'other' && e.kind === 'quant_aux') return 'quantization side tensor of a quantized checkpoint';
+    const pc = protectedClass(e, protect);
+    return pc ? `protected: ${pc}` : undefined;
+  };
+  let positions: ReturnType<typeof llamaPositions> | undefined;
+  const matches = (c: Compiled, e: PlannedTensor): boolean => {
+    if (c.bad) return false;
+    if (c.re && !(c.full ? fullMatches(c.full, e.name) : c.re.test(e.name))) return false;
+    if (c.roles && !c.roles.has(e.role) && !(e.tied && c.roles.has('output'))) return false;
+    if (c.kinds && !(e.kind !== undefined && c.kinds.has(e.kind))) return false;
+    if (c.layers) {
+      const at = c.rule.layerCount && positions?.[c.rule.layerCount === 'llama' ? 'llama' : 'raw'].get(e.name);
+      const of = opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers;
+      if (!(at ? layerSelected(c.layers, at.index, at.of) : layerSelected(c.layers, e.layer, of))) return false;
+    }
+    if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) return false;
+    if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) return false;
+    if (c.rule.minExperts !== undefined && !(nExperts !== undefined && nExperts >= c.rule.minExperts)) return false;
+    if (c.rule.importance !== undefined && c.rule.importance !== !!opts.importance) return false;
+    if (c.rule.modelType !== undefined && c.rule.modelType !== modelType) return false;
+    return true;
+  };
+  if (compiled.some((c) => c.rule.layerCount && c.rule.layers)) {
+    // Tensors an override rule takes (llama-quantize's --tensor-type) are not counted.
+    const overrides = compiled.filter((c) => c.rule.override);
+    const claimed = new Set(entries.filter((e) => exempt(e) === undefined && overrides.some((c) => matches(c, e))).map((e) => e.name));
+    positions = llamaPositions(entries, { nExperts, blocks: opts.ffnLayers ?? nLayers, claimed });
+  }
 
   // Validation is per (scheme, row length); big MoE checkpoints repeat both thousands of times.
   const optCache = new Map<string, { spec: FormatSpec; o: ResolvedOptions } | { err: WebquantError }>();
@@ -221,33 +252,15 @@ export function resolvePlan(planInput: Plan, tensors: readonly TensorDesc[], opt
   };
 
   for (const e of entries) {
-    // 1. skip list
-    if (skipNames.has(e.name)) { e.reason = `skip "${e.name}"`; continue; }
-    const sk = skipRes.find((s) => s.re.test(e.name));
-    if (sk) { e.reason = `skip ${sk.src}`; continue; }
-    if (e.role === 'other' && e.kind === 'quant_aux') { e.reason = 'quantization side tensor of a quantized checkpoint'; continue; }
-    // 2. protected classes
-    const pc = protectedClass(e, protect);
-    if (pc) { e.reason = `protected: ${pc}`; continue; }
+    // 1-2. skip list, side tensors, protected classes
+    const why = exempt(e);
+    if (why) { e.reason = why; continue; }
     // 3. rules, then the default
     let chosen: SchemeOrKeep = plan.default;
     e.rule = -1;
     e.reason = 'default';
     for (const c of compiled) {
-      if (c.bad) continue;
-      if (c.re && !(c.full ? fullMatches(c.full, e.name) : c.re.test(e.name))) continue;
-      if (c.roles && !c.roles.has(e.role) && !(e.tied && c.roles.has('output'))) continue;
-      if (c.kinds && !(e.kind !== undefined && c.kinds.has(e.kind))) continue;
-      if (c.layers) {
-        const at = c.rule.layerCount && positions?.[c.rule.layerCount === 'llama' ? 'llama' : 'raw'].get(e.name);
-        const of = opts.ffnLayers !== undefined && FFN_ROLES.has(e.role) ? opts.ffnLayers : nLayers;
-        if (!(at ? layerSelected(c.layers, at.index, at.of) : layerSelected(c.layers, e.layer, of))) continue;
-      }
-      if (c.rule.nExperts !== undefined && c.rule.nExperts !== nExperts) continue;
-      if (c.rule.minGqa !== undefined && !(gqa !== undefined && gqa >= c.rule.minGqa)) continue;
-      if (c.rule.minExperts !== undefined && !(nExperts !== undefined && nExperts >= c.rule.minExperts)) continue;
-      if (c.rule.importance !== undefined && c.rule.importance !== !!opts.importance) continue;
-      if (c.rule.modelType !== undefined && c.rule.modelType !== modelType) continue;
+      if (!matches(c, e)) continue;
       c.hits++;
       chosen = c.rule.scheme;
       e.rule = c.index;

@@ -54,6 +54,11 @@ export interface PlanRule {
    * running count always (ffn_down in the IQ1 / IQ2 ftypes). The GGUF presets' layer rules use it.
    */
   layerCount?: 'llama' | 'llama-raw';
+  /**
+   * Decided before llama-quantize's per-ftype policy, as its --tensor-type patterns are: a tensor
+   * this rule matches does not advance the counters `layerCount` rules read.
+   */
+  override?: boolean;
   /** Only for models with exactly this many routed experts per layer (llama.cpp's n_expert == 8 tweaks). */
   nExperts?: number;
   /** Only for models whose query heads per KV head (n_gqa) is at least this. */
@@ -166,11 +171,6 @@ export interface ResolveOptions {
    * --prune-layers for those (hparams.n_layer), the attn_v count after it for attn_v.
    */
   ffnLayers?: number;
-  /**
-   * Tensors decided before llama-quantize's per-ftype policy (its --tensor-type patterns): they do
-   * not advance the counters rules with `layerCount` read.
-   */
-  claimed?: ReadonlySet<string>;
   /** Routed experts per layer (default: inferred from expert indices or fused 3-D expert tensors). */
   nExperts?: number;
   /** Query heads per KV head (default: q_proj rows / k_proj rows of the first layer having both). */

@@ -210,6 +210,7 @@ describe('validation', () => {
       [{ default: 'q8_0', requireImportance: [2] }, 'requireImportance'],
       [{ default: 'q8_0', rules: [{ role: 'ffn', layers: [0], layerCount: 'block', scheme: 'q8_0' }] }, 'rules[0].layerCount'],
       [{ default: 'q8_0', rules: [{ role: 'ffn', layerCount: 'llama', scheme: 'q8_0' }] }, 'rules[0].layerCount'],
+      [{ default: 'q8_0', rules: [{ role: 'ffn', override: 'yes', scheme: 'q8_0' }] }, 'rules[0].override'],
     ];
     for (const [p, option] of bad) {
       let err: unknown;
@@ -298,13 +299,17 @@ describe('JSON', () => {
       if (i < 2) moe.push({ name: `blk.${i}.ffn_down.weight`, shape: [64, 64], dtype: 'F16' });
       else moe.push({ name: `blk.${i}.ffn_gate_inp.weight`, shape: [4, 64], dtype: 'F32' }, { name: `blk.${i}.ffn_down_exps.weight`, shape: [4, 64, 64], dtype: 'F16' }, { name: `blk.${i}.ffn_down_shexp.weight`, shape: [64, 64], dtype: 'F16' });
     }
-    const picked = (rules: PlanRule[], list = t, claimed?: Set<string>) => resolvePlan(normalizePlan({ default: 'q8_0', rules }), list, { getFormat: lookup, ...(claimed ? { claimed } : {}) })
+    const picked = (rules: PlanRule[], list = t) => resolvePlan(normalizePlan({ default: 'q8_0', rules }), list, { getFormat: lookup })
       .tensors.filter((x) => x.scheme !== 'keep' && x.scheme.format === 'q4_0').map((x) => x.name);
     const v: PlanRule = { role: 'attention', kind: ['v', 'qkv'], layers: [1], scheme: { format: 'q4_0' } };
     expect(picked([v])).toEqual(['blk.1.attn_v.weight']);
-    // The second attn_v-like tensor is block 3's attn_qkv; claimed, it leaves its place to block 5.
+    // The second attn_v-like tensor is block 3's attn_qkv; claimed by an override rule (as by
+    // llama-quantize's --tensor-type), it leaves its place to block 5.
     expect(picked([{ ...v, layerCount: 'llama' }])).toEqual(['blk.3.attn_qkv.weight']);
-    expect(picked([{ ...v, layerCount: 'llama' }], t, new Set(['blk.3.attn_qkv.weight']))).toEqual(['blk.5.attn_v.weight']);
+    const claim: PlanRule = { match: 'blk\\.3\\.attn_qkv', override: true, scheme: { format: 'q8_0' } };
+    expect(picked([claim, { ...v, layerCount: 'llama' }])).toEqual(['blk.5.attn_v.weight']);
+    // Without `override` the same rule decides the tensor but leaves the count alone.
+    expect(picked([{ ...claim, override: false }, { ...v, layerCount: 'llama' }])).toEqual([]);
     // use_more_bits over the 3 attn_v-like tensors (i >= floor(21/8) = 2): the last one.
     expect(picked([{ ...v, layers: 'use_more_bits', layerCount: 'llama' }])).toEqual(['blk.5.attn_v.weight']);
     // Dense FFN tensors by their count: blocks 3 and 5 are the third and fifth.
