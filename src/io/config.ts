@@ -65,8 +65,38 @@ function gpt2Names(c: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * transformers 5 saves the rotary settings in one `rope_parameters` object: rope_theta, rope_type
+ * with its scaling parameters, partial_rotary_factor, and for Gemma 3 one such object per layer
+ * type (full_attention, sliding_attention). Configs written by earlier versions spell them as
+ * top-level keys and `rope_scaling`: both readers (the converter and the forward) read those, so
+ * the new spelling is put back into them here. Like llama.cpp's converter, rope_parameters wins
+ * over top-level keys when a file has both.
+ */
+function legacyRopeKeys(c: Record<string, unknown>): Record<string, unknown> {
+  const rp = c.rope_parameters;
+  if (!isObject(rp)) return c;
+  const perType = isObject(rp.full_attention) || isObject(rp.sliding_attention);
+  const global = perType ? (isObject(rp.full_attention) ? rp.full_attention : {}) : rp;
+  const out: Record<string, unknown> = { ...c };
+  const { rope_theta: theta, partial_rotary_factor: partial, ...scaling } = global;
+  if (theta !== undefined) out.rope_theta = theta;
+  if (partial !== undefined) out.partial_rotary_factor = partial;
+  if (scaling.original_max_position_embeddings !== undefined && out.original_max_position_embeddings === undefined) {
+    out.original_max_position_embeddings = scaling.original_max_position_embeddings;
+  }
+  const type = scaling.rope_type ?? scaling.type;
+  // "default" is no scaling (transformers writes it for every plain model).
+  out.rope_scaling = type === undefined || type === 'default' ? null : scaling;
+  if (perType && isObject(rp.sliding_attention) && rp.sliding_attention.rope_theta !== undefined) out.rope_local_base_freq = rp.sliding_attention.rope_theta;
+  return out;
+}
+
 /** A parsed config.json (or its merged text_config) with its model type's defaults under it. */
-export function withConfigDefaults(c: Record<string, unknown>): Record<string, unknown> {
+export function withConfigDefaults(config: Record<string, unknown>): Record<string, unknown> {
+  const c = legacyRopeKeys(config);
   const defaults = typeof c.model_type === 'string' ? CONFIG_DEFAULTS[c.model_type] : undefined;
   if (c.model_type === 'gpt2') return { ...gpt2Names(c), ...c };
   return defaults ? { ...defaults, ...c } : c;
