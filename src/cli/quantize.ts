@@ -25,6 +25,7 @@ import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
 import { parsePruneLayers } from '../convert/prune-layers.js';
+import { readGenerationConfig } from '../convert/tokenizer-files.js';
 import { expandTensorTypes, parseKvOverride, renameEntries, requantized, selectWeights, splitOption } from './quantize-options.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
@@ -329,7 +330,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
     const { input: ck, container, tokenizer, pruned, hparams } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
-      config: input.config, vocab, name: modelName(input), file: baseName(input.file),
+      config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation: vocab ? await readGenerationConfig(files) : undefined,
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
       split,

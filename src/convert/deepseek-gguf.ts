@@ -17,7 +17,7 @@
 // Only type imports from llama-gguf.ts: it imports this file's values for its registry.
 import { ErrorCodes, fail } from '../errors.js';
 import type { TensorValues } from '../io/checkpoint.js';
-import type { GgufValue, LlamaConfig } from './llama-gguf.js';
+import { yarnKeys, type GgufValue, type LlamaConfig } from './llama-gguf.js';
 
 /** The config.json fields of a DeepSeek-V2/V3 model (snake_case, as written). */
 export interface DeepseekConfig {
@@ -134,20 +134,18 @@ export function deepseek2Metadata(cfg: LlamaConfig, name = 'webquant'): Record<s
     [k('expert_feed_forward_length')]: u32(cfg.moe_intermediate_size!),
     [k('expert_shared_count')]: u32(cfg.n_shared_experts ?? 0),
     [k('expert_weights_scale')]: { type: 'f32', value: r.scale },
-    [k('expert_weights_norm')]: { type: 'bool', value: r.norm },
+    // Written only when true, as the converter does (llama.cpp's default is false).
+    ...(r.norm ? { [k('expert_weights_norm')]: { type: 'bool', value: true } } : {}),
     // llama_expert_gating_func_type: 1 softmax, 2 sigmoid.
     [k('expert_gating_func')]: u32(r.gating === 'softmax' ? 1 : 2),
   };
-  // Group-limited routing (V3: 8 groups, the best 4 kept), for the llama.cpp versions that read it.
-  if ((cfg.n_group ?? 1) > 1) {
-    md[k('expert_group_count')] = u32(cfg.n_group!);
-    md[k('expert_group_used_count')] = u32(cfg.topk_group ?? cfg.n_group!);
-  }
+  // Group-limited routing (V3: 8 groups, the best 4 kept): llama.cpp picks the groups by their two
+  // best scores summed when the count is above 1. Written as config.json states them, as the converter.
+  if (cfg.n_group !== undefined) md[k('expert_group_count')] = u32(cfg.n_group);
+  if (cfg.topk_group !== undefined) md[k('expert_group_used_count')] = u32(cfg.topk_group);
   const rs = cfg.rope_scaling;
   if (rs && (rs.rope_type ?? rs.type) === 'yarn' && typeof rs.factor === 'number') {
-    md[k('rope.scaling.type')] = { type: 'string', value: 'yarn' };
-    md[k('rope.scaling.factor')] = { type: 'f32', value: rs.factor };
-    if (typeof rs.original_max_position_embeddings === 'number') md[k('rope.scaling.original_context_length')] = u32(rs.original_max_position_embeddings);
+    Object.assign(md, yarnKeys('deepseek2', rs));
     // llama.cpp's attention scale grows by (1 + this * ln factor)^2, as the checkpoint's mscale_all_dim says.
     if (typeof rs.mscale_all_dim === 'number') md[k('rope.scaling.yarn_log_multiplier')] = { type: 'f32', value: 0.1 * rs.mscale_all_dim };
   } else if (rs && (rs.rope_type ?? rs.type) !== undefined && (rs.rope_type ?? rs.type) !== 'default') {

@@ -11,7 +11,8 @@ import { ErrorCodes, fail } from '../errors.js';
 import { numel, viewBase, type Checkpoint, type TensorInfo, type TensorValues } from '../io/checkpoint.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
-import { vocabMetadata, type GgufVocab, type SpecialTokenType } from './gguf-vocab.js';
+import { generalMetadata, type GeneralSources } from './general-metadata.js';
+import { vocabMetadata, type AddTokenType, type GgufVocab, type SpecialTokenType } from './gguf-vocab.js';
 import type { DerivedTensor } from './deepseek-gguf.js';
 import { NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
@@ -369,7 +370,7 @@ export function llamaConfigFrom(c: ModelConfig): LlamaConfig {
     num_hidden_layers: c.numLayers, num_attention_heads: c.numHeads, num_key_value_heads: c.numKvHeads, vocab_size: c.vocabSize,
     max_position_embeddings: c.maxPositions, rms_norm_eps: c.rmsNormEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieWordEmbeddings, head_dim: c.headDim,
     head_dim_in_config: typeof c.raw.head_dim === 'number',
-    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings',
+    ...optionalNumbers(c.raw, ['sliding_window', 'sliding_window_pattern', 'final_logit_softcapping', 'attn_logit_softcapping', 'partial_rotary_factor', 'original_max_position_embeddings', 'rope_local_base_freq',
       'embedding_multiplier', 'residual_multiplier', 'attention_multiplier', 'logits_scaling', 'num_local_experts', 'num_experts', 'num_experts_per_tok', 'moe_intermediate_size',
       'q_lora_rank', 'kv_lora_rank', 'qk_nope_head_dim', 'qk_rope_head_dim', 'v_head_dim', 'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'routed_scaling_factor',
       'n_group', 'topk_group', 'shared_expert_intermediate_size', 'decoder_sparse_step', 'swiglu_limit', 'layer_norm_epsilon', 'layer_norm_eps', 'rotary_pct', 'rotary_emb_base', 'norm_epsilon'] as const),
@@ -401,12 +402,18 @@ export type GgufTokenizer =
  * qwen2Metadata), general.file_type (llama_ftype), general.quantization_version = 2
  * (GGML_QNT_VERSION) and the tokenizer keys described by `tokenizer`.
  */
-export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer: GgufTokenizer, name?: string): GgufWriteKV[] {
+export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer: GgufTokenizer, name?: string, general?: Omit<GeneralSources, 'dirName'>): GgufWriteKV[] {
   const arch = ggufArchitecture(config);
   if (!arch) {
     fail(ErrorCodes.MODEL, `[convert] model_type "${String(config.model_type)}" has no GGUF architecture in webquant; supported: ${GGUF_MODEL_TYPES.join(', ')}`, { option: 'model_type', value: config.model_type, expected: GGUF_MODEL_TYPES });
   }
-  const kv: GgufWriteKV[] = Object.entries(arch.metadata(config, name)).map(([key, v]) => ({ key, type: v.type, value: v.value }));
+  let kv: GgufWriteKV[] = Object.entries(arch.metadata(config, name)).map(([key, v]) => ({ key, type: v.type, value: v.value }));
+  // The converter's general.* keys (type, sampling defaults, name and its parts, size label) in
+  // place of the plain general.name.
+  if (general) {
+    const g = generalMetadata({ dirName: name ?? 'webquant', ...general });
+    kv = kv.flatMap((k) => (k.key === 'general.name' ? g : [k]));
+  }
   kv.push({ key: 'general.file_type', type: 'u32', value: fileType });
   kv.push({ key: 'general.quantization_version', type: 'u32', value: 2 });
   if (tokenizer.kind === 'none') kv.push({ key: 'tokenizer.ggml.model', type: 'string', value: 'no_vocab' });
@@ -415,7 +422,10 @@ export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer:
     for (const [typ, id] of Object.entries(arch.specialTokens ?? {}) as [SpecialTokenType, number][]) {
       if (special[typ] === undefined && id < tokenizer.vocab.tokens.length) special[typ] = id;
     }
-    kv.push(...vocabMetadata({ ...tokenizer.vocab, special }));
+    // The tokenizer files' add_bos / add_eos, where they state one, over the architecture's.
+    const add = { ...arch.addTokens };
+    for (const [typ, on] of Object.entries(tokenizer.vocab.add) as [AddTokenType, boolean | undefined][]) if (on !== undefined) add[typ] = on;
+    kv.push(...vocabMetadata({ ...tokenizer.vocab, special, add }));
   }
   // Gemma's SentencePiece model adds no space before the text (convert_hf_to_gguf's Gemma3Model).
   if (arch.noSpacePrefix && tokenizer.kind === 'vocab' && tokenizer.vocab.model === 'llama') {

@@ -13,7 +13,7 @@ import { gpt2View, isGpt2Checkpoint } from './gpt2.js';
 import { gptNeoxView, isGptNeoxCheckpoint } from './gpt-neox.js';
 import { isPhi2Checkpoint, phi2View } from './phi2.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import type { SpecialTokenType } from './gguf-vocab.js';
+import type { AddTokenType, SpecialTokenType } from './gguf-vocab.js';
 
 export interface LlamaConfig extends DeepseekConfig {
   architectures?: string[];
@@ -45,6 +45,8 @@ export interface LlamaConfig extends DeepseekConfig {
   partial_rotary_factor?: number;
   /** Phi-3: the context the model was trained with before LongRoPE. */
   original_max_position_embeddings?: number;
+  /** Gemma 3: the rope base of its local (sliding-window) layers. */
+  rope_local_base_freq?: number;
   /** MoE (Mixtral: num_local_experts, Qwen-MoE: num_experts): experts per layer, used per token, their FFN width. */
   num_local_experts?: number;
   num_experts?: number;
@@ -391,6 +393,11 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
     md[`${arch}.expert_count`] = { type: 'u32', value: moe.experts };
     md[`${arch}.expert_used_count`] = { type: 'u32', value: moe.used };
   }
+  // The converter writes them whenever config.json states head_dim (TextModel), except for Granite.
+  if (cfg.head_dim_in_config && cfg.head_dim !== undefined && arch !== 'granite') {
+    md[`${arch}.attention.key_length`] = { type: 'u32', value: cfg.head_dim };
+    md[`${arch}.attention.value_length`] = { type: 'u32', value: cfg.head_dim };
+  }
   // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
   const rs = cfg.rope_scaling;
   const linear = linearRopeFactor(rs);
@@ -426,14 +433,29 @@ function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2
     md[k('attention.key_length')] = { type: 'u32', value: cfg.head_dim };
     md[k('attention.value_length')] = { type: 'u32', value: cfg.head_dim };
   }
-  const rs = cfg.rope_scaling;
-  if (rs && (rs.rope_type ?? rs.type) === 'yarn' && typeof rs.factor === 'number') {
-    md[k('rope.scaling.type')] = { type: 'string', value: 'yarn' };
-    md[k('rope.scaling.factor')] = { type: 'f32', value: rs.factor };
-    if (typeof rs.original_max_position_embeddings === 'number') {
-      md[k('rope.scaling.original_context_length')] = { type: 'u32', value: rs.original_max_position_embeddings };
-    }
-  }
+  Object.assign(md, yarnKeys(arch, cfg.rope_scaling));
+  return md;
+}
+
+/**
+ * `<arch>.rope.scaling.*` for YaRN rope scaling (rope_scaling type "yarn"), as the converter's
+ * TextModel writes them: the factor, the original context, and the ramp's betas and the
+ * extrapolation and attention factors where config.json gives them (llama.cpp's defaults, 32 / 1
+ * and none, otherwise). Empty for other scaling types.
+ */
+export function yarnKeys(arch: string, rs: Record<string, unknown> | null | undefined): Record<string, GgufValue> {
+  if (!rs || (rs.rope_type ?? rs.type) !== 'yarn' || typeof rs.factor !== 'number') return {};
+  const k = (key: string) => `${arch}.rope.scaling.${key}`;
+  const md: Record<string, GgufValue> = {
+    [k('type')]: { type: 'string', value: 'yarn' },
+    [k('factor')]: { type: 'f32', value: rs.factor },
+  };
+  if (typeof rs.original_max_position_embeddings === 'number') md[k('original_context_length')] = { type: 'u32', value: rs.original_max_position_embeddings };
+  const f32 = (key: string, v: unknown) => { if (typeof v === 'number') md[k(key)] = { type: 'f32', value: v }; };
+  f32('yarn_ext_factor', rs.extrapolation_factor);
+  f32('yarn_attn_factor', rs.attention_factor ?? rs.attn_factor);
+  f32('yarn_beta_fast', rs.beta_fast);
+  f32('yarn_beta_slow', rs.beta_slow);
   return md;
 }
 
@@ -658,6 +680,8 @@ export function olmoeMetadata(cfg: LlamaConfig, name = 'webquant'): Record<strin
   }
   return {
     ...qwenMetadata('olmoe', cfg, name),
+    // The converter writes 1e-5, OLMoE's own, whatever config.json says; llama.cpp runs that.
+    'olmoe.attention.layer_norm_rms_epsilon': { type: 'f32', value: 1e-5 },
     'olmoe.expert_count': { type: 'u32', value: moe!.experts },
     'olmoe.expert_used_count': { type: 'u32', value: moe!.used },
   };
@@ -699,6 +723,8 @@ export function gemma3Metadata(cfg: LlamaConfig, name = 'webquant'): Record<stri
   const md = gemmaKeys('gemma3', cfg, name, 131072, headDim);
   const k = (key: string) => `gemma3.${key}`;
   md[k('rope.freq_base')] = { type: 'f32', value: cfg.rope_theta ?? 1000000 };
+  // The local layers' base (llama.cpp assumes 10000 where the file has none).
+  if (cfg.rope_local_base_freq !== undefined) md[k('rope.freq_base_swa')] = { type: 'f32', value: cfg.rope_local_base_freq };
   if (cfg.final_logit_softcapping) md[k('final_logit_softcapping')] = { type: 'f32', value: cfg.final_logit_softcapping };
   if ((cfg.sliding_window_pattern ?? 6) !== 1) {
     if (!Number.isInteger(cfg.sliding_window) || cfg.sliding_window! <= 0) {
@@ -856,6 +882,8 @@ export interface GgufArchitecture {
    * 1's end of turn, 107); written only where the vocabulary has that id.
    */
   specialTokens?: Readonly<Partial<Record<SpecialTokenType, number>>>;
+  /** add_bos / add_eos the converter writes before the tokenizer files' own (Phi-2: no BOS). */
+  addTokens?: Readonly<Partial<Record<AddTokenType, boolean>>>;
   /**
    * The tensors a layer tensor (its name after `model.layers.N.`) becomes instead of itself, when
    * the converter reshapes it (DeepSeek's kv_b_proj split into attn_k_b and attn_v_b).
@@ -926,7 +954,7 @@ export const GGUF_ARCHITECTURES: readonly GgufArchitecture[] = [
   // StarCoder2: read through phi2.ts (c_fc, c_proj renamed); LayerNorms and every projection biased.
   { name: 'starcoder2', modelTypes: ['starcoder2'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: starcoder2Metadata },
   // Phi-1/1.5/2: read through phi2.ts (renamed); one LayerNorm feeds attention and the FFN.
-  { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, metadata: phi2Metadata },
+  { name: 'phi2', modelTypes: ['phi'], permuteQK: false, layerNames: PHI2_LAYER_NAMES, addTokens: { bos: false }, metadata: phi2Metadata },
   // GPT-NeoX (Pythia): read through gpt-neox.ts (q, k and v regrouped); GPT-2's layer names then apply.
   {
     name: 'gptneox', modelTypes: ['gpt_neox'], permuteQK: false, layerNames: GPT2_LAYER_NAMES, metadata: gptNeoxMetadata,

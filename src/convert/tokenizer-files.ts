@@ -69,6 +69,11 @@ async function readJson(src: ByteSource | undefined): Promise<Json | undefined> 
   return v as Json;
 }
 
+/** generation_config.json among the files, parsed (its sampling defaults go into a GGUF's general.sampling.* keys). */
+export async function readGenerationConfig(files: TokenizerFiles): Promise<Record<string, unknown> | undefined> {
+  return readJson(files['generation_config.json']);
+}
+
 /** The GGUF vocabulary of the tokenizer files, or undefined when there is none to read. */
 export async function readGgufVocab(files: TokenizerFiles, opts: VocabOptions = {}): Promise<GgufVocab | undefined> {
   if (files.llama2c) return llama2cVocab(await readAll(files.llama2c), files.llama2c.name, opts.vocabSize);

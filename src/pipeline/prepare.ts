@@ -19,7 +19,7 @@ import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
-import { readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
@@ -141,7 +141,11 @@ export function chooseContainer(
   ck: Checkpoint,
   kind: ContainerKind,
   choice: Pick<PlanChoice, 'label' | 'fileType'>,
-  src: { config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[]; split?: GgufSplit; prune?: number[] },
+  src: {
+    config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[]; split?: GgufSplit; prune?: number[];
+    /** generation_config.json, parsed: its sampling defaults become general.sampling.* keys. */
+    generation?: Record<string, unknown>;
+  },
 ): ContainerChoice {
   // llama-quantize sets --override-kv's keys after the file's, then the imatrix's (which win).
   const im = src.imatrix ?? [];
@@ -192,7 +196,7 @@ export function chooseContainer(
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
   const view = ggufView(ck, cfg);
-  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name);
+  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name, { config: src.config.raw, generation: src.generation, tensors: view.tensors });
   const p = prune(view, meta.find((k) => k.key === 'general.architecture')?.value);
   const metadata = [...last(meta).filter((k) => !p || k.key !== p.kv[0].key), ...(p?.kv ?? [])];
   const written = new Map(meta.map((k) => [k.key, k.value]));
@@ -235,9 +239,10 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
   const vocab = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
+  const generation = vocab && src.tokenizer ? await readGenerationConfig(src.tokenizer) : undefined;
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
   const { input, container, tokenizer, hparams } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
-    config: src.config, vocab, name: src.name, file: src.checkpoint.source,
+    config: src.config, vocab, name: src.name, file: src.checkpoint.source, generation,
     ...(opts.imatrix ? { imatrix: imatrixMetadata(opts.imatrix.file, opts.imatrix.matrix) } : {}),
   });
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');

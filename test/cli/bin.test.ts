@@ -37,7 +37,7 @@ describe('webquant with no arguments', () => {
 
     const g = (await openCheckpoint(fromBuffer(new Uint8Array(readFileSync(join(a, 'webquant-sample/model-q4_k_m.gguf')))))) as GgufCheckpoint;
     expect(g.metadata['general.file_type']).toBe(15);
-    expect(g.metadata['general.name']).toBe('webquant-sample');
+    expect([g.metadata['general.name'], g.metadata['general.basename'], g.metadata['general.finetune']]).toEqual(['Webquant Sample', undefined, undefined]);
     const types = Object.fromEntries(['Q4_K', 'Q6_K', 'F32'].map((t) => [t, g.tensors.filter((x) => x.dtype === t).length]));
     // 4 layers: use_more_bits picks layers 2 and 3 for attn_v / ffn_down; output.weight Q6_K.
     expect(types).toEqual({ Q4_K: 25, Q6_K: 5, F32: 9 });

@@ -89,7 +89,7 @@ describe.skipIf(!hasShared)('webquant inspect', () => {
       const l = await cli(['quantize', join(DIR, 'model.safetensors'), '-o', 'local.gguf', '--preset', 'q4_0'], { cwd: tmp });
       expect(l.code, l.stderr).toBe(0);
       const [u, v] = (await Promise.all(['url.gguf', 'local.gguf'].map((f) => openCheckpoint(fromBuffer(new Uint8Array(readFileSync(join(tmp, f)))))))) as GgufCheckpoint[];
-      expect(u.metadata['general.name']).toBe('model');
+      expect(u.metadata['general.name']).toBe('Model');
       expect(v.metadata['general.name']).toBe('stories260K');
       expect(u.kv.filter((x) => x.key !== 'general.name')).toEqual(v.kv.filter((x) => x.key !== 'general.name'));
       for (const t of v.tensors) expect(Buffer.from(await u.readRaw(t.name)).equals(Buffer.from(await v.readRaw(t.name))), t.name).toBe(true);

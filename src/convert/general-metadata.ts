@@ -1,0 +1,213 @@
+// The `general.*` keys llama.cpp's converter (convert_hf_to_gguf.py with gguf-py's Metadata) writes
+// about a model, so that a GGUF from webquant names and sizes a model as one from llama.cpp does:
+// general.type, the sampling defaults of generation_config.json, the name and its parts (basename,
+// size label, fine-tune, version, organization) read from config.json's `_name_or_path` and from the
+// folder name, and the size label counted from the tensors written when the name gives none.
+// Runtimes show these (llama.cpp's model description, LM Studio, Ollama) and read the sampling keys
+// as their defaults.
+import type { GgufWriteKV } from '../io/gguf-writer.js';
+
+export interface GeneralSources {
+  /** The folder (or Hub repository) the checkpoint came from. */
+  dirName: string;
+  /** config.json, parsed. */
+  config?: Record<string, unknown>;
+  /** generation_config.json, parsed, when one came with the checkpoint. */
+  generation?: Record<string, unknown>;
+  /** The tensors written: GGUF names and shapes (outermost dimension first). */
+  tensors: readonly { name: string; shape: readonly number[] }[];
+}
+
+interface NameParts { full?: string; org?: string; basename?: string; finetune?: string; version?: string; sizeLabel?: string }
+
+const isUpperCased = (c: string) => c !== c.toLowerCase() && c === c.toUpperCase();
+const isLowerCased = (c: string) => c !== c.toUpperCase() && c === c.toLowerCase();
+const isCased = (c: string) => c.toLowerCase() !== c.toUpperCase();
+
+/** Python's str.title(): a letter after a non-letter is upper-cased, the others lower-cased. */
+function pyTitle(w: string): string {
+  let out = '', prevCased = false;
+  for (const c of w) {
+    out += isCased(c) ? (prevCased ? c.toLowerCase() : c.toUpperCase()) : c;
+    prevCased = isCased(c);
+  }
+  return out;
+}
+
+/** Python's str.islower(): some cased letter, and none upper-case. */
+const pyIsLower = (w: string) => [...w].some(isLowerCased) && ![...w].some(isUpperCased);
+
+/** gguf-py's id_to_title: dashes to spaces, all-lower-case words title-cased unless versions or numbers. */
+export function idToTitle(s: string): string {
+  return s.trim().replace(/-/g, ' ').split(/\s+/).filter(Boolean)
+    .map((w) => (pyIsLower(w) && !/^(v\d+(?:\.\d+)*|\d.*)$/.test(w) ? pyTitle(w) : w)).join(' ');
+}
+
+/** Python's float() of a size such as "7" or "1.5"; NaN where Python would raise. */
+const pyFloat = (s: string) => (/^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(s) ? Number(s) : NaN);
+
+/**
+ * gguf-py's Metadata.get_model_id_components: a Hub id or folder name ("org/Qwen2.5-7B-Instruct")
+ * split into its name, organization, basename, fine-tune, version and size label. A size that is far
+ * from `totalParams` (e.g. "32k") is read as part of the fine-tune (a context length).
+ */
+export function modelIdComponents(id: string | undefined, totalParams: number): NameParts {
+  if (id === undefined) return {};
+  if (id.includes(' ')) return { full: id };
+  const slash = id.indexOf('/');
+  let org: string | undefined = slash >= 0 ? id.slice(0, slash) : undefined;
+  const full = slash >= 0 ? id.slice(slash + 1) : id;
+  if (org !== undefined && org.startsWith('.')) org = undefined;
+  const parts = full.split('-').filter((p) => p.length > 0);
+  const types = parts.map(() => new Set<'basename' | 'size_label' | 'finetune' | 'version' | 'type'>());
+  parts.forEach((p, i) => {
+    if (/^(v|iter)?\d+(\.\d+)*$/i.test(p)) types[i].add('version');
+    else if (/^(?:i?q\d(?:_\w)*|b?fp?(?:16|32))$/i.test(p)) {
+      types[i].add('type');
+      parts[i] = p.toUpperCase();
+    } else if (i > 0 && /^(?:(?:A|\d+x)?\d+(?:[._]\d+)?[KMBT]\d?|small|mini|medium|large|x?xl)$/i.test(p)) {
+      let part = p.replace(/_/g, '.');
+      // bloom-7b1: 7.1b
+      if (/\d$/.test(part)) part = part.slice(0, -2) + '.' + part[part.length - 1] + part[part.length - 2];
+      if (part.length > 1 && /\d/.test(part[part.length - 2]) && 'kmbt'.includes(part[part.length - 1])) part = part.slice(0, -1) + part[part.length - 1].toUpperCase();
+      if (totalParams !== 0) {
+        const label = pyFloat(part.slice(0, -1)) * Math.pow(1000, ' KMBT'.indexOf(part[part.length - 1]));
+        if (!Number.isNaN(label) && totalParams > 0 && Math.abs(label - totalParams) > Math.floor((7 * totalParams) / 8)) {
+          types[i].add('finetune');
+          part = part.slice(0, -1) + part[part.length - 1].toLowerCase();
+        }
+      }
+      if (types[i].size === 0) types[i].add('size_label');
+      parts[i] = part;
+    } else if (i > 0 && /^(?:chat|instruct|vision|lora)$/i.test(p)) types[i].add('finetune');
+  });
+  // Word sizes ("small") are dropped when a numbered one is present.
+  if (parts.some((p, i) => types[i].has('size_label') && /\d/.test(p))) {
+    parts.forEach((p, i) => { if (types[i].has('size_label') && /^\p{L}+$/u.test(p)) types[i].delete('size_label'); });
+  }
+  let atStart = true;
+  parts.forEach((p, i) => {
+    const t = types[i];
+    if (atStart && ((t.size === 0 && /^\p{L}/u.test(p)) || t.has('version'))) t.add('basename');
+    else {
+      atStart = false;
+      if (t.size === 0) t.add('finetune');
+    }
+  });
+  for (let i = parts.length - 1; i >= 0; i--) {
+    if (types[i].has('basename') && types[i].size > 1) types[i].delete('basename');
+    else break;
+  }
+  const join = (keep: (i: number) => boolean) => parts.filter((_, i) => keep(i)).join('-') || undefined;
+  let basename = join((i) => types[i].has('basename'));
+  const sizeLabel = [...new Set(parts.filter((_, i) => types[i].has('size_label')))].join('-') || undefined;
+  const finetune = join((i) => types[i].has('finetune'));
+  const version = join((i) => types[i].has('version') && !types[i].has('basename'));
+  if (sizeLabel === undefined && finetune === undefined && version === undefined) basename = undefined;
+  return { full, org, basename, finetune, version, sizeLabel };
+}
+
+/** Python's round(): halves to even. */
+const roundHalfEven = (x: number) => {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+};
+
+/**
+ * Python's f"{x:.{digits}f}" for x >= 0: the exact binary value rounded half to even (toFixed rounds
+ * a tie up: 0.125 to "0.13" where Python writes "0.12"). toFixed(100) is exact for the magnitudes
+ * met here (x >= 2^-30 has at most 82 fractional digits).
+ */
+function pyFixed(x: number, digits: number): string {
+  const exact = BigInt(x.toFixed(100).replace('.', ''));
+  const unit = 10n ** BigInt(100 - digits);
+  let q = exact / unit;
+  const r = exact % unit, half = unit / 2n;
+  if (r > half || (r === half && q % 2n === 1n)) q++;
+  const t = q.toString().padStart(digits + 1, '0');
+  return digits ? `${t.slice(0, -digits)}.${t.slice(-digits)}` : t;
+}
+
+/** gguf-py's model_weight_count_rounded_notation: 260K, 7.2B, 1.5T (two significant digits at least). */
+export function roundedCount(n: number, minDigits = 2): string {
+  const [scaled, suffix] = n > 1e12 ? [n * 1e-12, 'T'] : n > 1e9 ? [n * 1e-9, 'B'] : n > 1e6 ? [n * 1e-6, 'M'] : [n * 1e-3, 'K'];
+  const fix = Math.max(minDigits - String(roundHalfEven(scaled)).replace(/^0+/, '').length, 0);
+  return `${pyFixed(scaled, fix)}${suffix}`;
+}
+
+/**
+ * The size label of the tensors written (gguf-py's size_label over GGUFWriter's parameter counts):
+ * "<experts>x<one expert's share plus the rest>" for MoE models, else the total.
+ */
+export function sizeLabel(tensors: GeneralSources['tensors']): string | undefined {
+  let total = 0, shared = 0, expert = 0, expertSum = 0, expertTensors = 0;
+  for (const t of tensors) {
+    const size = t.shape.reduce((a, b) => a * b, 1);
+    if (t.name.includes('_exps.') && t.shape.length >= 3) {
+      const count = t.shape[t.shape.length - (t.name.includes('.bias') ? 2 : 3)];
+      expert += Math.floor(size / count);
+      expertSum += count;
+      expertTensors++;
+    } else shared += size;
+    total += size;
+  }
+  if (total <= 0) return undefined;
+  const experts = expertTensors > 0 ? Math.floor(expertSum / expertTensors) : 0;
+  return experts > 0 ? `${experts}x${roundedCount(shared + expert)}` : roundedCount(total);
+}
+
+/** generation_config.json keys llama.cpp reads as sampling defaults: GGUF key, file keys, integer or float. */
+const SAMPLING: readonly [string, readonly string[], 'i32' | 'f32' | 'string'][] = [
+  ['sequence', ['sequence'], 'string'],
+  ['top_k', ['top_k'], 'i32'],
+  ['top_p', ['top_p'], 'f32'],
+  ['min_p', ['min_p'], 'f32'],
+  ['xtc_probability', ['xtc_probability'], 'f32'],
+  ['xtc_threshold', ['xtc_threshold'], 'f32'],
+  ['temp', ['temperature'], 'f32'],
+  ['penalty_last_n', ['penalty_last_n'], 'i32'],
+  ['penalty_repeat', ['penalty_repeat', 'repetition_penalty'], 'f32'],
+  ['mirostat', ['mirostat'], 'i32'],
+  ['mirostat_tau', ['mirostat_tau'], 'f32'],
+  ['mirostat_eta', ['mirostat_eta'], 'f32'],
+];
+
+/**
+ * The `general.*` keys of a GGUF written from a Hugging Face checkpoint, in the converter's order:
+ * general.type, general.sampling.*, general.name, then version, organization, finetune, basename
+ * and size_label where known. Values of the wrong type in generation_config.json are left out.
+ */
+export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
+  const kv: GgufWriteKV[] = [{ key: 'general.type', type: 'string', value: 'model' }];
+  for (const [key, from, type] of SAMPLING) {
+    const v = from.map((f) => s.generation?.[f]).find((x) => x !== undefined && x !== null);
+    if (type === 'string' ? typeof v === 'string' : type === 'i32' ? Number.isInteger(v) && Math.abs(v as number) < 2 ** 31 : typeof v === 'number' && Number.isFinite(v)) {
+      kv.push({ key: `general.sampling.${key}`, type, value: v as string | number });
+    }
+  }
+  const tensorsLabel = sizeLabel(s.tensors);
+  // The converter's total before naming: only its sign and size matter to the heuristics.
+  const totalParams = s.tensors.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0);
+  const fields: { name?: string; organization?: string; basename?: string; finetune?: string; version?: string; sizeLabel?: string } = {};
+  const fill = (id: string | undefined) => {
+    const c = modelIdComponents(id, totalParams);
+    fields.name ??= c.full !== undefined ? idToTitle(c.full) : undefined;
+    fields.organization ??= c.org !== undefined ? idToTitle(c.org) : undefined;
+    fields.basename ??= c.basename;
+    fields.finetune ??= c.finetune;
+    fields.version ??= c.version;
+    fields.sizeLabel ??= c.sizeLabel;
+  };
+  // A Hub id ("meta-llama/Llama-3.1-8B"), not a path on someone's disk.
+  const nameOrPath = s.config?._name_or_path;
+  if (typeof nameOrPath === 'string' && (nameOrPath.match(/\//g) ?? []).length <= 1) fill(nameOrPath);
+  fill(s.dirName);
+  kv.push({ key: 'general.name', type: 'string', value: fields.name ?? s.dirName });
+  const str = (key: string, v: string | undefined) => { if (v !== undefined) kv.push({ key, type: 'string', value: v }); };
+  str('general.version', fields.version);
+  str('general.organization', fields.organization);
+  str('general.finetune', fields.finetune);
+  str('general.basename', fields.basename);
+  str('general.size_label', fields.sizeLabel ?? tensorsLabel);
+  return kv;
+}
