@@ -405,6 +405,8 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
     md[`${arch}.rope.scaling.type`] = { type: 'string', value: 'linear' };
     md[`${arch}.rope.scaling.factor`] = { type: 'f32', value: linear };
   }
+  // YaRN (Yarn-Mistral-7b-128k and the like), as the converter's TextModel writes it for every architecture.
+  Object.assign(md, yarnKeys(arch, rs));
   return md;
 }
 

@@ -254,6 +254,20 @@ describe('Qwen2-MoE to GGUF', () => {
   });
 });
 
+describe('YaRN keys', () => {
+  it('are written for a Llama-architecture checkpoint too (Yarn-Mistral), with the ramp\'s betas and factors where config.json gives them', () => {
+    const cfg = {
+      model_type: 'mistral', hidden_size: 8, intermediate_size: 16, num_hidden_layers: 1, num_attention_heads: 2, vocab_size: 8,
+      rope_scaling: { type: 'yarn', factor: 16, original_max_position_embeddings: 8192, beta_fast: 16, beta_slow: 2, attention_factor: 1.25 },
+    };
+    const kv = Object.fromEntries(hfGgufMetadata(cfg, 1, { kind: 'none' }).filter((x) => x.key.includes('rope.scaling')).map((x) => [x.key, x.value]));
+    expect(kv).toEqual({
+      'llama.rope.scaling.type': 'yarn', 'llama.rope.scaling.factor': 16, 'llama.rope.scaling.original_context_length': 8192,
+      'llama.rope.scaling.yarn_attn_factor': 1.25, 'llama.rope.scaling.yarn_beta_fast': 16, 'llama.rope.scaling.yarn_beta_slow': 2,
+    });
+  });
+});
+
 describe('ggufView of a DeepSeek checkpoint', () => {
   const H = 4, HEADS = 2, R = 3, NOPE = 2, ROPE = 2, VD = 2;
   const cfg = {
