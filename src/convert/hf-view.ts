@@ -400,7 +400,9 @@ export type GgufTokenizer =
 /**
  * GGUF key/value pairs for a Hugging Face input: the architecture's metadata (llamaMetadata or
  * qwen2Metadata), general.file_type (llama_ftype), general.quantization_version = 2
- * (GGML_QNT_VERSION) and the tokenizer keys described by `tokenizer`.
+ * (GGML_QNT_VERSION) and the tokenizer keys described by `tokenizer`. With `general` (config.json,
+ * generation_config.json and the tensors written), general.name becomes the converter's general.*
+ * keys for the folder `name` (src/convert/general-metadata.ts).
  */
 export function hfGgufMetadata(config: LlamaConfig, fileType: number, tokenizer: GgufTokenizer, name?: string, general?: Omit<GeneralSources, 'dirName'>): GgufWriteKV[] {
   const arch = ggufArchitecture(config);
