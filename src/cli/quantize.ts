@@ -25,7 +25,6 @@ import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
 import { parsePruneLayers } from '../convert/prune-layers.js';
-import { readGenerationConfig } from '../convert/tokenizer-files.js';
 import { expandTensorTypes, parseKvOverride, renameEntries, requantized, selectWeights, splitOption } from './quantize-options.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
@@ -321,7 +320,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     if (kind === 'gguf' && input.checkpoint.format !== 'gguf' && input.configError) throw input.configError;
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
     const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
-    const vocab = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
+    const { vocab, generation } = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
     if (a.imatrix === undefined && (a.includeWeights?.length || a.excludeWeights?.length)) {
       fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --include-weights and --exclude-weights select entries of --imatrix, which is not given', { option: a.includeWeights?.length ? 'include-weights' : 'exclude-weights', expected: '--imatrix <file>' });
     }
@@ -330,7 +329,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
     const { input: ck, container, tokenizer, pruned, hparams } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
-      config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation: vocab ? await readGenerationConfig(files) : undefined,
+      config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation,
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
       split,
@@ -435,11 +434,6 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     await input.close();
   }
 }
-
-
-
-
-
 
 /**
  * --dry-run: the report a run would give, from the plan and the container's layout alone (sizes

@@ -136,10 +136,10 @@ export function roundedCount(n: number, minDigits = 2): string {
 }
 
 /**
- * The size label of the tensors written (gguf-py's size_label over GGUFWriter's parameter counts):
- * "<experts>x<one expert's share plus the rest>" for MoE models, else the total.
+ * The parameter count of the tensors written and their size label (gguf-py's size_label over
+ * GGUFWriter's counts): "<experts>x<one expert's share plus the rest>" for MoE models, else the total.
  */
-export function sizeLabel(tensors: GeneralSources['tensors']): string | undefined {
+function parameterCount(tensors: GeneralSources['tensors']): { total: number; label?: string } {
   let total = 0, shared = 0, expert = 0, expertSum = 0, expertTensors = 0;
   for (const t of tensors) {
     const size = t.shape.reduce((a, b) => a * b, 1);
@@ -151,10 +151,13 @@ export function sizeLabel(tensors: GeneralSources['tensors']): string | undefine
     } else shared += size;
     total += size;
   }
-  if (total <= 0) return undefined;
+  if (total <= 0) return { total };
   const experts = expertTensors > 0 ? Math.floor(expertSum / expertTensors) : 0;
-  return experts > 0 ? `${experts}x${roundedCount(shared + expert)}` : roundedCount(total);
+  return { total, label: experts > 0 ? `${experts}x${roundedCount(shared + expert)}` : roundedCount(total) };
 }
+
+/** The size label of the tensors written (see parameterCount). */
+export const sizeLabel = (tensors: GeneralSources['tensors']): string | undefined => parameterCount(tensors).label;
 
 /** generation_config.json keys llama.cpp reads as sampling defaults: GGUF key, file keys, integer or float. */
 const SAMPLING: readonly [string, readonly string[], 'i32' | 'f32' | 'string'][] = [
@@ -185,9 +188,8 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
       kv.push({ key: `general.sampling.${key}`, type, value: v as string | number });
     }
   }
-  const tensorsLabel = sizeLabel(s.tensors);
-  // The converter's total before naming: only its sign and size matter to the heuristics.
-  const totalParams = s.tensors.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0);
+  // The total weighs sizes found in names (a far one is a context length, not a size).
+  const { total: totalParams, label: tensorsLabel } = parameterCount(s.tensors);
   const fields: { name?: string; organization?: string; basename?: string; finetune?: string; version?: string; sizeLabel?: string } = {};
   const fill = (id: string | undefined) => {
     const c = modelIdComponents(id, totalParams);

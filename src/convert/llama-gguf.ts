@@ -393,11 +393,8 @@ export function llamaMetadata(cfg: LlamaConfig, name = 'webquant', arch: 'llama'
     md[`${arch}.expert_count`] = { type: 'u32', value: moe.experts };
     md[`${arch}.expert_used_count`] = { type: 'u32', value: moe.used };
   }
-  // The converter writes them whenever config.json states head_dim (TextModel), except for Granite.
-  if (cfg.head_dim_in_config && cfg.head_dim !== undefined && arch !== 'granite') {
-    md[`${arch}.attention.key_length`] = { type: 'u32', value: cfg.head_dim };
-    md[`${arch}.attention.value_length`] = { type: 'u32', value: cfg.head_dim };
-  }
+  // Granite's converter drops head_dim before writing them.
+  if (arch !== 'granite') Object.assign(md, statedHeadDim(arch, cfg));
   // Linear scaling is two keys; llama3 scaling is the rope_freqs tensor (see llama3RopeFactors).
   const rs = cfg.rope_scaling;
   const linear = linearRopeFactor(rs);
@@ -431,12 +428,14 @@ function qwenMetadata(arch: 'qwen2' | 'qwen2moe' | 'qwen3' | 'qwen3moe' | 'olmo2
     [k('rope.freq_base')]: { type: 'f32', value: cfg.rope_theta ?? 10000 },
     [k('attention.layer_norm_rms_epsilon')]: { type: 'f32', value: cfg.rms_norm_eps ?? 1e-6 },
   };
-  if (cfg.head_dim_in_config && cfg.head_dim !== undefined) {
-    md[k('attention.key_length')] = { type: 'u32', value: cfg.head_dim };
-    md[k('attention.value_length')] = { type: 'u32', value: cfg.head_dim };
-  }
-  Object.assign(md, yarnKeys(arch, cfg.rope_scaling));
+  Object.assign(md, statedHeadDim(arch, cfg), yarnKeys(arch, cfg.rope_scaling));
   return md;
+}
+
+/** Key and value lengths, which the converter's TextModel writes whenever config.json states head_dim. */
+function statedHeadDim(arch: string, cfg: LlamaConfig): Record<string, GgufValue> {
+  if (!cfg.head_dim_in_config || cfg.head_dim === undefined) return {};
+  return { [`${arch}.attention.key_length`]: { type: 'u32', value: cfg.head_dim }, [`${arch}.attention.value_length`]: { type: 'u32', value: cfg.head_dim } };
 }
 
 /**

@@ -31,6 +31,8 @@ export interface VocabOptions {
   architecture?: string;
   /** tokenizer.ggml.pre for byte-level BPE, when the pre-tokenizer is not recognised (or to override it). */
   pre?: string;
+  /** generation_config.json, when the caller has parsed it already (readGenerationConfig). */
+  generationConfig?: Record<string, unknown>;
 }
 
 /** A tokenizer file is larger than any real one (Gemma's tokenizer.json is 34 MB). */
@@ -79,9 +81,10 @@ export async function readGgufVocab(files: TokenizerFiles, opts: VocabOptions = 
   if (files.llama2c) return llama2cVocab(await readAll(files.llama2c), files.llama2c.name, opts.vocabSize);
   if (!files['tokenizer.model'] && !files['tokenizer.json']) return undefined;
   const name = (f: TokenizerFileName) => files[f]?.name ?? f;
-  const [tokenizerJson, tokenizerConfig, specialTokensMap, addedTokensJson, generationConfig, chatJson] = await Promise.all(
-    (['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'added_tokens.json', 'generation_config.json', 'chat_template.json'] as const).map((f) => readJson(files[f])),
+  const [tokenizerJson, tokenizerConfig, specialTokensMap, addedTokensJson, chatJson] = await Promise.all(
+    (['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'added_tokens.json', 'chat_template.json'] as const).map((f) => readJson(files[f])),
   );
+  const generationConfig = opts.generationConfig ?? await readGenerationConfig(files);
   const jinja = files['chat_template.jinja'] ? await readText(files['chat_template.jinja']) : undefined;
   const hf: HfFiles = {
     tokenizerJson, tokenizerConfig, specialTokensMap, addedTokensJson, generationConfig, config: opts.config,

@@ -19,7 +19,7 @@ import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
-import { readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { hasTokenizer, readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
@@ -204,16 +204,19 @@ export function chooseContainer(
 }
 
 /**
- * The vocabulary to write when `ck` becomes GGUF: read from the tokenizer files only for a
- * Hugging Face checkpoint of a supported architecture (a GGUF input keeps its own keys).
+ * The vocabulary to write when `ck` becomes GGUF, and generation_config.json (read once, for the
+ * vocabulary's ids and the general.sampling.* keys): from the tokenizer files only for a Hugging
+ * Face checkpoint of a supported architecture (a GGUF input keeps its own keys).
  */
 export async function ggufVocabFor(
   ck: Checkpoint, kind: ContainerKind, config: ModelConfig | undefined, files: TokenizerFiles | undefined, pre?: string,
-): Promise<GgufVocab | undefined> {
-  if (kind !== 'gguf' || ck.format === 'gguf' || !config || !files) return undefined;
+): Promise<{ vocab?: GgufVocab; generation?: Record<string, unknown> }> {
+  if (kind !== 'gguf' || ck.format === 'gguf' || !config || !files) return {};
   const arch = ggufArchitecture({ model_type: config.modelType });
-  if (!arch) return undefined; // chooseContainer refuses the model type
-  return readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre });
+  if (!arch) return {}; // chooseContainer refuses the model type
+  const generation = hasTokenizer(files) ? await readGenerationConfig(files) : undefined;
+  const vocab = await readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre, generationConfig: generation });
+  return vocab ? { vocab, generation } : {};
 }
 
 /**
@@ -238,8 +241,7 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   }
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
-  const vocab = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
-  const generation = vocab && src.tokenizer ? await readGenerationConfig(src.tokenizer) : undefined;
+  const { vocab, generation } = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
   const { input, container, tokenizer, hparams } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
     config: src.config, vocab, name: src.name, file: src.checkpoint.source, generation,
