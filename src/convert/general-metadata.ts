@@ -1,11 +1,14 @@
 // The `general.*` keys llama.cpp's converter (convert_hf_to_gguf.py with gguf-py's Metadata) writes
 // about a model, so that a GGUF from webquant names and sizes a model as one from llama.cpp does:
 // general.type, the sampling defaults of generation_config.json, the name and its parts (basename,
-// size label, fine-tune, version, organization) read from config.json's `_name_or_path` and from the
-// folder name, and the size label counted from the tensors written when the name gives none.
+// size label, fine-tune, version, organization) read from the model card, config.json's
+// `_name_or_path` and the folder name, the size label counted from the tensors written when the
+// name gives none, and the model card's license, base models, datasets, tags and languages.
 // Runtimes show these (llama.cpp's model description, LM Studio, Ollama) and read the sampling keys
 // as their defaults.
 import type { GgufWriteKV } from '../io/gguf-writer.js';
+import { cardFields, ENTRY_FIELDS, type CardFields, type ModelCard } from './model-card.js';
+import { idToTitle, modelIdComponents, roundedCount } from './model-names.js';
 
 export interface GeneralSources {
   /** The folder (or Hub repository) the checkpoint came from. */
@@ -16,123 +19,10 @@ export interface GeneralSources {
   generation?: Record<string, unknown>;
   /** The tensors written: GGUF names and shapes (outermost dimension first). */
   tensors: readonly { name: string; shape: readonly number[] }[];
-}
-
-interface NameParts { full?: string; org?: string; basename?: string; finetune?: string; version?: string; sizeLabel?: string }
-
-const isUpperCased = (c: string) => c !== c.toLowerCase() && c === c.toUpperCase();
-const isLowerCased = (c: string) => c !== c.toUpperCase() && c === c.toLowerCase();
-const isCased = (c: string) => c.toLowerCase() !== c.toUpperCase();
-
-/** Python's str.title(): a letter after a non-letter is upper-cased, the others lower-cased. */
-function pyTitle(w: string): string {
-  let out = '', prevCased = false;
-  for (const c of w) {
-    out += isCased(c) ? (prevCased ? c.toLowerCase() : c.toUpperCase()) : c;
-    prevCased = isCased(c);
-  }
-  return out;
-}
-
-/** Python's str.islower(): some cased letter, and none upper-case. */
-const pyIsLower = (w: string) => [...w].some(isLowerCased) && ![...w].some(isUpperCased);
-
-/** gguf-py's id_to_title: dashes to spaces, all-lower-case words title-cased unless versions or numbers. */
-export function idToTitle(s: string): string {
-  return s.trim().replace(/-/g, ' ').split(/\s+/).filter(Boolean)
-    .map((w) => (pyIsLower(w) && !/^(v\d+(?:\.\d+)*|\d.*)$/.test(w) ? pyTitle(w) : w)).join(' ');
-}
-
-/** Python's float() of a size such as "7" or "1.5"; NaN where Python would raise. */
-const pyFloat = (s: string) => (/^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(s) ? Number(s) : NaN);
-
-/**
- * gguf-py's Metadata.get_model_id_components: a Hub id or folder name ("org/Qwen2.5-7B-Instruct")
- * split into its name, organization, basename, fine-tune, version and size label. A size that is far
- * from `totalParams` (e.g. "32k") is read as part of the fine-tune (a context length).
- */
-export function modelIdComponents(id: string | undefined, totalParams: number): NameParts {
-  if (id === undefined) return {};
-  if (id.includes(' ')) return { full: id };
-  const slash = id.indexOf('/');
-  let org: string | undefined = slash >= 0 ? id.slice(0, slash) : undefined;
-  const full = slash >= 0 ? id.slice(slash + 1) : id;
-  if (org !== undefined && org.startsWith('.')) org = undefined;
-  const parts = full.split('-').filter((p) => p.length > 0);
-  const types = parts.map(() => new Set<'basename' | 'size_label' | 'finetune' | 'version' | 'type'>());
-  parts.forEach((p, i) => {
-    if (/^(v|iter)?\d+(\.\d+)*$/i.test(p)) types[i].add('version');
-    else if (/^(?:i?q\d(?:_\w)*|b?fp?(?:16|32))$/i.test(p)) {
-      types[i].add('type');
-      parts[i] = p.toUpperCase();
-    } else if (i > 0 && /^(?:(?:A|\d+x)?\d+(?:[._]\d+)?[KMBT]\d?|small|mini|medium|large|x?xl)$/i.test(p)) {
-      let part = p.replace(/_/g, '.');
-      // bloom-7b1: 7.1b
-      if (/\d$/.test(part)) part = part.slice(0, -2) + '.' + part[part.length - 1] + part[part.length - 2];
-      if (part.length > 1 && /\d/.test(part[part.length - 2]) && 'kmbt'.includes(part[part.length - 1])) part = part.slice(0, -1) + part[part.length - 1].toUpperCase();
-      if (totalParams !== 0) {
-        const label = pyFloat(part.slice(0, -1)) * Math.pow(1000, ' KMBT'.indexOf(part[part.length - 1]));
-        if (!Number.isNaN(label) && totalParams > 0 && Math.abs(label - totalParams) > Math.floor((7 * totalParams) / 8)) {
-          types[i].add('finetune');
-          part = part.slice(0, -1) + part[part.length - 1].toLowerCase();
-        }
-      }
-      if (types[i].size === 0) types[i].add('size_label');
-      parts[i] = part;
-    } else if (i > 0 && /^(?:chat|instruct|vision|lora)$/i.test(p)) types[i].add('finetune');
-  });
-  // Word sizes ("small") are dropped when a numbered one is present.
-  if (parts.some((p, i) => types[i].has('size_label') && /\d/.test(p))) {
-    parts.forEach((p, i) => { if (types[i].has('size_label') && /^\p{L}+$/u.test(p)) types[i].delete('size_label'); });
-  }
-  let atStart = true;
-  parts.forEach((p, i) => {
-    const t = types[i];
-    if (atStart && ((t.size === 0 && /^\p{L}/u.test(p)) || t.has('version'))) t.add('basename');
-    else {
-      atStart = false;
-      if (t.size === 0) t.add('finetune');
-    }
-  });
-  for (let i = parts.length - 1; i >= 0; i--) {
-    if (types[i].has('basename') && types[i].size > 1) types[i].delete('basename');
-    else break;
-  }
-  const join = (keep: (i: number) => boolean) => parts.filter((_, i) => keep(i)).join('-') || undefined;
-  let basename = join((i) => types[i].has('basename'));
-  const sizeLabel = [...new Set(parts.filter((_, i) => types[i].has('size_label')))].join('-') || undefined;
-  const finetune = join((i) => types[i].has('finetune'));
-  const version = join((i) => types[i].has('version') && !types[i].has('basename'));
-  if (sizeLabel === undefined && finetune === undefined && version === undefined) basename = undefined;
-  return { full, org, basename, finetune, version, sizeLabel };
-}
-
-/** Python's round(): halves to even. */
-const roundHalfEven = (x: number) => {
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-};
-
-/**
- * Python's f"{x:.{digits}f}" for x >= 0: the exact binary value rounded half to even (toFixed rounds
- * a tie up: 0.125 to "0.13" where Python writes "0.12"). toFixed(100) is exact for the magnitudes
- * met here (x >= 2^-30 has at most 82 fractional digits).
- */
-function pyFixed(x: number, digits: number): string {
-  const exact = BigInt(x.toFixed(100).replace('.', ''));
-  const unit = 10n ** BigInt(100 - digits);
-  let q = exact / unit;
-  const r = exact % unit, half = unit / 2n;
-  if (r > half || (r === half && q % 2n === 1n)) q++;
-  const t = q.toString().padStart(digits + 1, '0');
-  return digits ? `${t.slice(0, -digits)}.${t.slice(-digits)}` : t;
-}
-
-/** gguf-py's model_weight_count_rounded_notation: 260K, 7.2B, 1.5T (two significant digits at least). */
-export function roundedCount(n: number, minDigits = 2): string {
-  const [scaled, suffix] = n > 1e12 ? [n * 1e-12, 'T'] : n > 1e9 ? [n * 1e-9, 'B'] : n > 1e6 ? [n * 1e-6, 'M'] : [n * 1e-3, 'K'];
-  const fix = Math.max(minDigits - String(roundHalfEven(scaled)).replace(/^0+/, '').length, 0);
-  return `${pyFixed(scaled, fix)}${suffix}`;
+  /** The model card: README.md's front matter, parsed (src/convert/model-card.ts). */
+  card?: ModelCard;
+  /** Receives a line for each card value left out. */
+  warnings?: string[];
 }
 
 /**
@@ -175,12 +65,30 @@ const SAMPLING: readonly [string, readonly string[], 'i32' | 'f32' | 'string'][]
   ['mirostat_eta', ['mirostat_eta'], 'f32'],
 ];
 
+/** A card value the converter writes as a string: strings only (gguf-py would fail on others). */
+function cardString(v: unknown, what: string, warnings: string[]): string | undefined {
+  if (v === undefined || v === null || typeof v === 'string') return v ?? undefined;
+  warnings.push(`model card: ${what} ${JSON.stringify(v)} is not a string: left out`);
+  return undefined;
+}
+
+/** A card list written as a GGUF array of strings: its strings (an empty list is not written). */
+function cardStrings(v: unknown[] | undefined, what: string, warnings: string[]): string[] | undefined {
+  if (v === undefined) return undefined;
+  const kept = v.filter((x): x is string => typeof x === 'string');
+  if (kept.length < v.length) warnings.push(`model card: ${what} ${JSON.stringify(v.filter((x) => typeof x !== 'string'))} ${v.length - kept.length === 1 ? 'is not a string' : 'are not strings'}: left out`);
+  return kept.length ? kept : undefined;
+}
+
 /**
- * The `general.*` keys of a GGUF written from a Hugging Face checkpoint, in the converter's order:
- * general.type, general.sampling.*, general.name, then version, organization, finetune, basename
- * and size_label where known. Values of the wrong type in generation_config.json are left out.
+ * The `general.*` keys of a GGUF written from a Hugging Face checkpoint, in the converter's order
+ * (gguf-py's set_gguf_meta_model): general.type, general.sampling.*, the name and its parts, the
+ * card's license, source, base models, datasets, tags and languages. The card's own fields come
+ * first, then config.json's `_name_or_path`, then the folder name. Values of the wrong type in
+ * generation_config.json or the card are left out (with a warning in `warnings` for the card).
  */
 export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
+  const warnings = s.warnings ?? [];
   const kv: GgufWriteKV[] = [{ key: 'general.type', type: 'string', value: 'model' }];
   for (const [key, from, type] of SAMPLING) {
     const v = from.map((f) => s.generation?.[f]).find((x) => x !== undefined && x !== null);
@@ -190,7 +98,12 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   }
   // The total weighs sizes found in names (a far one is a context length, not a size).
   const { total: totalParams, label: tensorsLabel } = parameterCount(s.tensors);
-  const fields: { name?: string; organization?: string; basename?: string; finetune?: string; version?: string; sizeLabel?: string } = {};
+  const card = s.card ? cardFields(s.card, totalParams, warnings) : {};
+  const str = (what: keyof CardFields) => cardString(card[what], what, warnings);
+  const fields = {
+    name: str('name'), author: str('author'), organization: str('organization'), basename: str('basename'), finetune: str('finetune'),
+    version: str('version'), description: str('description'), sizeLabel: str('size_label'),
+  };
   const fill = (id: string | undefined) => {
     const c = modelIdComponents(id, totalParams);
     fields.name ??= c.full !== undefined ? idToTitle(c.full) : undefined;
@@ -204,12 +117,34 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   const nameOrPath = s.config?._name_or_path;
   if (typeof nameOrPath === 'string' && (nameOrPath.match(/\//g) ?? []).length <= 1) fill(nameOrPath);
   fill(s.dirName);
-  kv.push({ key: 'general.name', type: 'string', value: fields.name ?? s.dirName });
-  const str = (key: string, v: string | undefined) => { if (v !== undefined) kv.push({ key, type: 'string', value: v }); };
-  str('general.version', fields.version);
-  str('general.organization', fields.organization);
-  str('general.finetune', fields.finetune);
-  str('general.basename', fields.basename);
-  str('general.size_label', fields.sizeLabel ?? tensorsLabel);
+  const put = (key: string, v: string | undefined) => { if (v !== undefined) kv.push({ key, type: 'string', value: v }); };
+  put('general.name', fields.name ?? s.dirName);
+  put('general.author', fields.author);
+  put('general.version', fields.version);
+  put('general.organization', fields.organization);
+  put('general.finetune', fields.finetune);
+  put('general.basename', fields.basename);
+  put('general.description', fields.description);
+  put('general.size_label', fields.sizeLabel ?? tensorsLabel);
+  // A list of licenses is written joined by commas.
+  const license = Array.isArray(card.license) && card.license.every((l) => typeof l === 'string') ? card.license.join(',') : str('license');
+  put('general.license', license);
+  put('general.license.name', str('license_name'));
+  put('general.license.link', str('license_link'));
+  put('general.source.url', str('source_url'));
+  put('general.source.doi', str('source_doi'));
+  put('general.source.uuid', str('source_uuid'));
+  put('general.source.repo_url', str('source_repo_url'));
+  for (const [list, prefix] of [[card.base_models, 'base_model'], [card.datasets, 'dataset']] as const) {
+    if (!list) continue;
+    kv.push({ key: `general.${prefix}.count`, type: 'u32', value: list.length });
+    list.forEach((e, i) => {
+      for (const f of ENTRY_FIELDS) put(`general.${prefix}.${i}.${f}`, cardString(e[f], `${prefix} ${i} ${f}`, warnings));
+    });
+  }
+  for (const [what, key] of [['tags', 'general.tags'], ['languages', 'general.languages']] as const) {
+    const v = cardStrings(card[what], what, warnings);
+    if (v) kv.push({ key, type: 'array', itemType: 'string', value: v });
+  }
   return kv;
 }

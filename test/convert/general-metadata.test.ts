@@ -1,9 +1,10 @@
-// src/convert/general-metadata.ts against gguf-py itself (llama.cpp's converter library): the
+// src/convert/general-metadata.ts and model-names.ts against gguf-py itself (llama.cpp's converter library): the
 // name components, titles, rounded counts and size labels it derives, recorded by
 // bench/gguf-py-names.py for names chosen to reach each of its rules.
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { generalMetadata, idToTitle, modelIdComponents, roundedCount, sizeLabel } from '../../src/convert/general-metadata.js';
+import { generalMetadata, sizeLabel } from '../../src/convert/general-metadata.js';
+import { idToTitle, modelIdComponents, roundedCount } from '../../src/convert/model-names.js';
 
 type Nullable = string | null;
 const ref = JSON.parse(readFileSync(new URL('./fixtures/general-metadata.json', import.meta.url), 'utf8')) as {
