@@ -107,7 +107,8 @@ export async function folderFiles(dir: string, input: OpenedInput, tensors: read
   }
   warnings.push(...rc.warnings);
   const tok = await input.tokenizerFiles();
-  for (const name of TOKENIZER_FILE_NAMES) {
+  // The model card describes the original weights, not this conversion: it is not copied.
+  for (const name of TOKENIZER_FILE_NAMES.filter((n) => n !== 'README.md')) {
     const src = tok[name];
     if (src) files.push({ name, bytes: await src.read(0, await src.size()) });
   }

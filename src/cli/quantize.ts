@@ -319,8 +319,15 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const fileType = choice.fileType;
     if (kind === 'gguf' && input.checkpoint.format !== 'gguf' && input.configError) throw input.configError;
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
-    const files = !wantsVocab || a.tokenizer === 'none' ? {} : a.tokenizer !== undefined ? await tokenizerFilesAt(a.tokenizer, io) : await input.tokenizerFiles();
-    const { vocab, generation } = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
+    // The model card is the input's; --tokenizer replaces the tokenizer files (and
+    // generation_config.json, whose ids go with them); none drops the vocabulary only.
+    const own = wantsVocab ? await input.tokenizerFiles() : {};
+    const files = !wantsVocab ? {} : a.tokenizer === 'none'
+      ? { 'generation_config.json': own['generation_config.json'], 'README.md': own['README.md'] }
+      : a.tokenizer !== undefined ? { ...await tokenizerFilesAt(a.tokenizer, io), 'README.md': own['README.md'] } : own;
+    const side = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
+    const { vocab, generation, card } = side;
+    warnings.push(...side.warnings);
     if (a.imatrix === undefined && (a.includeWeights?.length || a.excludeWeights?.length)) {
       fail(ErrorCodes.BAD_OPTION, '[cli] quantize: --include-weights and --exclude-weights select entries of --imatrix, which is not given', { option: a.includeWeights?.length ? 'include-weights' : 'exclude-weights', expected: '--imatrix <file>' });
     }
@@ -328,13 +335,14 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const loaded = a.imatrix !== undefined ? selectWeights(await loadImatrix(a.imatrix, io), a.includeWeights, a.excludeWeights) : undefined;
     const imatrix = loaded?.size ? loaded : undefined;
     // A webquant output is read as its values, so that it can be quantized again.
-    const { input: ck, container, tokenizer, pruned, hparams } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
-      config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation,
+    const { input: ck, container, tokenizer, pruned, hparams, warnings: cardWarnings } = chooseContainer(await asValues(input.checkpoint), kind, choice, {
+      config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation, card,
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
       split,
       ...(a.pruneLayers !== undefined ? { prune: parsePruneLayers(a.pruneLayers) } : {}),
     });
+    warnings.push(...(cardWarnings ?? []));
     if (pruned?.missing.length) warnings.push(`--prune-layers: ${baseName(input.file)} has no block ${pruned.missing.join(', ')}`);
     const splitOut = writesSplit(split, ck);
     if (split?.by === 'input' && !splitOut) notes.push(`--keep-split: ${baseName(input.file)} is not a split GGUF, so the output is one file`);

@@ -12,10 +12,13 @@ import { llama2cVocab } from './llama2c-tokenizer.js';
 import { readSentencePieceModel } from './sentencepiece.js';
 import { isObj, type Json } from './special-vocab.js';
 
-/** Files read from beside a Hugging Face checkpoint. */
+/**
+ * Files read from beside a Hugging Face checkpoint: the tokenizer's, generation_config.json
+ * (sampling defaults) and README.md (the model card: license, tags, base models).
+ */
 export const TOKENIZER_FILE_NAMES = [
   'tokenizer.json', 'tokenizer.model', 'tokenizer_config.json', 'special_tokens_map.json',
-  'added_tokens.json', 'generation_config.json', 'chat_template.jinja', 'chat_template.json',
+  'added_tokens.json', 'generation_config.json', 'chat_template.jinja', 'chat_template.json', 'README.md',
 ] as const;
 export type TokenizerFileName = (typeof TOKENIZER_FILE_NAMES)[number];
 
@@ -93,7 +96,7 @@ export async function readGgufVocab(files: TokenizerFiles, opts: VocabOptions = 
       tokenizerJson: name('tokenizer.json'), tokenizerConfig: name('tokenizer_config.json'),
       tokenizerModel: name('tokenizer.model'), addedTokensJson: name('added_tokens.json'),
     },
-    read: TOKENIZER_FILE_NAMES.filter((f) => files[f]).map((f) => f),
+    read: TOKENIZER_FILE_NAMES.filter((f) => files[f] && f !== 'README.md').map((f) => f),
   };
   if (files['tokenizer.model']) {
     const pieces = readSentencePieceModel(await readAll(files['tokenizer.model']), name('tokenizer.model'));

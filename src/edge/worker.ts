@@ -2,7 +2,8 @@
 //
 //   POST /quantize?preset=q8_0&url=https://…/model.safetensors   read by URL with Range requests
 //                                                                (config.json beside it, for GGUF)
-//   POST /quantize?preset=nf4        multipart/form-data: `checkpoint` (+ `config` for GGUF output)
+//   POST /quantize?preset=nf4        multipart/form-data: `checkpoint` (+ `config` for GGUF output;
+//                                    tokenizer files, generation_config.json and README.md by name)
 //   POST /quantize?format=int4&name=tiny       raw body: the checkpoint itself (no config.json, so
 //                                              safetensors output, or GGUF from a GGUF input)
 //   ...&imatrix=https://…/imatrix.gguf          an importance matrix (llama.cpp's .dat or GGUF

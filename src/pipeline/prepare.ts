@@ -19,7 +19,8 @@ import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
-import { hasTokenizer, readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { readModelCard, type ModelCard } from '../convert/model-card.js';
+import { readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
@@ -129,6 +130,8 @@ export interface ContainerChoice {
    * the input's keys with --override-kv's (before --prune-layers).
    */
   hparams?: Pick<ResolveOptions, 'gqa' | 'nExperts' | 'modelType'>;
+  /** Model card values left out (of a type the converter cannot write). */
+  warnings?: string[];
 }
 
 /**
@@ -145,6 +148,8 @@ export function chooseContainer(
     config?: ModelConfig; vocab?: GgufVocab; name: string; file: string; imatrix?: GgufWriteKV[]; overrides?: GgufWriteKV[]; split?: GgufSplit; prune?: number[];
     /** generation_config.json, parsed: its sampling defaults become general.sampling.* keys. */
     generation?: Record<string, unknown>;
+    /** README.md's front matter, parsed: license, tags, languages, base models, datasets. */
+    card?: ModelCard;
   },
 ): ContainerChoice {
   // llama-quantize sets --override-kv's keys after the file's, then the imatrix's (which win).
@@ -196,27 +201,32 @@ export function chooseContainer(
   const cfg = llamaConfigFrom(src.config);
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
   const view = ggufView(ck, cfg);
-  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name, { config: src.config.raw, generation: src.generation, tensors: view.tensors });
+  const warnings: string[] = [];
+  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name, { config: src.config.raw, generation: src.generation, card: src.card, tensors: view.tensors, warnings });
   const p = prune(view, meta.find((k) => k.key === 'general.architecture')?.value);
   const metadata = [...last(meta).filter((k) => !p || k.key !== p.kv[0].key), ...(p?.kv ?? [])];
   const written = new Map(meta.map((k) => [k.key, k.value]));
-  return { input: p?.checkpoint ?? view, container: ggufContainer({ metadata, split }), tokenizer, ...(p ? { pruned: p } : {}), hparams: hparams((key) => written.get(key)) };
+  return { input: p?.checkpoint ?? view, container: ggufContainer({ metadata, split }), tokenizer, ...(p ? { pruned: p } : {}), hparams: hparams((key) => written.get(key)), warnings };
 }
 
 /**
- * The vocabulary to write when `ck` becomes GGUF, and generation_config.json (read once, for the
- * vocabulary's ids and the general.sampling.* keys): from the tokenizer files only for a Hugging
- * Face checkpoint of a supported architecture (a GGUF input keeps its own keys).
+ * What the files beside a Hugging Face checkpoint add to its GGUF: the vocabulary (from the
+ * tokenizer files, for a supported architecture), generation_config.json (read once, for the
+ * vocabulary's ids and the general.sampling.* keys) and the model card (README.md's front matter,
+ * for the license, tags and base models; `warnings` says what of it was left out). A GGUF input
+ * keeps its own keys.
  */
 export async function ggufVocabFor(
   ck: Checkpoint, kind: ContainerKind, config: ModelConfig | undefined, files: TokenizerFiles | undefined, pre?: string,
-): Promise<{ vocab?: GgufVocab; generation?: Record<string, unknown> }> {
-  if (kind !== 'gguf' || ck.format === 'gguf' || !config || !files) return {};
+): Promise<{ vocab?: GgufVocab; generation?: Record<string, unknown>; card?: ModelCard; warnings: string[] }> {
+  const warnings: string[] = [];
+  if (kind !== 'gguf' || ck.format === 'gguf' || !config || !files) return { warnings };
   const arch = ggufArchitecture({ model_type: config.modelType });
-  if (!arch) return {}; // chooseContainer refuses the model type
-  const generation = hasTokenizer(files) ? await readGenerationConfig(files) : undefined;
+  if (!arch) return { warnings }; // chooseContainer refuses the model type
+  const generation = await readGenerationConfig(files);
+  const card = await readModelCard(files['README.md'], warnings);
   const vocab = await readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre, generationConfig: generation });
-  return vocab ? { vocab, generation } : {};
+  return { vocab, generation, card, warnings };
 }
 
 /**
@@ -241,12 +251,15 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   }
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
-  const { vocab, generation } = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
+  const side = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
+  const { vocab, generation, card } = side;
+  warnings.push(...side.warnings);
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
-  const { input, container, tokenizer, hparams } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
-    config: src.config, vocab, name: src.name, file: src.checkpoint.source, generation,
+  const { input, container, tokenizer, hparams, warnings: cardWarnings } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
+    config: src.config, vocab, name: src.name, file: src.checkpoint.source, generation, card,
     ...(opts.imatrix ? { imatrix: imatrixMetadata(opts.imatrix.file, opts.imatrix.matrix) } : {}),
   });
+  warnings.push(...(cardWarnings ?? []));
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');
   if (tokenizer?.kind === 'vocab') warnings.push(...tokenizer.vocab.warnings);
   const plan = keepStoredTypes(resolvePlan(choice.plan, input.tensors, { importance: !!opts.imatrix, ...hparams }), kind);

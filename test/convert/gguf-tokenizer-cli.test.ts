@@ -85,6 +85,27 @@ describe.skipIf(!hasShared)('quantize stories260K with its llama2.c tokenizer', 
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/tokenizer .*nope does not exist/);
   });
+
+  it('writes the model card of the input folder, also with --tokenizer none or another tokenizer folder, and warns of values it leaves out', async () => {
+    const tmp = tempDir('card');
+    for (const f of ['model.safetensors', 'config.json']) copyFileSync(join(DIR, f), join(tmp, f));
+    writeFileSync(join(tmp, 'README.md'), '---\nlicense: mit\nlanguage: [en]\nversion: 2\nbase_model: karpathy/tinyllamas\n---\n# stories\n');
+    writeFileSync(join(tmp, 'generation_config.json'), JSON.stringify({ temperature: 0.8 }));
+    const other = tempDir('card-tok');
+    copyFileSync(join(DIR, 'tok512.bin'), join(other, 'tok512.bin'));
+    writeFileSync(join(other, 'README.md'), '---\nlicense: other\n---\n');
+    const card = (m: Record<string, unknown>) => [m['general.license'], m['general.languages'], m['general.base_model.0.repo_url'], m['general.version']];
+    for (const extra of [[], ['--tokenizer', 'none'], ['--tokenizer', join(other, 'tok512.bin')]]) {
+      const out = join(tmp, `o${extra.length}.gguf`);
+      const r = await cli(['quantize', tmp, '-o', out, '--format', 'q8_0', '--workers', '1', ...extra], { cwd: tmp });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain('warning: model card: version 2 is not a string: left out');
+      const m = (await read(out)).metadata;
+      expect(card(m), extra.join(' ')).toEqual(['mit', ['en'], 'https://huggingface.co/karpathy/tinyllamas', undefined]);
+      // The sampling defaults come with the tokenizer files' folder (their ids go together).
+      expect(m['general.sampling.temp'], extra.join(' ')).toBe(extra.length === 2 && extra[1] !== 'none' ? undefined : Math.fround(0.8));
+    }
+  });
 });
 
 describe('quantize a generated Qwen2 checkpoint to GGUF', () => {

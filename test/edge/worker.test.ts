@@ -3,7 +3,7 @@
 // thread, and the streamed output must be byte-identical to `webquant quantize` on Node.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -206,6 +206,25 @@ describe('Cloudflare Worker in workerd', () => {
     const res = await fetch(`${edge}/quantize?preset=iq4_nl&name=stories260K`, { method: 'POST', body: form });
     expect(res.status, log).toBe(200);
     // Posted without tokenizer files or a folder name, as the URL case: only general.name could differ.
+    expect(firstDifference(await bytesOf(res), want)).toBe(-1);
+  });
+
+  it('writes the model card posted as README.md: the bytes of the CLI on a folder holding it', async () => {
+    const dir = join(tmp, 'card', 'stories260K');
+    mkdirSync(dir, { recursive: true });
+    const card = '---\nlicense: mit\nlanguage: [en]\nbase_model: karpathy/tinyllamas\ndatasets: roneneldan/TinyStories\n---\n';
+    copyFileSync(STORIES_BF16, join(dir, 'model.safetensors'));
+    copyFileSync(STORIES_CONFIG, join(dir, 'config.json'));
+    writeFileSync(join(dir, 'README.md'), card);
+    const want = await cliQuantize(dir, join(tmp, 'card.gguf'), 'q8_0');
+    const m = (await openGguf(fromBuffer(new Uint8Array(want), 'card.gguf'))).metadata;
+    expect([m['general.license'], m['general.dataset.0.repo_url']]).toEqual(['mit', 'https://huggingface.co/roneneldan/TinyStories']);
+    const form = new FormData();
+    form.set('checkpoint', new Blob([readFileSync(STORIES_BF16)]), 'model.safetensors');
+    form.set('config', new Blob([readFileSync(STORIES_CONFIG)]), 'config.json');
+    form.set('README.md', new Blob([card]), 'README.md');
+    const res = await fetch(`${edge}/quantize?preset=q8_0&name=stories260K`, { method: 'POST', body: form });
+    expect(res.status, log).toBe(200);
     expect(firstDifference(await bytesOf(res), want)).toBe(-1);
   });
 

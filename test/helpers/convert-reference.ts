@@ -1,7 +1,7 @@
 // llama.cpp's own converter (convert_hf_to_gguf.py) as the reference for `webquant quantize
 // --preset f16` on Hugging Face checkpoints: the generated checkpoints of hf-families.ts, each in a
 // folder named like a Hub repository (the converter names the model from it) with a SentencePiece
-// tokenizer.model, some with generation_config.json or config.json's _name_or_path.
+// tokenizer.model, some with generation_config.json, config.json's _name_or_path or a model card.
 // bench/convert-reference.ts runs the converter on them and records a digest of every file it
 // writes in test/convert/fixtures/convert-reference.json; test/convert/convert-reference.test.ts
 // converts the same inputs with webquant and compares digests: every key with its type and value,
@@ -24,6 +24,8 @@ export interface ReferenceCase {
   nameOrPath?: string;
   /** generation_config.json. */
   generation?: Record<string, unknown>;
+  /** README.md (a model card with YAML front matter). */
+  card?: string;
   /** webquant quantize options beyond `--preset f16`. */
   options?: string[];
   /**
@@ -38,12 +40,21 @@ export const REFERENCE_CASES: ReferenceCase[] = [
     family: 'qwen3', dir: 'Qwen3-137K-Instruct-v0.2', generation: { bos_token_id: 1, do_sample: true, temperature: 0.6, top_p: 0.95, top_k: 20 },
     extraKeys: { 'tokenizer.ggml.bos_token_id': 'generation_config.json\'s, where no other file names one (src/convert/special-vocab.ts); the converter does not read that file for ids' },
   },
-  { family: 'gemma3', dir: 'gemma-3-270m-it' },
+  {
+    family: 'gemma3', dir: 'gemma-3-270m-it',
+    card: '---\nlicense: gemma\nlibrary_name: transformers\npipeline_tag: text-generation\nextra_gated_heading: Access Gemma on Hugging Face\nextra_gated_button_content: Acknowledge license\nbase_model: google/gemma-3-270m\ntags:\n- gemma3\n- gemma\n- google\n---\n\n# Gemma 3 model card\n',
+  },
   { family: 'gemma2', dir: 'gemma-2-2b' },
   { family: 'gemma1', dir: 'gemma-7b' },
-  { family: 'llama3', dir: 'llama3', nameOrPath: 'meta-llama/Llama-3.2-1B-Instruct', generation: { temperature: 0.6, top_p: 0.9, eos_token_id: [2, 1] } },
+  {
+    family: 'llama3', dir: 'llama3', nameOrPath: 'meta-llama/Llama-3.2-1B-Instruct', generation: { temperature: 0.6, top_p: 0.9, eos_token_id: [2, 1] },
+    card: '---\nlanguage:\n- en\n- de\n- fr\n- hi\nlibrary_name: transformers\nlicense: llama3.2\npipeline_tag: text-generation\ntags:\n- facebook\n- meta\n- llama-3\nextra_gated_prompt: >-\n  ### LICENSE AGREEMENT\n\n  Folded text: over two lines.\nextra_gated_fields:\n  First Name: text\n  Date of birth: date_picker\n  geo: ip_location\n---\n',
+  },
   { family: 'phi3', dir: 'Phi-3-mini-4k-instruct' },
-  { family: 'mixtral', dir: 'Mixtral-8x7B-Instruct-v0.1' },
+  {
+    family: 'mixtral', dir: 'Mixtral-8x7B-Instruct-v0.1',
+    card: '---\r\nlanguage: [fr, it, de, es, en]\r\nlicense: apache-2.0\r\nbase_model:\r\n- mistralai/Mixtral-8x7B-v0.1\r\n- https://huggingface.co/someone/Merged-Model-v2\r\ndatasets:\r\n- HuggingFaceH4/ultrachat_200k\r\n- {name: Internal mix, organization: Mistral AI}\r\nmodel_creator: Mistral AI\r\ninference:\r\n  parameters:\r\n    temperature: 0.5\r\nwidget:\r\n- messages:\r\n  - role: user\r\n    content: What is your favorite condiment?\r\n---\r\n',
+  },
   { family: 'qwen2moe', dir: 'Qwen1.5-MoE-A2.7B-Chat' },
   { family: 'qwen3moe', dir: 'Qwen3-30B-A3B' },
   { family: 'granite', dir: 'granite-3.1-2b-instruct' },
@@ -57,7 +68,10 @@ export const REFERENCE_CASES: ReferenceCase[] = [
   { family: 'stablelm', dir: 'stablelm-2-1_6b-chat', extraKeys: { 'stablelm.rope.freq_base': 'config.json\'s rope_theta, which the converter leaves to llama.cpp\'s default' } },
   { family: 'starcoder2', dir: 'starcoder2-3b' },
   { family: 'olmoe', dir: 'OLMoE-1B-7B-0924-Instruct' },
-  { family: 'qwen2', dir: 'Qwen2.5-0.5B-Instruct', generation: { repetition_penalty: 1.05, temperature: 0.7, top_p: 0.8, top_k: 20 } },
+  {
+    family: 'qwen2', dir: 'Qwen2.5-0.5B-Instruct', generation: { repetition_penalty: 1.05, temperature: 0.7, top_p: 0.8, top_k: 20 },
+    card: '---\nlicense: apache-2.0\nlicense_link: https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/LICENSE\nlanguage:\n- en\npipeline_tag: text-generation\nbase_model: Qwen/Qwen2.5-0.5B\ntags:\n- chat\nlibrary_name: transformers\n---\n\n# Qwen2.5-0.5B-Instruct\n',
+  },
   { family: 'qwen2Yarn', dir: 'qwen2-yarn', nameOrPath: 'Qwen/Qwen2.5-7B-Instruct-1M' },
 ];
 
@@ -86,6 +100,7 @@ export async function writeReferenceInput(root: string, c: ReferenceCase): Promi
   const words = Array.from({ length: 26 }, (_, i) => `▁${String.fromCharCode(97 + i)}`);
   writeFileSync(join(dir, 'tokenizer.model'), spModel(llamaPieces(words)));
   if (c.generation) writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(c.generation));
+  if (c.card) writeFileSync(join(dir, 'README.md'), c.card);
   return dir;
 }
 
