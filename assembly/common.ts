@@ -113,6 +113,30 @@ export function f32ToBf16(f: f32): u16 {
   return reinterpret<f32>(h << 16);
 }
 
+// Constants of f16x8ToF32, loaded from memory (a splat constant in a loop is rebuilt at each use).
+const F16D = memory.data<u32>([
+  0x8fffffff, 0x8fffffff, 0x8fffffff, 0x8fffffff, // sign and the 15 bits below it, after the shift
+  0x77800000, 0x77800000, 0x77800000, 0x77800000, // 2^112
+  0x7c007c00, 0x7c007c00, 0x7c007c00, 0x7c007c00, // fp16 exponent field
+]);
+
+// Eight fp16 values at src as fp32 at dst, the bits of f16ToF32. Sign-extended and shifted by 13,
+// a value's exponent and mantissa fill fp32's low exponent bits and mantissa with its sign on top;
+// times 2^112 that is the value, exactly, for normals and subnormals alike (a subnormal's bits
+// read as an fp32 subnormal m * 2^-136). Exponent 31 (inf / NaN, which keep their payload) is
+// rare: those eight values take the scalar conversion.
+@inline export function f16x8ToF32(src: usize, dst: usize): void {
+  const h = v128.load(src);
+  const exp = v128.load(F16D, 32);
+  if (v128.any_true(i16x8.eq(v128.and(h, exp), exp))) {
+    for (let k = 0; k < 8; k++) store<f32>(dst + (<usize>k << 2), f16ToF32(<u32>load<u16>(src + (<usize>k << 1))));
+    return;
+  }
+  const keep = v128.load(F16D), up = v128.load(F16D, 16);
+  v128.store(dst, f32x4.mul(v128.and(i32x4.shl(i32x4.extend_low_i16x8_s(h), 13), keep), up));
+  v128.store(dst, f32x4.mul(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(h), 13), keep), up), 16);
+}
+
 // Stores scale or bias k of a group section, rounded to nearest even: f16 by default, bf16 or f32 by flag.
 @inline export function putStoredScale(p: usize, k: usize, v: f32, flags: i32): void {
   if (flags & FLAG_SCALE_F32) store<f32>(p + (k << 2), v);
@@ -171,6 +195,9 @@ export function rowF32(src: usize, srcType: i32, row: i32, rowLen: i32, scratch:
       store<f32>(scratch + (<usize>i << 2), bf16ToF32(<u32>load<u16>(p + (<usize>i << 1))));
     }
   } else {
+    if (ASC_FEATURE_SIMD) {
+      for (; i + 8 <= rowLen; i += 8) f16x8ToF32(p + (<usize>i << 1), scratch + (<usize>i << 2));
+    }
     for (; i < rowLen; i++) {
       store<f32>(scratch + (<usize>i << 2), f16ToF32(<u32>load<u16>(p + (<usize>i << 1))));
     }

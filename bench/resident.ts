@@ -42,6 +42,10 @@ export class Resident {
   dequantize(rows: number): void {
     this.k.fn(`${this.f.kernel}_dequantize`)(this.out[0], rows, ROW, this.deq, this.args);
   }
+  /** The dequantized floats of the first `rows` rows, as bytes. */
+  dequantized(rows: number): Uint8Array {
+    return new Uint8Array(this.k.buffer, this.deq, rows * ROW * 4).slice();
+  }
   /** The quantized bytes of the first `rows` rows (first section). */
   bytes(rows: number): Uint8Array {
     const o = resolveOptions(this.f, { format: this.f.name });

@@ -21,6 +21,7 @@ const values = Number(arg('values', String(4 << 20)));
 const pairs = Number(arg('pairs', '15'));
 const minMs = Number(arg('ms', '40'));
 const withImatrix = process.argv.includes('--imatrix');
+const dequant = process.argv.includes('--dequant');
 
 const data = weightData(values);
 // A positive, uneven importance per column, as an imatrix file holds.
@@ -33,10 +34,10 @@ if (baseline) configureWasm({ wasm: readFileSync(baseline) });
 const scalar = await loadKernels('wasm', 'bench');
 const out: (string | number)[][] = [];
 
-/** Seconds of `reps` calls of quantize(rows). */
+/** Seconds of `reps` calls of quantize(rows) (or dequantize(rows)). */
 function sample(r: Resident, rows: number, reps: number): number {
   const t0 = performance.now();
-  for (let i = 0; i < reps; i++) r.quantize(rows);
+  for (let i = 0; i < reps; i++) if (dequant) r.dequantize(rows); else r.quantize(rows);
   return (performance.now() - t0) / 1000;
 }
 
@@ -52,7 +53,12 @@ for (const name of only) {
     // Rows and repetitions so that one SIMD sample takes at least minMs.
     a.quantize(rows);
     b.quantize(rows);
-    const same = Buffer.compare(a.bytes(rows), b.bytes(rows)) === 0;
+    let same = Buffer.compare(a.bytes(rows), b.bytes(rows)) === 0;
+    if (dequant) {
+      a.dequantize(rows);
+      b.dequantize(rows);
+      same &&= Buffer.compare(a.dequantized(rows), b.dequantized(rows)) === 0;
+    }
     const t1 = sample(a, rows, 1);
     const reps = Math.max(1, Math.ceil(minMs / 1000 / t1));
     const { a: ts, b: tc } = alternate(pairs, () => sample(a, rows, reps), () => sample(b, rows, reps));
@@ -68,5 +74,5 @@ for (const name of only) {
 
 const other = baseline || 'scalar';
 const self = build || 'SIMD';
-console.log(`\n${self} vs ${other} quantize, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
-console.log(table(['format', self, other, `${self}/${other} (median of pairs)`, 'quartiles', 'same bytes'], out));
+console.log(`\n${self} vs ${other} ${dequant ? 'dequantize' : 'quantize'}, one process, ${pairs} interleaved pairs, ${values} values resident (GB/s of float32, medians).\n`);
+console.log(table(['format', self, other, `${self}/${other} (median of pairs)`, 'quartiles', dequant ? 'same bytes and floats' : 'same bytes'], out));

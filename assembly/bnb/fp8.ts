@@ -94,9 +94,33 @@ const E5M2_FMAX: f32 = 57344;
 
 // code -> f32: the 7 magnitude bits shifted under the f32 exponent field make an f32 whose value is
 // 2^(bias-127) times the fp8 value, subnormals included; one exact multiply rescales it.
-function dequantize8(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize, mshift: i32, scaleUp: f32, isE4M3: bool): void {
+@inline function fp8ToF32(c: u32, mshift: i32, scaleUp: f32, special: u32, isE4M3: bool): f32 {
+  const m = c & 0x7f;
+  let v = reinterpret<f32>(m << mshift) * scaleUp;
+  if (m >= special) v = isE4M3 || m > special ? NaN : Infinity;
+  return reinterpret<f32>(reinterpret<u32>(v) | ((c & 0x80) << 24));
+}
+
+// Per format (E4M3 at 0, E5M2 at 64): bytes of the NaN / inf-NaN pattern, the bits kept of a
+// sign-extended code after its shift (sign and magnitude), 2^(127-bias). Loaded, not splat: a
+// constant in a loop is rebuilt at each use.
+const FP8K = memory.data<u32>([
+  0x7f7f7f7f, 0x7f7f7f7f, 0x7f7f7f7f, 0x7f7f7f7f, 0x87ffffff, 0x87ffffff, 0x87ffffff, 0x87ffffff,
+  0x7b800000, 0x7b800000, 0x7b800000, 0x7b800000, 0, 0, 0, 0,
+  0x7c7c7c7c, 0x7c7c7c7c, 0x7c7c7c7c, 0x7c7c7c7c, 0x8fffffff, 0x8fffffff, 0x8fffffff, 0x8fffffff,
+  0x77800000, 0x77800000, 0x77800000, 0x77800000, 0, 0, 0, 0,
+]);
+
+// Four sign-extended codes as f32 times the scale: shifted, the sign lands on bit 31 (its copies
+// above the magnitude are masked off), so the multiply by 2^(127-bias) gives the signed value.
+@inline function fp8x4(c: v128, mshift: i32, k: usize, vs: v128): v128 {
+  return f32x4.mul(f32x4.mul(v128.and(i32x4.shl(c, mshift), v128.load(k, 16)), v128.load(k, 32)), vs);
+}
+
+@inline function dequantize8(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize, mshift: i32, scaleUp: f32, isE4M3: bool): void {
   const perTensor = (argI32(args, A_FLAGS) & FLAG_PER_TENSOR) != 0;
   const special: u32 = isE4M3 ? 0x7f : 0x7c; // first code of the NaN (E4M3) / inf-NaN (E5M2) range
+  const k = FP8K + (isE4M3 ? 0 : 64);
   for (let r = 0; r < nrows; r++) {
     const s = perTensor ? load<f32>(argU32(args, A_AUX)) : load<f32>(argU32(args, A_SCALES) + (<usize>r << 2));
     const q = src + <usize>r * <usize>rowLen;
@@ -104,35 +128,23 @@ function dequantize8(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usiz
     let i = 0;
     if (ASC_FEATURE_SIMD) {
       const vs = f32x4.splat(s);
-      const vup = f32x4.splat(scaleUp);
-      const m7 = i32x4.splat(0x7f);
-      const vspecial = i32x4.splat(special);
-      const vnan = i32x4.splat(0x7fc00000);
-      const vinf = i32x4.splat(0x7f800000);
       for (; i + 16 <= rowLen; i += 16) {
         const b = v128.load(q + <usize>i);
-        const lo = i16x8.extend_low_i8x16_u(b);
-        const hi = i16x8.extend_high_i8x16_u(b);
-        for (let k = 0; k < 4; k++) {
-          const c = k == 0 ? i32x4.extend_low_i16x8_u(lo) : k == 1 ? i32x4.extend_high_i16x8_u(lo)
-            : k == 2 ? i32x4.extend_low_i16x8_u(hi) : i32x4.extend_high_i16x8_u(hi);
-          const m = v128.and(c, m7);
-          let v = f32x4.mul(i32x4.shl(m, mshift), vup);
-          if (isE4M3) v = v128.bitselect(vnan, v, i32x4.eq(m, vspecial));
-          else v = v128.bitselect(v128.bitselect(vinf, vnan, i32x4.eq(m, vspecial)), v, i32x4.ge_u(m, vspecial));
-          v = v128.or(v, i32x4.shl(v128.and(c, i32x4.splat(0x80)), 24));
-          v128.store(y + (<usize>(i + k * 4) << 2), f32x4.mul(v, vs));
+        const sp = v128.load(k);
+        const o = y + (<usize>i << 2);
+        // NaN / inf codes are rare: such 16 take the scalar conversion.
+        if (v128.any_true(i8x16.eq(v128.and(b, sp), sp))) {
+          for (let j = 0; j < 16; j++) store<f32>(o + (<usize>j << 2), fp8ToF32(<u32>load<u8>(q + <usize>(i + j)), mshift, scaleUp, special, isE4M3) * s);
+          continue;
         }
+        const lo = i16x8.extend_low_i8x16_s(b), hi = i16x8.extend_high_i8x16_s(b);
+        v128.store(o, fp8x4(i32x4.extend_low_i16x8_s(lo), mshift, k, vs));
+        v128.store(o, fp8x4(i32x4.extend_high_i16x8_s(lo), mshift, k, vs), 16);
+        v128.store(o, fp8x4(i32x4.extend_low_i16x8_s(hi), mshift, k, vs), 32);
+        v128.store(o, fp8x4(i32x4.extend_high_i16x8_s(hi), mshift, k, vs), 48);
       }
     }
-    for (; i < rowLen; i++) {
-      const c = <u32>load<u8>(q + <usize>i);
-      const m = c & 0x7f;
-      let v = reinterpret<f32>(m << mshift) * scaleUp;
-      if (m >= special) v = isE4M3 || m > special ? NaN : Infinity;
-      v = reinterpret<f32>(reinterpret<u32>(v) | ((c & 0x80) << 24));
-      store<f32>(y + (<usize>i << 2), v * s);
-    }
+    for (; i < rowLen; i++) store<f32>(y + (<usize>i << 2), fp8ToF32(<u32>load<u8>(q + <usize>i), mshift, scaleUp, special, isE4M3) * s);
   }
 }
 

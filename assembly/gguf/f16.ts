@@ -4,7 +4,7 @@
 // bit pattern, NaN -> quiet NaN with its sign and payload (common.ts f32ToBf16, ggml's rule).
 // The SIMD versions compute the same functions with lane operations; both are exact, so the bits
 // agree for every input. An input already in the output type is copied unchanged.
-import { A_SCRATCH, SRC_BF16, SRC_F16, SRC_F32, argU32, bf16ToF32, f16ToF32, f32ToBf16, f32ToF16, rowF32 } from '../common';
+import { A_SCRATCH, SRC_BF16, SRC_F16, SRC_F32, argU32, bf16ToF32, f16ToF32, f16x8ToF32, f32ToBf16, f32ToF16, rowF32 } from '../common';
 
 export const F16_BLOCK: i32 = 1;
 export const F16_BYTES: i32 = 2;
@@ -136,27 +136,9 @@ export function f16_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, 
   const n = <i32>(<usize>nrows * <usize>rowLen);
   let i = 0;
   if (ASC_FEATURE_SIMD) {
-    for (; i + 8 <= n; i += 8) {
-      const h = v128.load(src + (<usize>i << 1));
-      v128.store(dst + (<usize>i << 2), f32x4Of16(i32x4.extend_low_i16x8_u(h)));
-      v128.store(dst + (<usize>i << 2) + 16, f32x4Of16(i32x4.extend_high_i16x8_u(h)));
-    }
+    for (; i + 8 <= n; i += 8) f16x8ToF32(src + (<usize>i << 1), dst + (<usize>i << 2));
   }
   for (; i < n; i++) store<f32>(dst + (<usize>i << 2), f16ToF32(<u32>load<u16>(src + (<usize>i << 1))));
-}
-
-// Exact fp16 -> fp32 of four lanes (fp16 bits in the low half): normals rebias the exponent,
-// inf/NaN keep their payload, subnormals are m * 2^-24 (exact in fp32).
-@inline function f32x4Of16(h: v128): v128 {
-  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
-  const em = v128.and(h, i32x4.splat(0x7fff));
-  const e = v128.and(em, i32x4.splat(0x7c00));
-  const normal = i32x4.add(i32x4.shl(em, 13), i32x4.splat(0x38000000));
-  const special = v128.or(i32x4.shl(em, 13), i32x4.splat(0x7f800000));
-  const sub = f32x4.mul(f32x4.convert_i32x4_s(em), f32x4.splat(reinterpret<f32>(0x33800000)));
-  let r = v128.bitselect(special, normal, i32x4.eq(e, i32x4.splat(0x7c00)));
-  r = v128.bitselect(sub, r, i32x4.eq(e, i32x4.splat(0)));
-  return v128.or(r, sign);
 }
 
 export function bf16_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {

@@ -181,6 +181,20 @@ describe('SIMD and scalar builds', () => {
       }
     }
   });
+  it('FP8: every code dequantizes to the reference value, NaN and inf codes amid finite ones (SIMD converts those sixteen apart)', async () => {
+    for (const fmt of ['fp8_e4m3', 'fp8_e5m2'] as const) {
+      const qt = await quantize(gaussian(4 * 256, 5), { format: fmt, rowLength: 256 });
+      // Each row holds all 256 codes in another order.
+      for (let r = 0; r < 4; r++) for (let i = 0; i < 256; i++) qt.data[r * 256 + i] = (i * (2 * r + 37) + r) & 255;
+      const want = refDequantizeFp8(fmt, qt.data, 4, 256);
+      const da = await dequantize(qt, { backend: 'wasm-simd' });
+      const db = await dequantize(qt, { backend: 'wasm' });
+      expect(sameBytes(bits(da), bits(db)), fmt).toBe(true);
+      for (let i = 0; i < want.length; i++) {
+        if (!(Object.is(da[i], want[i]) || (Number.isNaN(da[i]) && Number.isNaN(want[i])))) expect(`${fmt} code ${qt.data[i]}: ${da[i]}`).toBe(`${fmt} code ${qt.data[i]}: ${want[i]}`);
+      }
+    }
+  });
   it('NVFP4: row lengths whose block count is not a multiple of four (SIMD takes four at a time)', async () => {
     for (const rowLen of [16, 48, 80, 272]) {
       const x = gaussian(rowLen * 3, rowLen);

@@ -320,6 +320,16 @@ describe('F16 / BF16 conversion', () => {
       expect([f16[21], f16[22], f16[23], f16[24]]).toEqual([0x7c00, 0xfc00, 0x7e00, 0xfe00]);
       expect([b16[21], b16[22], b16[24], b16[26]]).toEqual([0x7f80, 0xff80, 0xffc0, 0xffc1]); // bf16 NaN: quiet, payload kept
     });
+    it(`every finite f16 pattern read as input gives the bytes of its f32 widening (${backend})`, async () => {
+      // Subnormals, zeros of both signs and the largest values, shuffled so that each row mixes them.
+      const finite = Uint16Array.from({ length: 63488 }, (_, i) => ((i * 40503) % 63488) + ((i * 40503) % 63488 >= 31744 ? 1024 : 0));
+      const wide = Float32Array.from(finite, (h) => ref.fromF16(h));
+      for (const format of ['q8_0', 'f16', 'bf16']) {
+        const a = await quantize(finite, { format, rowLength: 1024, dtype: 'f16', backend });
+        const b = await quantize(wide, { format, rowLength: 1024, backend });
+        expect(Buffer.compare(Buffer.from(a.data), Buffer.from(b.data)), format).toBe(0);
+      }
+    });
     it(`all 65536 f16 and bf16 patterns dequantize exactly (${backend})`, async () => {
       const k = await loadKernels(backend);
       const all = new Uint16Array(65536).map((_, i) => i);
@@ -332,9 +342,15 @@ describe('F16 / BF16 conversion', () => {
         const want = e === 31 ? (((i & 0x8000) << 16) | 0x7f800000 | ((i & 1023) << 13)) >>> 0 : ref.bitsOf(ref.fromF16(i));
         if (out[i] !== want) expect(`0x${i.toString(16)} -> 0x${out[i].toString(16)}`).toBe(`0x${i.toString(16)} -> 0x${want.toString(16)}`);
       }
+      // Inf / NaN beside finite values in one group of eight (the SIMD build converts such groups apart).
+      const mixed = all.map((_, i) => (i % 8 === 3 ? 0x7c00 | (i & 0x83ff) : (i * 40503) & 0xffff));
+      k.u8(base, 131072).set(new Uint8Array(mixed.buffer));
+      k.fn('f16_dequantize')(base, 1, 65536, base + 131072, 0);
+      const outM = new Uint32Array(k.buffer.slice(base + 131072, base + 131072 + 262144));
+      for (let i = 0; i < 65536; i++) if (outM[i] !== out[mixed[i]]) expect(`0x${mixed[i].toString(16)} -> 0x${outM[i].toString(16)}`).toBe(`0x${mixed[i].toString(16)} -> 0x${out[mixed[i]].toString(16)}`);
       k.fn('bf16_dequantize')(base, 1, 65536, base + 131072, 0);
       const outB = new Uint32Array(k.buffer.slice(base + 131072, base + 131072 + 262144));
-      for (let i = 0; i < 65536; i++) if (outB[i] !== (i << 16) >>> 0) expect(outB[i]).toBe((i << 16) >>> 0);
+      for (let i = 0; i < 65536; i++) if (outB[i] !== (mixed[i] << 16) >>> 0) expect(outB[i]).toBe((mixed[i] << 16) >>> 0);
     });
   }
 });
