@@ -2,7 +2,7 @@
 // IQ4 block search (iq4_search.ts, spec §13.5). Not re-exported by gguf/index.ts: nothing here is
 // a wasm export.
 import { signedAbsmax } from '../common';
-import { storeAQ } from './pack';
+import { hiNibbles, NIB, storeAQ } from './pack';
 
 // The IQ4 non-linear grid (spec §6).
 export const KVALUES = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
@@ -266,13 +266,14 @@ export function pack5(c: usize, y: usize): void {
 // ---- IQ4 dequantization ---------------------------------------------------------------------
 
 // y = dl * KVALUES[nibble] for the 32 values of one 16-byte nibble group.
-export function iq4Dequant32(qs: usize, dl: f32, y: usize): void {
+@inline export function iq4Dequant32(qs: usize, dl: f32, y: usize): void {
   if (ASC_FEATURE_SIMD) {
-    const kv = i8x16(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    const kv = v128.load(KVALUES); // loaded: a v128 constant is rebuilt at each call
     const q = v128.load(qs);
     const vd = f32x4.splat(dl);
-    storeAQ(y, i8x16.swizzle(kv, v128.and(q, i8x16.splat(15))), vd);
-    storeAQ(y + 64, i8x16.swizzle(kv, i8x16.shr_u(q, 4)), vd);
+    const mask = v128.load(NIB);
+    storeAQ(y, i8x16.swizzle(kv, v128.and(q, mask)), vd);
+    storeAQ(y + 64, i8x16.swizzle(kv, hiNibbles(q, mask)), vd);
   } else {
     for (let j: usize = 0; j < 16; j++) {
       const q = <usize>load<u8>(qs + j);

@@ -20,7 +20,7 @@
 // them (a build that fuses the multiply and subtract into an FMA would not overflow there).
 import { A_SCRATCH, argU32, rowF32 } from '../common';
 import { absmax } from '../bnb/lut';
-import { storeAQ } from './pack';
+import { hiNibbles, NIB, storeAQ } from './pack';
 
 export const MXFP4_GGUF_BLOCK: i32 = 32;
 export const MXFP4_GGUF_BYTES: i32 = 17;
@@ -139,8 +139,9 @@ export function mxfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: 
       const kv = v128.load(KV);
       const q = v128.load(blk + 1);
       const vd = f32x4.splat(d);
-      storeAQ(y, i8x16.swizzle(kv, v128.and(q, i8x16.splat(15))), vd);
-      storeAQ(y + 64, i8x16.swizzle(kv, i8x16.shr_u(q, 4)), vd);
+      const mask = v128.load(NIB);
+      storeAQ(y, i8x16.swizzle(kv, v128.and(q, mask)), vd);
+      storeAQ(y + 64, i8x16.swizzle(kv, hiNibbles(q, mask)), vd);
     } else {
       for (let j: usize = 0; j < 16; j++) {
         const q = <usize>load<u8>(blk + 1 + j);

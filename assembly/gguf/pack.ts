@@ -41,6 +41,22 @@ export function quantizeBlockRows(
   v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
 }
 
+// Byte constants of the dequantizers, loaded rather than splat (a splat in a block loop is rebuilt
+// per block): 15 at NIB, 8 at NIB + 16, 16 at NIB + 32, 3 at NIB + 48, 32 at NIB + 64.
+export const NIB = memory.data<u8>([
+  15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
+  8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+  16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+  3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+  32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
+]);
+
+// The high nibbles of 16 bytes: a 16-bit shift and the nibble mask (i8x16.shr_u is both, plus a
+// mask rebuilt at each use).
+@inline export function hiNibbles(q: v128, mask: v128): v128 {
+  return v128.and(i16x8.shr_u(q, 4), mask);
+}
+
 // 16 unsigned byte codes -> q*d + m (multiply, then add: the product is exact, spec §15) (Q4_1, Q5_1).
 @inline export function storeQDM(y: usize, c: v128, vd: v128, vm: v128): void {
   const lo = i16x8.extend_low_i8x16_u(c);

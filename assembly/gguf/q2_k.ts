@@ -4,7 +4,7 @@
 // Dequantized value = (d*(sc & 15))*q - (dmin*(sc >> 4)).
 // Quantizer: spec §9 (reference) and §14.3 (importance matrix).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
-import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQB } from './pack';
+import { f32At, imatrixWeights256, NIB, packCodes2, quantizeBlockRows, storeAQB } from './pack';
 import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
 
 export const Q2_K_BLOCK: i32 = 256;
@@ -95,25 +95,36 @@ export function q2_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const dmin = f16ToF32(<u32>load<u16>(blk + 82));
     const y = dst + (b << 10);
     for (let h = 0; h < 2; h++) {
-      for (let j = 0; j < 4; j++) {
-        for (let k = 0; k < 2; k++) {
-          // elements 128h + 32j + 16k + (0..15): sub-block 8h + 2j + k
-          const s = <u32>load<u8>(blk + <usize>(8 * h + 2 * j + k));
-          const dl: f32 = d * <f32>(s & 15);
-          const ml: f32 = dmin * <f32>(s >> 4);
-          const q = blk + 16 + (<usize>h << 5) + (<usize>k << 4);
-          const ye = y + ((<usize>(128 * h + 32 * j + 16 * k)) << 2);
-          if (ASC_FEATURE_SIMD) {
-            const c = v128.and(i8x16.shr_u(v128.load(q), 2 * j), i8x16.splat(3));
-            storeAQB(ye, c, f32x4.splat(dl), f32x4.splat(ml));
-          } else {
+      for (let k = 0; k < 2; k++) {
+        // elements 128h + 32j + 16k + (0..15): sub-block 8h + 2j + k, bits 2j..2j+1 of q's bytes
+        const q = blk + 16 + (<usize>h << 5) + (<usize>k << 4);
+        const ye = y + ((<usize>(128 * h + 16 * k)) << 2);
+        const sc = blk + <usize>(8 * h + k);
+        if (ASC_FEATURE_SIMD) {
+          // The four shifts as constants (a loop over j made them variable: 4 instructions each).
+          const v = v128.load(q), m3 = v128.load(NIB, 48);
+          q2Sub(ye, v128.and(v, m3), sc, d, dmin);
+          q2Sub(ye + 128, v128.and(i16x8.shr_u(v, 2), m3), sc + 2, d, dmin);
+          q2Sub(ye + 256, v128.and(i16x8.shr_u(v, 4), m3), sc + 4, d, dmin);
+          q2Sub(ye + 384, v128.and(i16x8.shr_u(v, 6), m3), sc + 6, d, dmin);
+        } else {
+          for (let j = 0; j < 4; j++) {
+            const s = <u32>load<u8>(sc + <usize>(2 * j));
+            const dl: f32 = d * <f32>(s & 15);
+            const ml: f32 = dmin * <f32>(s >> 4);
             for (let l = 0; l < 16; l++) {
               const c = (<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3;
-              store<f32>(ye + (<usize>l << 2), dl * <f32>c - ml);
+              store<f32>(ye + ((<usize>(32 * j + l)) << 2), dl * <f32>c - ml);
             }
           }
         }
       }
     }
   }
+}
+
+// 16 codes of one sub-block: dl * c - ml, dl and ml from its scale byte.
+@inline function q2Sub(ye: usize, c: v128, sc: usize, d: f32, dmin: f32): void {
+  const s = <u32>load<u8>(sc);
+  storeAQB(ye, c, f32x4.splat(d * <f32>(s & 15)), f32x4.splat(dmin * <f32>(s >> 4)));
 }

@@ -8,7 +8,7 @@
 // are (never re-derived from the fp16 d).
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, imatrixWeights32, sumSquares } from './iq4_common';
-import { packNibbles32, storeQD } from './pack';
+import { hiNibbles, NIB, packNibbles32, storeQD } from './pack';
 import { makeQxQuants } from './searches';
 
 export const Q4_0_BLOCK: i32 = 32;
@@ -74,10 +74,9 @@ export function q4_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const y = dst + (b << 7);
     if (ASC_FEATURE_SIMD) {
       const qs = v128.load(blk + 2);
-      const mask = i8x16.splat(15);
-      const eight = i8x16.splat(8);
+      const mask = v128.load(NIB), eight = v128.load(NIB, 16);
       const lo = i8x16.sub(v128.and(qs, mask), eight);
-      const hi = i8x16.sub(i8x16.shr_u(qs, 4), eight);
+      const hi = i8x16.sub(hiNibbles(qs, mask), eight);
       const vd = f32x4.splat(d);
       storeQD(y, lo, vd);
       storeQD(y + 64, hi, vd);

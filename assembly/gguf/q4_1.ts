@@ -7,7 +7,7 @@
 // sigma2 = sum(x^2)/rowLen over the whole row; its codes are stored as they are.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, imatrixWeights32, minMax32, sumSquares } from './iq4_common';
-import { packNibbles32, storeQDM } from './pack';
+import { hiNibbles, NIB, packNibbles32, storeQDM } from './pack';
 import { makeQkxQuants } from './searches';
 
 export const Q4_1_BLOCK: i32 = 32;
@@ -95,8 +95,9 @@ export function q4_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const qs = v128.load(blk + 4);
       const vd = f32x4.splat(d);
       const vm = f32x4.splat(m);
-      storeQDM(y, v128.and(qs, i8x16.splat(15)), vd, vm);
-      storeQDM(y + 64, i8x16.shr_u(qs, 4), vd, vm);
+      const mask = v128.load(NIB);
+      storeQDM(y, v128.and(qs, mask), vd, vm);
+      storeQDM(y + 64, hiNibbles(qs, mask), vd, vm);
     } else {
       for (let j: usize = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 4 + j);

@@ -7,7 +7,7 @@
 // 36 steps) with weights qw*sqrt(sigma2 + x^2), sigma2 over the whole row.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, highBits32, imatrixWeights32, minMax32, pack5, sumSquares } from './iq4_common';
-import { storeQDM } from './pack';
+import { hiNibbles, NIB, storeQDM } from './pack';
 import { makeQkxQuants } from './searches';
 
 export const Q5_1_BLOCK: i32 = 32;
@@ -83,9 +83,9 @@ export function q5_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const qs = v128.load(blk + 8);
       const vd = f32x4.splat(d);
       const vm = f32x4.splat(m);
-      const sixteen = i8x16.splat(16);
-      storeQDM(y, v128.or(v128.and(qs, i8x16.splat(15)), v128.and(highBits32(qh, 0), sixteen)), vd, vm);
-      storeQDM(y + 64, v128.or(i8x16.shr_u(qs, 4), v128.and(highBits32(qh, 1), sixteen)), vd, vm);
+      const mask = v128.load(NIB), sixteen = v128.load(NIB, 32);
+      storeQDM(y, v128.or(v128.and(qs, mask), v128.and(highBits32(qh, 0), sixteen)), vd, vm);
+      storeQDM(y + 64, v128.or(hiNibbles(qs, mask), v128.and(highBits32(qh, 1), sixteen)), vd, vm);
     } else {
       for (let j: u32 = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 8 + <usize>j);

@@ -5,7 +5,7 @@
 // nibble of ql[l], ql[l+32], and bits 0-1, 2-3, 4-5, 6-7 of qh[l]. Value = (d*scale)*(L - 32).
 // Quantizer: spec §5 (reference, QX with weights x*x) and §14.6 (QX with the raw importances).
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16, nearestInt, signedAbsmax } from '../common';
-import { f32At, quantizeBlockRows, storeAQ } from './pack';
+import { f32At, hiNibbles, NIB, quantizeBlockRows, storeAQ } from './pack';
 import { makeQxQuants4, quantDiv } from './searches';
 
 export const Q6_K_BLOCK: i32 = 256;
@@ -133,11 +133,14 @@ export function q6_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
 // Code - 32 of quarter t (elements 32t + l of a half) from ql[l] (a), ql[l + 32] (bq), qh[l] (hb):
 // low nibbles of a, bq for t = 0, 1, high nibbles for 2, 3, plus bits 2t..2t+1 of hb as bits 4-5.
 // Also the serving decoder's (serve/gguf.ts); t is a constant at every call.
+// Shifts are 16-bit ones with the masks loaded (i8x16 shifts are emulated, splats rebuilt per use);
+// the 2-bit field shifted left by 4 stays inside its byte.
 @inline export function q6Quarter(a: v128, bq: v128, hb: v128, t: i32): v128 {
   const q = t & 1 ? bq : a;
-  const lo = t < 2 ? v128.and(q, i8x16.splat(15)) : i8x16.shr_u(q, 4);
-  const hi = t == 3 ? i8x16.shr_u(hb, 6) : v128.and(t == 0 ? hb : i8x16.shr_u(hb, 2 * t), i8x16.splat(3));
-  return i8x16.sub(v128.or(lo, i8x16.shl(hi, 4)), i8x16.splat(32));
+  const m15 = v128.load(NIB), m3 = v128.load(NIB, 48);
+  const lo = t < 2 ? v128.and(q, m15) : hiNibbles(q, m15);
+  const hi = v128.and(t == 0 ? hb : i16x8.shr_u(hb, 2 * t), m3);
+  return i8x16.sub(v128.or(lo, i16x8.shl(hi, 4)), v128.load(NIB, 64));
 }
 @inline export function q6Code(a: u32, bq: u32, hb: u32, t: i32): i32 {
   const q = t & 1 ? bq : a;
