@@ -6,7 +6,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
 import { planOutput, quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
-import { chooseContainer, ggufVocabFor, keepStoredTypes } from '../pipeline/prepare.js';
+import { chooseContainer, hfSideFiles, keepStoredTypes } from '../pipeline/prepare.js';
 import { fileSink, splitFileSink, splitPaths } from '../pipeline/sink-node.js';
 import { writesSplit, type Container } from '../pipeline/container.js';
 import type { Checkpoint } from '../io/checkpoint.js';
@@ -325,7 +325,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const files = !wantsVocab ? {} : a.tokenizer === 'none'
       ? { 'generation_config.json': own['generation_config.json'], 'README.md': own['README.md'] }
       : a.tokenizer !== undefined ? { ...await tokenizerFilesAt(a.tokenizer, io), 'README.md': own['README.md'] } : own;
-    const side = await ggufVocabFor(input.checkpoint, kind, input.config, files, a.tokenizerPre);
+    const side = await hfSideFiles(input.checkpoint, kind, input.config, files, a.tokenizerPre);
     const { vocab, generation, card } = side;
     warnings.push(...side.warnings);
     if (a.imatrix === undefined && (a.includeWeights?.length || a.excludeWeights?.length)) {

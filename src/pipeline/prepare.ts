@@ -216,7 +216,7 @@ export function chooseContainer(
  * for the license, tags and base models; `warnings` says what of it was left out). A GGUF input
  * keeps its own keys.
  */
-export async function ggufVocabFor(
+export async function hfSideFiles(
   ck: Checkpoint, kind: ContainerKind, config: ModelConfig | undefined, files: TokenizerFiles | undefined, pre?: string,
 ): Promise<{ vocab?: GgufVocab; generation?: Record<string, unknown>; card?: ModelCard; warnings: string[] }> {
   const warnings: string[] = [];
@@ -251,7 +251,7 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   }
   const kind: ContainerKind = choice.container ?? want ?? 'gguf';
   const warnings: string[] = [];
-  const side = await ggufVocabFor(src.checkpoint, kind, src.config, src.tokenizer);
+  const side = await hfSideFiles(src.checkpoint, kind, src.config, src.tokenizer);
   const { vocab, generation, card } = side;
   warnings.push(...side.warnings);
   // A webquant output is read as its values (serve/as-values.ts), as the CLI reads it.
