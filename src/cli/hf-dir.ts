@@ -106,9 +106,9 @@ export async function folderFiles(dir: string, input: OpenedInput, tensors: read
     files.push({ name: 'config.json', bytes: new TextEncoder().encode(JSON.stringify(rc.config ?? config, null, 2) + '\n') });
   }
   warnings.push(...rc.warnings);
-  const tok = await input.tokenizerFiles();
-  // The model card describes the original weights, not this conversion: it is not copied.
-  for (const name of TOKENIZER_FILE_NAMES.filter((n) => n !== 'README.md')) {
+  const tok = await input.tokenizerFiles(TOKENIZER_FILE_NAMES);
+  // The model card describes the original weights, not this conversion: only the tokenizer's files.
+  for (const name of TOKENIZER_FILE_NAMES) {
     const src = tok[name];
     if (src) files.push({ name, bytes: await src.read(0, await src.size()) });
   }

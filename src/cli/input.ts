@@ -13,7 +13,7 @@ import { isLaterGgufSplit } from '../io/gguf.js';
 import { openSafetensorsIndex } from '../io/safetensors.js';
 import { fromBuffer, fromUrl, type ByteSource } from '../io/source.js';
 import type { CliIO } from './io.js';
-import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { BESIDE_FILE_NAMES, TOKENIZER_FILE_NAMES, type BesideFileName, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { openUrlCheckpoint, tokenizerFilesBesideUrl } from '../pipeline/prepare.js';
 
 export interface OpenedInput {
@@ -27,8 +27,8 @@ export interface OpenedInput {
   configFile?: string;
   /** config.json exists but could not be read: only commands that need it fail with this. */
   configError?: WebquantError;
-  /** The tokenizer files beside the input (looked for on first call). */
-  tokenizerFiles(): Promise<TokenizerFiles>;
+  /** The files beside the input (`names`, by default all of BESIDE_FILE_NAMES). */
+  tokenizerFiles(names?: readonly BesideFileName[]): Promise<TokenizerFiles>;
   /** Bytes of the input file(s), when known. */
   size?: number;
   close(): Promise<void>;
@@ -120,7 +120,7 @@ export async function openInput(spec: string, io: CliIO): Promise<OpenedInput> {
       size = 0;
       for (const f of sources.slice(sources.indexOf(s))) size += await f.size();
     }
-    return { checkpoint, spec, file, dir, size, close, tokenizerFiles: () => tokenizerFilesIn(dir), ...found };
+    return { checkpoint, spec, file, dir, size, close, tokenizerFiles: (names) => tokenizerFilesIn(dir, names), ...found };
   } catch (e) {
     await close();
     throw e;
@@ -158,7 +158,7 @@ async function openUrl(url: string, io: CliIO): Promise<OpenedInput> {
   const { checkpoint, size } = await openUrlCheckpoint(url, safetensorsOptions(found.config), opts);
   return {
     checkpoint, spec: url, file: url, size, close: async () => undefined,
-    tokenizerFiles: () => tokenizerFilesBesideUrl(url, opts), ...found,
+    tokenizerFiles: (names) => tokenizerFilesBesideUrl(url, opts, names), ...found,
   };
 }
 
@@ -168,10 +168,10 @@ async function localSource(p: string): Promise<ByteSource> {
   return fromBuffer(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), p);
 }
 
-/** The tokenizer files (TOKENIZER_FILE_NAMES) in a directory. */
-export async function tokenizerFilesIn(dir: string): Promise<TokenizerFiles> {
+/** The files `names` (by default all of BESIDE_FILE_NAMES) that are in a directory. */
+export async function tokenizerFilesIn(dir: string, names: readonly BesideFileName[] = BESIDE_FILE_NAMES): Promise<TokenizerFiles> {
   const files: TokenizerFiles = {};
-  for (const f of TOKENIZER_FILE_NAMES) if ((await exists(join(dir, f))) === 'file') files[f] = await localSource(join(dir, f));
+  for (const f of names) if ((await exists(join(dir, f))) === 'file') files[f] = await localSource(join(dir, f));
   return files;
 }
 
@@ -185,7 +185,7 @@ export async function tokenizerFilesAt(spec: string, io: CliIO): Promise<Tokeniz
   const kind = await exists(p);
   needPath('tokenizer', spec, kind);
   if (kind === 'dir') {
-    const files = await tokenizerFilesIn(p);
+    const files = await tokenizerFilesIn(p, TOKENIZER_FILE_NAMES);
     if (!files['tokenizer.json'] && !files['tokenizer.model']) {
       fail(ErrorCodes.TOKENIZER, `[cli] --tokenizer ${spec}: the folder holds no tokenizer.json or tokenizer.model (a llama2.c tokenizer is named by its file; --tokenizer none writes no vocabulary)`, {
         file: p, option: 'tokenizer', expected: ['tokenizer.json', 'tokenizer.model'],
@@ -195,7 +195,7 @@ export async function tokenizerFilesAt(spec: string, io: CliIO): Promise<Tokeniz
   }
   const ext = extname(p).toLowerCase();
   if (ext === '.json' || ext === '.model') {
-    const files = await tokenizerFilesIn(dirname(p));
+    const files = await tokenizerFilesIn(dirname(p), TOKENIZER_FILE_NAMES);
     const main = ext === '.json' ? 'tokenizer.json' : 'tokenizer.model';
     // The named file replaces (and rules out) the other main file of the folder.
     delete files['tokenizer.json'];

@@ -7,6 +7,7 @@ import { ggufTwinHint } from '../formats/registry.js';
 import { fromPath } from '../io/node.js';
 import { planOutput, quantizeCheckpoint, type ProgressEvent, type TensorReport } from '../pipeline/pipeline.js';
 import { chooseContainer, hfSideFiles, keepStoredTypes } from '../pipeline/prepare.js';
+import { MODEL_CARD } from '../convert/tokenizer-files.js';
 import { fileSink, splitFileSink, splitPaths } from '../pipeline/sink-node.js';
 import { writesSplit, type Container } from '../pipeline/container.js';
 import type { Checkpoint } from '../io/checkpoint.js';
@@ -321,10 +322,9 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const wantsVocab = kind === 'gguf' && input.checkpoint.format !== 'gguf';
     // The model card is the input's; --tokenizer replaces the tokenizer files (and
     // generation_config.json, whose ids go with them); none drops the vocabulary only.
-    const own = wantsVocab ? await input.tokenizerFiles() : {};
-    const files = !wantsVocab ? {} : a.tokenizer === 'none'
-      ? { 'generation_config.json': own['generation_config.json'], 'README.md': own['README.md'] }
-      : a.tokenizer !== undefined ? { ...await tokenizerFilesAt(a.tokenizer, io), 'README.md': own['README.md'] } : own;
+    const files = !wantsVocab ? {}
+      : a.tokenizer === 'none' ? await input.tokenizerFiles(['generation_config.json', MODEL_CARD])
+        : a.tokenizer !== undefined ? { ...await tokenizerFilesAt(a.tokenizer, io), ...await input.tokenizerFiles([MODEL_CARD]) } : await input.tokenizerFiles();
     const side = await hfSideFiles(input.checkpoint, kind, input.config, files, a.tokenizerPre);
     const { vocab, generation, card } = side;
     warnings.push(...side.warnings);

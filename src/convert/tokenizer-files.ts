@@ -12,18 +12,22 @@ import { llama2cVocab } from './llama2c-tokenizer.js';
 import { readSentencePieceModel } from './sentencepiece.js';
 import { isObj, type Json } from './special-vocab.js';
 
-/**
- * Files read from beside a Hugging Face checkpoint: the tokenizer's, generation_config.json
- * (sampling defaults) and README.md (the model card: license, tags, base models).
- */
+/** The tokenizer's files (and generation_config.json, whose ids go with them), copied with a converted folder. */
 export const TOKENIZER_FILE_NAMES = [
   'tokenizer.json', 'tokenizer.model', 'tokenizer_config.json', 'special_tokens_map.json',
-  'added_tokens.json', 'generation_config.json', 'chat_template.jinja', 'chat_template.json', 'README.md',
+  'added_tokens.json', 'generation_config.json', 'chat_template.jinja', 'chat_template.json',
 ] as const;
 export type TokenizerFileName = (typeof TOKENIZER_FILE_NAMES)[number];
 
-/** Tokenizer files by name; `llama2c` is a llama2.c tokenizer.bin (tok512.bin...). */
-export type TokenizerFiles = Partial<Record<TokenizerFileName | 'llama2c', ByteSource>>;
+/** The model card (license, tags, base models: src/convert/model-card.ts). */
+export const MODEL_CARD = 'README.md';
+
+/** Every file read from beside a Hugging Face checkpoint: the tokenizer's and the model card. */
+export const BESIDE_FILE_NAMES = [...TOKENIZER_FILE_NAMES, MODEL_CARD] as const;
+export type BesideFileName = (typeof BESIDE_FILE_NAMES)[number];
+
+/** Files beside a checkpoint by name; `llama2c` is a llama2.c tokenizer.bin (tok512.bin...). */
+export type TokenizerFiles = Partial<Record<BesideFileName | 'llama2c', ByteSource>>;
 
 export interface VocabOptions {
   /** config.json vocab_size: the vocabulary is padded to it (and a llama2.c file holds exactly that many tokens). */
@@ -96,7 +100,7 @@ export async function readGgufVocab(files: TokenizerFiles, opts: VocabOptions = 
       tokenizerJson: name('tokenizer.json'), tokenizerConfig: name('tokenizer_config.json'),
       tokenizerModel: name('tokenizer.model'), addedTokensJson: name('added_tokens.json'),
     },
-    read: TOKENIZER_FILE_NAMES.filter((f) => files[f] && f !== 'README.md').map((f) => f),
+    read: TOKENIZER_FILE_NAMES.filter((f) => files[f]).map((f) => f),
   };
   if (files['tokenizer.model']) {
     const pieces = readSentencePieceModel(await readAll(files['tokenizer.model']), name('tokenizer.model'));

@@ -29,7 +29,7 @@ import { quantizeCheckpoint } from '../pipeline/pipeline.js';
 import { WorkerPool } from '../pipeline/pool.js';
 import { readableStreamSink } from '../pipeline/sink.js';
 import { openUrlInput, prepareOutput, type ContainerKind, type InputBundle } from '../pipeline/prepare.js';
-import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { BESIDE_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { listPresets } from '../plan/presets.js';
 import { inlineSpawner } from './inline-spawner.js';
 
@@ -76,7 +76,7 @@ function formSplit(parts: unknown[], name: string): ByteSource {
 /** Tokenizer files posted as form fields named like the files ("tokenizer.json", ...; "tokenizer" = tokenizer.json). */
 function formTokenizer(form: FormData): TokenizerFiles {
   const files: TokenizerFiles = {};
-  for (const name of TOKENIZER_FILE_NAMES) {
+  for (const name of BESIDE_FILE_NAMES) {
     const v = (form.get(name) ?? (name === 'tokenizer.json' ? form.get('tokenizer') : null)) as unknown;
     if (v instanceof Blob) files[name] = fromBlob(v, name);
   }

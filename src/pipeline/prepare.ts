@@ -20,7 +20,7 @@ import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '.
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
 import { readModelCard, type ModelCard } from '../convert/model-card.js';
-import { readGenerationConfig, readGgufVocab, TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../convert/tokenizer-files.js';
+import { BESIDE_FILE_NAMES, MODEL_CARD, readGenerationConfig, readGgufVocab, type BesideFileName, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
 import type { GgufCheckpoint } from '../io/gguf.js';
@@ -78,9 +78,9 @@ async function besideUrl(file: string, url: string, opts: UrlSourceOptions): Pro
   }
 }
 
-/** The tokenizer files that exist beside a URL (one probe each). */
-export async function tokenizerFilesBesideUrl(url: string, opts: UrlSourceOptions = {}): Promise<TokenizerFiles> {
-  const found = await Promise.all(TOKENIZER_FILE_NAMES.map(async (f) => [f, await besideUrl(f, url, opts)] as const));
+/** The files (`names`, by default all of BESIDE_FILE_NAMES) that exist beside a URL (one probe each). */
+export async function tokenizerFilesBesideUrl(url: string, opts: UrlSourceOptions = {}, names: readonly BesideFileName[] = BESIDE_FILE_NAMES): Promise<TokenizerFiles> {
+  const found = await Promise.all(names.map(async (f) => [f, await besideUrl(f, url, opts)] as const));
   return Object.fromEntries(found.filter(([, s]) => s)) as TokenizerFiles;
 }
 
@@ -224,7 +224,7 @@ export async function hfSideFiles(
   const arch = ggufArchitecture({ model_type: config.modelType });
   if (!arch) return { warnings }; // chooseContainer refuses the model type
   const generation = await readGenerationConfig(files);
-  const card = await readModelCard(files['README.md'], warnings);
+  const card = await readModelCard(files[MODEL_CARD], warnings);
   const vocab = await readGgufVocab(files, { vocabSize: config.vocabSize, config: config.raw, architecture: arch.name, pre, generationConfig: generation });
   return { vocab, generation, card, warnings };
 }

@@ -10,7 +10,7 @@ import { openSafetensorsIndex } from '../../src/io/safetensors.js';
 import { isLaterGgufSplit } from '../../src/io/gguf.js';
 import { safetensorsOptions } from '../../src/io/config.js';
 import { WASM } from './wasm.js';
-import { TOKENIZER_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
+import { BESIDE_FILE_NAMES, type TokenizerFiles } from '../../src/convert/tokenizer-files.js';
 
 export { prepareOutput as prepare, type ContainerKind } from '../../src/pipeline/prepare.js';
 
@@ -78,7 +78,7 @@ export async function openInput(spec: InputSpec, signal?: AbortSignal): Promise<
     checkpoint: index ? await openSafetensorsIndex(fromBlob(index), shard, opts) : await openCheckpoint(fromBlob(model), { ...opts, splits: shard }),
     name: folder || model.name.replace(/\.safetensors\.index\.json$/i, '').replace(/\.(safetensors|gguf)$/i, '').replace(/\.(bf16|f16|f32)$/i, ''),
     config,
-    tokenizer: Object.fromEntries(files.filter((f) => (TOKENIZER_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
+    tokenizer: Object.fromEntries(files.filter((f) => (BESIDE_FILE_NAMES as readonly string[]).includes(f.name)).map((f) => [f.name, fromBlob(f)])) as TokenizerFiles,
   };
 }
 
