@@ -15,8 +15,6 @@ sys.path.insert(0, f'{sys.argv[1]}/gguf-py')
 import gguf  # noqa: E402
 from gguf.metadata import Metadata  # noqa: E402
 
-B = 1_000_000_000
-
 # Cards shaped like those on the Hub (written for this test), and the awkward cases gguf-py handles.
 CASES = [
     ('Qwen2.5-0.5B-Instruct', 494_032_768, None, """---

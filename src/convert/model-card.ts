@@ -8,6 +8,7 @@
 // would stop with a Python exception (a value of the wrong type, YAML it cannot parse), webquant
 // leaves the value out and says so in a warning: a card is not worth failing a conversion for.
 import { parse } from 'yaml';
+import { isJsonObject } from '../io/json.js';
 import type { ByteSource } from '../io/source.js';
 import { idToTitle, modelIdComponents } from './model-names.js';
 
@@ -50,7 +51,7 @@ export function parseModelCard(bytes: Uint8Array, file: string, warnings: string
     warnings.push(`${file}: the front matter is not YAML (${(e as Error).message.split('\n')[0]}), so its model card (license, tags, base models) is not written`);
     return undefined;
   }
-  return typeof data === 'object' && data !== null && !Array.isArray(data) && !(data instanceof Date) ? (data as ModelCard) : undefined;
+  return isJsonObject(data) && !(data instanceof Date) ? data : undefined;
 }
 
 /** README.md of a checkpoint's folder, parsed (undefined when absent or holding no card). */
@@ -78,10 +79,10 @@ export interface CardFields {
 }
 
 /** A Hub id ("org/name") or URL as a base model / dataset entry, as gguf-py describes it. */
-function entryFromId(id: string, totalParams: number, urlPrefixes: readonly string[]): CardEntry {
+function entryFromId(id: string, totalParams: number): CardEntry {
   const e: CardEntry = {};
   let hubId: string | undefined;
-  if (urlPrefixes.some((p) => id.startsWith(p))) {
+  if (/^(?:https?|ssh):\/\//.test(id)) {
     e.repo_url = id;
     // Only a plain https://huggingface.co/<org>/<name> URL is taken apart (gguf-py's pattern).
     if (id.includes('huggingface.co')) hubId = /^https?:\/\/huggingface.co\/([^/]+\/[^/]+)$/.exec(id)?.[1];
@@ -96,14 +97,14 @@ function entryFromId(id: string, totalParams: number, urlPrefixes: readonly stri
 }
 
 /** The entries of base_model / datasets: one per string or mapping; anything else counts as an empty one. */
-function entries(card: ModelCard, keys: readonly string[], totalParams: number, urlPrefixes: readonly string[], what: string, warnings: string[]): CardEntry[] | undefined {
+function entries(card: ModelCard, keys: readonly string[], totalParams: number, what: string, warnings: string[]): CardEntry[] | undefined {
   if (!keys.some((k) => k in card)) return undefined;
   // The first key present wins, even when its value is null (gguf-py's nested dict.get).
   const value = card[keys.find((k) => k in card)!];
   const list = typeof value === 'string' ? [value] : Array.isArray(value) ? value : [];
   return list.map((v) => {
-    if (typeof v === 'string') return entryFromId(v, totalParams, urlPrefixes);
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return { ...(v as CardEntry) };
+    if (typeof v === 'string') return entryFromId(v, totalParams);
+    if (isJsonObject(v)) return { ...v };
     warnings.push(`model card: ${what} entry ${JSON.stringify(v)} is neither a name nor a mapping: written as an empty entry`);
     return {};
   });
@@ -124,8 +125,8 @@ export function cardFields(card: ModelCard, totalParams: number, warnings: strin
   use('name', 'model_name');
   use('author', 'model_creator');
   use('basename', 'model_type');
-  f.base_models = entries(card, ['base_model', 'base_models', 'base_model_sources'], totalParams, ['http://', 'https://', 'ssh://'], 'base_model', warnings);
-  f.datasets = entries(card, ['datasets', 'dataset', 'dataset_sources'], totalParams, ['http://', 'https://', 'ssh://'], 'datasets', warnings);
+  f.base_models = entries(card, ['base_model', 'base_models', 'base_model_sources'], totalParams, 'base_model', warnings);
+  f.datasets = entries(card, ['datasets', 'dataset', 'dataset_sources'], totalParams, 'datasets', warnings);
   use('license', 'license');
   use('license_name', 'license_name');
   use('license_link', 'license_link');
@@ -142,6 +143,5 @@ export function cardFields(card: ModelCard, totalParams: number, warnings: strin
   };
   gather('tags', ['tags', 'pipeline_tag']);
   gather('languages', ['languages', 'language']);
-  for (const k of Object.keys(f) as (keyof CardFields)[]) if (f[k] === undefined || f[k] === null) delete f[k];
   return f;
 }

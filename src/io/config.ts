@@ -2,7 +2,7 @@
 // quantization plan or a forward pass needs, validated and named in camelCase. Everything else
 // stays available in `raw`.
 import { ErrorCodes, fail } from '../errors.js';
-import { parseJson } from './json.js';
+import { isJsonObject, parseJson } from './json.js';
 import type { ByteSource } from './source.js';
 import type { SafetensorsOptions } from './safetensors.js';
 import { mlxQuantizationOf } from './mlx.js';
@@ -65,8 +65,6 @@ function gpt2Names(c: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /**
  * transformers 5 saves the rotary settings in one `rope_parameters` object: rope_theta, rope_type
  * with its scaling parameters, partial_rotary_factor, and for Gemma 3 one such object per layer
@@ -77,9 +75,9 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 function legacyRopeKeys(c: Record<string, unknown>): Record<string, unknown> {
   const rp = c.rope_parameters;
-  if (!isObject(rp)) return c;
-  const perType = isObject(rp.full_attention) || isObject(rp.sliding_attention);
-  const global = perType ? (isObject(rp.full_attention) ? rp.full_attention : {}) : rp;
+  if (!isJsonObject(rp)) return c;
+  const perType = isJsonObject(rp.full_attention) || isJsonObject(rp.sliding_attention);
+  const global = perType ? (isJsonObject(rp.full_attention) ? rp.full_attention : {}) : rp;
   const out: Record<string, unknown> = { ...c };
   const { rope_theta: theta, partial_rotary_factor: partial, ...scaling } = global;
   if (theta !== undefined) out.rope_theta = theta;
@@ -90,7 +88,7 @@ function legacyRopeKeys(c: Record<string, unknown>): Record<string, unknown> {
   const type = scaling.rope_type ?? scaling.type;
   // "default" is no scaling (transformers writes it for every plain model).
   out.rope_scaling = type === undefined || type === 'default' ? null : scaling;
-  if (perType && isObject(rp.sliding_attention) && rp.sliding_attention.rope_theta !== undefined) out.rope_local_base_freq = rp.sliding_attention.rope_theta;
+  if (perType && isJsonObject(rp.sliding_attention) && rp.sliding_attention.rope_theta !== undefined) out.rope_local_base_freq = rp.sliding_attention.rope_theta;
   return out;
 }
 
