@@ -5,6 +5,7 @@
 import { A_AUX, A_FLAGS, A_GROUP, A_SCALES, A_SCRATCH, FLAG_DOUBLE_QUANT, FLAG_PER_TENSOR, argI32, argU32 } from '../common';
 import { FP4_TABLE, NF4_TABLE, rowAbsmax } from '../bnb/bnb4';
 import { lookupStore16, planes, splitPlanes } from '../bnb/lut';
+import { NIB } from '../gguf/pack';
 import { F16BUF, LUT, hsum, rowAddF16, rowBegin, rowEnd } from './common';
 import { barrier, evenOddX } from './simd';
 import { dotF } from './gguf-batch';
@@ -40,9 +41,6 @@ import { dotF } from './gguf-batch';
   return barrier(f32x4.add(f32x4.add(a, b), f32x4.add(d, e)));
 }
 
-// 0x0f bytes: as a v128 constant V8 rebuilt it (3 instructions) inside the loop.
-const LOW_NIBBLE = memory.data<u8>([15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15]);
-
 // SIMD rows of a 4-bit code-book format, group size a multiple of 32: value 2j is the high nibble
 // of byte j, so the high-nibble plane of 16 bytes pairs with the even values of x (evenOddX).
 // Group sizes: powers of two, multiples of 32 (the caller checks the latter).
@@ -70,7 +68,7 @@ function matvec4Simd(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args
       const s = v128.load32_splat(sp);
       for (let j = 0; j < steps; j++) {
         const v = v128.load(qp);
-        const m = v128.load(LOW_NIBBLE);
+        const m = v128.load(NIB);
         const hi = lutDot16(v128.and(i16x8.shr_u(v, 4), m), p0, p1, p2, p3, xi);
         const lo = lutDot16(v128.and(v, m), p0, p1, p2, p3, xi + 64);
         acc = f32x4.add(acc, f32x4.mul(f32x4.add(hi, lo), s));
@@ -158,7 +156,7 @@ function matmul4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: us
   const per = max(1, <i32>(<usize>(256 << 10) / xBytes));
   const scs = cf + <usize>per * xBytes;
   const steps = gs >> 5;
-  const m = v128.load(LOW_NIBBLE);
+  const m = v128.load(NIB);
   for (let r0 = 0; r0 < nrows; r0 += per) {
     const n = min(per, nrows - r0);
     for (let r = 0; r < n; r++) {
