@@ -6,7 +6,8 @@
 // ratio by 10-20%.
 // Options: --formats a,b (default q3_k,q2_k,fp8_e4m3,fp8_e5m2), --values N (resident input,
 // default 4M), --pairs N (default 15), --ms N (minimum SIMD sample, default 40),
-// --imatrix (also time with an importance matrix, formats that take one), --baseline file.wasm
+// --imatrix (also time with an importance matrix, formats that take one; formats that need one
+// always get it), --baseline file.wasm
 // (time the SIMD build against that wasm instead of the scalar build, e.g. a saved earlier SIMD
 // build: a same-process A/B of a kernel change), --build file.wasm (time that wasm instead of
 // the current SIMD build, e.g. the scalar build against a saved earlier scalar build).
@@ -46,7 +47,9 @@ for (const name of only) {
   if (!f) throw new Error(`unknown format ${name}`);
   const extra = await kernelOnlyArgs(f, simd, data);
   if (!extra) { console.error(`${name}: needs host steps, skipped`); continue; }
-  for (const imatrix of withImatrix && f.importance ? [undefined, im] : [undefined]) {
+  // Formats whose quantizer needs importance (IQ1_S, IQ2_XXS, ...) always get the imatrix.
+  const variants = f.requiresImportance ? [im] : withImatrix && f.importance ? [undefined, im] : [undefined];
+  for (const imatrix of variants) {
     const rows = Math.floor(values / ROW);
     const a = new Resident(simd, f, rows, data, extra, imatrix);
     const b = new Resident(scalar, f, rows, data, extra, imatrix);

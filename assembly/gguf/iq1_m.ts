@@ -6,7 +6,7 @@
 // 0..2 and + 3..5 for the two halves of 32 values ib) giving d * (2s + 1).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
-import { iq1Eight } from './iq_lowbit';
+import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
@@ -17,6 +17,7 @@ export const IQ1_M_BYTES: i32 = 56;
 
 export function iq1_m_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ1S_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 56;
     const s0 = <u32>load<u16>(blk, 48);
@@ -24,22 +25,32 @@ export function iq1_m_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     const s2 = <u32>load<u16>(blk, 52);
     const s3 = <u32>load<u16>(blk, 54);
     const d = f16ToF32((s0 >> 12) | ((s1 >> 8) & 0xf0) | ((s2 >> 4) & 0xf00) | (s3 & 0xf000));
-    for (let ib: usize = 0; ib < 8; ib++) {
-      const sc = <u32>load<u16>(blk + 48 + ((ib >> 1) << 1));
-      const sh = <u32>(ib & 1) * 6;
-      const s1: u32 = 2 * ((sc >> sh) & 7) + 1;
-      const s2: u32 = 2 * ((sc >> (sh + 3)) & 7) + 1;
-      const dl1 = d * <f32>s1;
-      const dl2 = d * <f32>s2;
-      const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const h = <u32>load<u8>(blk + 32 + (ib << 1) + (l >> 1)) >> (<u32>(l & 1) << 2);
-        const idx = <u32>load<u8>(blk + (ib << 2) + l) | ((h & 7) << 8);
-        const delta: f32 = h & 8 ? -0.125 : 0.125;
-        iq1Eight(IQ1S_GRID, idx, l < 2 ? dl1 : dl2, delta, y + (l << 5));
-      }
+    // Per 64 values one scale word: four 3-bit s, one per 16 values.
+    for (let k: usize = 0; k < 4; k++) {
+      const sc = <u32>load<u16>(blk + 48 + (k << 1));
+      const q = blk + (k << 3);
+      const h = blk + 32 + (k << 2);
+      const y = dst + (b << 10) + (k << 8);
+      sixteen(wide, q, <u32>load<u8>(h), scale(d, sc), y);
+      sixteen(wide, q + 2, <u32>load<u8>(h, 1), scale(d, sc >> 3), y + 64);
+      sixteen(wide, q + 4, <u32>load<u8>(h, 2), scale(d, sc >> 6), y + 128);
+      sixteen(wide, q + 6, <u32>load<u8>(h, 3), scale(d, sc >> 9), y + 192);
     }
   }
+}
+
+// d * (2s + 1) of the 3-bit s in the low bits of sc.
+@inline function scale(d: f32, sc: u32): f32 {
+  const s: u32 = 2 * (sc & 7) + 1;
+  return d * <f32>s;
+}
+
+// 16 values: the two entries whose index bytes are at q, with their qh byte h (top index bits and
+// delta sign of the first entry in its low nibble, of the second in its high nibble).
+@inline function sixteen(wide: usize, q: usize, h: u32, dl: f32, y: usize): void {
+  const i0 = <u32>load<u8>(q) | ((h & 7) << 8);
+  const i1 = <u32>load<u8>(q, 1) | ((h & 0x70) << 4);
+  iq1Pair(IQ1S_GRID, wide, i0, i1, dl, h & 8 ? -0.125 : 0.125, h & 0x80 ? -0.125 : 0.125, y);
 }
 
 // ---- quantizer (llama.cpp quantize_row_iq1_m_impl) -----------------------------------------

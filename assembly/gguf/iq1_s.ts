@@ -5,7 +5,7 @@
 // Value = scale * (grid value + delta).
 import { A_IMATRIX, argU32, f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
-import { iq1Eight } from './iq_lowbit';
+import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
 import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
@@ -16,6 +16,7 @@ export const IQ1_S_BYTES: i32 = 50;
 
 export function iq1_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ1S_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 50;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -25,10 +26,14 @@ export function iq1_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const dl = d * <f32>s;
       const delta: f32 = qh & 0x8000 ? -0.125 : 0.125;
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const idx = <u32>load<u8>(blk + 2 + (ib << 2) + l) | (((qh >> (3 * <u32>l)) & 7) << 8);
-        iq1Eight(IQ1S_GRID, idx, dl, delta, y + (l << 5));
-      }
+      // Entry l of the four per 32 values takes bits 3l..3l + 2 of qh as its top index bits.
+      const q = blk + 2 + (ib << 2);
+      const i0 = <u32>load<u8>(q) | ((qh & 7) << 8);
+      const i1 = <u32>load<u8>(q, 1) | ((qh & 0x38) << 5);
+      const i2 = <u32>load<u8>(q, 2) | ((qh & 0x1c0) << 2);
+      const i3 = <u32>load<u8>(q, 3) | ((qh & 0xe00) >> 1);
+      iq1Pair(IQ1S_GRID, wide, i0, i1, dl, delta, delta, y);
+      iq1Pair(IQ1S_GRID, wide, i2, i3, dl, delta, delta, y + 64);
     }
   }
 }

@@ -8,7 +8,7 @@
 // max scale / 31, and d is stored as that times 0.9875.
 import { f16ToF32, f32ToF16 } from '../common';
 import { IQ2S_GRID } from './iq_grids';
-import { iq2Eight } from './iq_lowbit';
+import { iq2Pair, wideGrid } from './iq_lowbit';
 import { cmax, foldMax, iq2IndexOf, iq2Search16, iq2Signs, iq2Tables, iqWeights, packScales16, sqrtWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
@@ -81,6 +81,7 @@ export function iq2_s_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32
 
 export function iq2_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ2S_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 82;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -90,11 +91,15 @@ export function iq2_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const db0 = d * (<f32>0.5 + <f32>(sc & 15)) * <f32>0.25;
       const db1 = d * (<f32>0.5 + <f32>(sc >> 4)) * <f32>0.25;
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const k = (ib << 2) + l;
-        const idx = <u32>load<u8>(blk + 2 + k) | ((qh << (8 - 2 * <u32>l)) & 0x300);
-        iq2Eight(IQ2S_GRID, idx, l < 2 ? db0 : db1, <u32>load<u8>(blk + 34 + k), y + (l << 5));
-      }
+      // Entry l of the four per 32 values takes bits 2l, 2l + 1 of qh as its top index bits.
+      const q = blk + 2 + (ib << 2);
+      const sg = blk + 34 + (ib << 2);
+      const i0 = <u32>load<u8>(q) | ((qh << 8) & 0x300);
+      const i1 = <u32>load<u8>(q, 1) | ((qh << 6) & 0x300);
+      const i2 = <u32>load<u8>(q, 2) | ((qh << 4) & 0x300);
+      const i3 = <u32>load<u8>(q, 3) | ((qh << 2) & 0x300);
+      iq2Pair(IQ2S_GRID, wide, i0, i1, <u32>load<u16>(sg), db0, y);
+      iq2Pair(IQ2S_GRID, wide, i2, i3, <u32>load<u16>(sg, 2), db1, y + 64);
     }
   }
 }

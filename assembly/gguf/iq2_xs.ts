@@ -8,7 +8,7 @@
 // 4-bit scales are relative to d = max scale / 31.
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16 } from '../common';
 import { IQ2XS_GRID } from './iq_grids';
-import { evenSigns, iq2Eight } from './iq_lowbit';
+import { evenSigns, iq2Pair, wideGrid } from './iq_lowbit';
 import { cmax, foldMax, iq2IndexOf, iq2Search16, iq2Signs, iq2Tables, iqWeights, packScales16 } from './iq2_search';
 import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
@@ -70,6 +70,7 @@ export function iq2_xs_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i3
 
 export function iq2_xs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ2XS_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 74;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -78,10 +79,12 @@ export function iq2_xs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usiz
       const db0 = d * (<f32>0.5 + <f32>(sc & 15)) * <f32>0.25;
       const db1 = d * (<f32>0.5 + <f32>(sc >> 4)) * <f32>0.25;
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const q = <u32>load<u16>(blk + 2 + (((ib << 2) + l) << 1));
-        iq2Eight(IQ2XS_GRID, q & 511, l < 2 ? db0 : db1, evenSigns(q >> 9), y + (l << 5));
-      }
+      const q01 = load<u32>(blk + 2 + (ib << 3)); // entries 0 and 1 of the four per 32 values
+      const q23 = load<u32>(blk + 6 + (ib << 3));
+      const s01 = evenSigns((q01 >> 9) & 127) | (evenSigns(q01 >> 25) << 8);
+      const s23 = evenSigns((q23 >> 9) & 127) | (evenSigns(q23 >> 25) << 8);
+      iq2Pair(IQ2XS_GRID, wide, q01 & 511, (q01 >> 16) & 511, s01, db0, y);
+      iq2Pair(IQ2XS_GRID, wide, q23 & 511, (q23 >> 16) & 511, s23, db1, y + 64);
     }
   }
 }

@@ -10,7 +10,7 @@
 // are relative to d = max scale / 31.
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16 } from '../common';
 import { IQ2XXS_GRID } from './iq_grids';
-import { evenSigns, iq2Eight } from './iq_lowbit';
+import { evenSigns, iq2Pair, wideGrid } from './iq_lowbit';
 import {
   cmax, foldMax, iqWeights, iq2IndexOf, iq2ScaleIndex, iq2Signs, iq2Snap, iq2Sums, iq2Tables, sumQ2, sumQX,
 } from './iq2_search';
@@ -104,6 +104,7 @@ export function iq2_xxs_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i
 
 export function iq2_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ2XXS_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 66;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -112,9 +113,10 @@ export function iq2_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usi
       const aux = load<u32>(q, 4);
       const db = d * (<f32>0.5 + <f32>(aux >> 28)) * <f32>0.25;
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: u32 = 0; l < 4; l++) {
-        iq2Eight(IQ2XXS_GRID, <u32>load<u8>(q + <usize>l), db, evenSigns((aux >> (7 * l)) & 127), y + (<usize>l << 5));
-      }
+      const s01 = evenSigns(aux & 127) | (evenSigns((aux >> 7) & 127) << 8);
+      const s23 = evenSigns((aux >> 14) & 127) | (evenSigns((aux >> 21) & 127) << 8);
+      iq2Pair(IQ2XXS_GRID, wide, <u32>load<u8>(q), <u32>load<u8>(q, 1), s01, db, y);
+      iq2Pair(IQ2XXS_GRID, wide, <u32>load<u8>(q, 2), <u32>load<u8>(q, 3), s23, db, y + 64);
     }
   }
 }

@@ -12,7 +12,7 @@
 // places stay zero. Decoders then read those sub-blocks shifted; that is llama.cpp's output.
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3S_GRID } from './iq_grids';
-import { IQ3S_LEVELS, iq3Four } from './iq_lowbit';
+import { IQ3S_LEVELS, iq3Quad, wideGrid } from './iq_lowbit';
 import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 import { IQ3_LEVELS, IQ3_SIGNS, IQ3_WAUX, IQ3_WEIGHT, IQ3_XVAL, iq3GridIndex, iq3Map, iq3Prepare32, iq3Search32 } from './iq3_search';
@@ -23,6 +23,7 @@ export const IQ3_S_BYTES: i32 = 110;
 
 export function iq3_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ3S_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 110;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -32,12 +33,21 @@ export function iq3_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const db = d * <f32>s;
       const qh = <u32>load<u8>(blk + 66 + ib);
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const signs = <u32>load<u8>(blk + 74 + (ib << 2) + l);
-        const k = (ib << 3) + (l << 1);
-        iq3Four(IQ3S_GRID, IQ3S_LEVELS, <u32>load<u8>(blk + 2 + k) | ((qh << (8 - 2 * <u32>l)) & 256), db, signs, y + (l << 5));
-        iq3Four(IQ3S_GRID, IQ3S_LEVELS, <u32>load<u8>(blk + 3 + k) | ((qh << (7 - 2 * <u32>l)) & 256), db, signs >> 4, y + (l << 5) + 16);
-      }
+      // Entry e of the 8 per 32 values takes bit e of qh as its ninth index bit.
+      const q = blk + 2 + (ib << 3);
+      const sg = blk + 74 + (ib << 2);
+      iq3Quad(
+        IQ3S_GRID, IQ3S_LEVELS, wide,
+        <u32>load<u8>(q) | ((qh << 8) & 256), <u32>load<u8>(q, 1) | ((qh << 7) & 256),
+        <u32>load<u8>(q, 2) | ((qh << 6) & 256), <u32>load<u8>(q, 3) | ((qh << 5) & 256),
+        <u32>load<u16>(sg), db, y,
+      );
+      iq3Quad(
+        IQ3S_GRID, IQ3S_LEVELS, wide,
+        <u32>load<u8>(q, 4) | ((qh << 4) & 256), <u32>load<u8>(q, 5) | ((qh << 3) & 256),
+        <u32>load<u8>(q, 6) | ((qh << 2) & 256), <u32>load<u8>(q, 7) | ((qh << 1) & 256),
+        <u32>load<u16>(sg, 2), db, y + 64,
+      );
     }
   }
 }

@@ -10,7 +10,7 @@
 // d = max scale / 31, stored times 1.0125; s = nearest_int(0.5 (scale / d - 1)) clamped to 0..15.
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ3XXS_GRID } from './iq_grids';
-import { evenSigns, IQ3XXS_LEVELS, iq3Four } from './iq_lowbit';
+import { evenSigns, IQ3XXS_LEVELS, iq3Quad, wideGrid } from './iq_lowbit';
 import { sumSquares } from './iq4_common';
 import { quantizeBlockRows } from './pack';
 import { IQ3_LEVELS, IQ3_SIGNS, IQ3_WAUX, IQ3_WEIGHT, IQ3_XVAL, iq3GridIndex, iq3Map, iq3Prepare32, iq3Search32 } from './iq3_search';
@@ -21,6 +21,7 @@ export const IQ3_XXS_BYTES: i32 = 98;
 
 export function iq3_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
+  const wide = wideGrid(IQ3XXS_GRID);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 98;
     const d = f16ToF32(<u32>load<u16>(blk));
@@ -29,11 +30,16 @@ export function iq3_xxs_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usi
       const db = d * (<f32>0.5 + <f32>(aux >> 28)) * <f32>0.5;
       const q = blk + 2 + (ib << 3);
       const y = dst + (b << 10) + (ib << 7);
-      for (let l: usize = 0; l < 4; l++) {
-        const signs = evenSigns((aux >> (7 * <u32>l)) & 127);
-        iq3Four(IQ3XXS_GRID, IQ3XXS_LEVELS, <u32>load<u8>(q + (l << 1)), db, signs, y + (l << 5));
-        iq3Four(IQ3XXS_GRID, IQ3XXS_LEVELS, <u32>load<u8>(q + (l << 1) + 1), db, signs >> 4, y + (l << 5) + 16);
-      }
+      const s01 = evenSigns(aux & 127) | (evenSigns((aux >> 7) & 127) << 8);
+      const s23 = evenSigns((aux >> 14) & 127) | (evenSigns((aux >> 21) & 127) << 8);
+      iq3Quad(
+        IQ3XXS_GRID, IQ3XXS_LEVELS, wide, <u32>load<u8>(q), <u32>load<u8>(q, 1), <u32>load<u8>(q, 2), <u32>load<u8>(q, 3),
+        s01, db, y,
+      );
+      iq3Quad(
+        IQ3XXS_GRID, IQ3XXS_LEVELS, wide, <u32>load<u8>(q, 4), <u32>load<u8>(q, 5), <u32>load<u8>(q, 6), <u32>load<u8>(q, 7),
+        s23, db, y + 64,
+      );
     }
   }
 }
