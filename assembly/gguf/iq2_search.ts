@@ -152,7 +152,42 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
   const n = <i32>load<u16>(list);
   let best: f32 = f32.MAX_VALUE;
   let bestIndex = <i32>load<u16>(list, 2);
-  for (let j = 1; j <= n; j++) {
+  let j = 1;
+  if (ASC_FEATURE_SIMD) {
+    // Four list entries a step, one per lane; each lane sums its 8 terms in the scalar order, and
+    // a step whose lanes are all >= best (or NaN) changes nothing, so only the others are replayed
+    // lane by lane in list order (first strict minimum).
+    const vs = f32x4.splat(scale);
+    for (; j + 3 <= n; j += 4) {
+      const e = list + (<usize>j << 1);
+      let g = i32x4.splat(<i32>load<u16>(grid + (<usize>load<u16>(e) << 1)));
+      g = i32x4.replace_lane(g, 1, <i32>load<u16>(grid + (<usize>load<u16>(e, 2) << 1)));
+      g = i32x4.replace_lane(g, 2, <i32>load<u16>(grid + (<usize>load<u16>(e, 4) << 1)));
+      g = i32x4.replace_lane(g, 3, <i32>load<u16>(grid + (<usize>load<u16>(e, 6) << 1)));
+      // q = 2l + 1 of field i: ((g >> (2i - 1)) & 6) | 1 (field 0: (g << 1) & 6).
+      const six = i32x4.splat(6);
+      const one = i32x4.splat(1);
+      let d2 = f32x4.splat(0);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shl(g, 1), six), one), vs, xval, w, 0);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 1), six), one), vs, xval, w, 4);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 3), six), one), vs, xval, w, 8);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 5), six), one), vs, xval, w, 12);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 7), six), one), vs, xval, w, 16);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 9), six), one), vs, xval, w, 20);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 11), six), one), vs, xval, w, 24);
+      d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 13), six), one), vs, xval, w, 28);
+      if (!v128.any_true(f32x4.lt(d2, f32x4.splat(best)))) continue;
+      for (let k = 0; k < 4; k++) {
+        const d = f32x4.extract_lane(d2, 0);
+        if (d < best) {
+          best = d;
+          bestIndex = <i32>load<u16>(e + (<usize>k << 1));
+        }
+        d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
+      }
+    }
+  }
+  for (; j <= n; j++) {
     const index = <i32>load<u16>(list + (<usize>j << 1));
     const g = <u32>load<u16>(grid + (<usize>index << 1));
     let d2: f32 = 0;
@@ -168,6 +203,12 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
   }
   iq2Unpack(grid, bestIndex, L);
   return bestIndex;
+}
+
+// d2 + w_i * diff * diff per lane, diff = scale * q - x_i (q: integer codes 2l + 1 of field i, i = at / 4).
+@inline function neighbourTerm(d2: v128, q: v128, vs: v128, xval: usize, w: usize, at: usize): v128 {
+  const diff = f32x4.sub(f32x4.mul(vs, f32x4.convert_i32x4_s(q)), v128.load32_splat(xval + at));
+  return f32x4.add(d2, f32x4.mul(f32x4.mul(v128.load32_splat(w + at), diff), diff));
 }
 
 /**
