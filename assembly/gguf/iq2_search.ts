@@ -156,14 +156,12 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
   if (ASC_FEATURE_SIMD) {
     // Four list entries a step, one per lane; each lane sums its 8 terms in the scalar order, and
     // a step whose lanes are all >= best (or NaN) changes nothing, so only the others are replayed
-    // lane by lane in list order (first strict minimum).
+    // lane by lane in list order (first strict minimum). Lanes past the list's end repeat the
+    // step's first entry: an equal sum never replaces it.
     const vs = f32x4.splat(scale);
-    for (; j + 3 <= n; j += 4) {
+    for (; j <= n; j += 4) {
       const e = list + (<usize>j << 1);
-      let g = i32x4.splat(<i32>load<u16>(grid + (<usize>load<u16>(e) << 1)));
-      g = i32x4.replace_lane(g, 1, <i32>load<u16>(grid + (<usize>load<u16>(e, 2) << 1)));
-      g = i32x4.replace_lane(g, 2, <i32>load<u16>(grid + (<usize>load<u16>(e, 4) << 1)));
-      g = i32x4.replace_lane(g, 3, <i32>load<u16>(grid + (<usize>load<u16>(e, 6) << 1)));
+      const g = listWords(grid, e, n - j);
       // q = 2l + 1 of field i: ((g >> (2i - 1)) & 6) | 1 (field 0: (g << 1) & 6).
       const six = i32x4.splat(6);
       const one = i32x4.splat(1);
@@ -203,6 +201,19 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
   }
   iq2Unpack(grid, bestIndex, L);
   return bestIndex;
+}
+
+/**
+ * Grid words of the neighbour list entries at e, e + 2, e + 4, e + 6 as i32 lanes; lanes at or
+ * after `left` + 1 entries (past the list's end) take the first entry's word.
+ */
+@inline export function listWords(grid: usize, e: usize, left: i32): v128 {
+  const g0 = <i32>load<u16>(grid + (<usize>load<u16>(e) << 1));
+  let g = i32x4.splat(g0);
+  if (left >= 1) g = i32x4.replace_lane(g, 1, <i32>load<u16>(grid + (<usize>load<u16>(e, 2) << 1)));
+  if (left >= 2) g = i32x4.replace_lane(g, 2, <i32>load<u16>(grid + (<usize>load<u16>(e, 4) << 1)));
+  if (left >= 3) g = i32x4.replace_lane(g, 3, <i32>load<u16>(grid + (<usize>load<u16>(e, 6) << 1)));
+  return g;
 }
 
 // d2 + w_i * diff * diff per lane, diff = scale * q - x_i (q: integer codes 2l + 1 of field i, i = at / 4).
