@@ -81,6 +81,38 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   return (half == 0 ? k < 2 : (k & 1) == 0) ? IQ1_XP : IQ1_XM;
 }
 
+// SIMD: whether any of the splits (i1, i2 .. i2 + 3) passes the scalar loop's test for any sign
+// pair k, each lane computing its scores with the scalar loop's operations (a1 = 4 * i1).
+@inline function anyBeats(a1: usize, i2: i32, tx0: f32, tx1: f32, tw0: f32, tw1: f32, best: f32): bool {
+  const P0 = prefix, P1 = prefix + 68, Q0 = prefix + 136, Q1 = prefix + 204;
+  const a2 = <usize>i2 << 2;
+  const p0 = load<f32>(IQ1_XP), p1 = load<f32>(IQ1_XP, 4), p2 = load<f32>(IQ1_XP, 8);
+  const m0 = load<f32>(IQ1_XM), m1 = load<f32>(IQ1_XM, 4), m2 = load<f32>(IQ1_XM, 8);
+  const cp2 = f32x4.splat(p1 * p1 - p2 * p2), cm2 = f32x4.splat(m1 * m1 - m2 * m2);
+  const cp1: f32 = p0 * p0 - p1 * p1, cm1: f32 = m0 * m0 - m1 * m1;
+  const sx0 = f32x4.add(f32x4.splat(load<f32>(P0 + a1)), v128.load(P0 + a2));
+  const sx1 = f32x4.add(f32x4.splat(load<f32>(P1 + a1)), v128.load(P1 + a2));
+  const qxp0 = f32x4.sub(f32x4.splat(tx0 * p2), sx0), qxm0 = f32x4.sub(f32x4.splat(tx0 * m2), sx0);
+  const qxp1 = f32x4.sub(f32x4.splat(tx1 * p2), sx1), qxm1 = f32x4.sub(f32x4.splat(tx1 * m2), sx1);
+  const q0 = v128.load(Q0 + a2), q1 = v128.load(Q1 + a2);
+  const q2p0 = f32x4.add(f32x4.splat(tw0 * p2 * p2 + load<f32>(Q0 + a1) * cp1), f32x4.mul(q0, cp2));
+  const q2m0 = f32x4.add(f32x4.splat(tw0 * m2 * m2 + load<f32>(Q0 + a1) * cm1), f32x4.mul(q0, cm2));
+  const q2p1 = f32x4.add(f32x4.splat(tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1), f32x4.mul(q1, cp2));
+  const q2m1 = f32x4.add(f32x4.splat(tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1), f32x4.mul(q1, cm2));
+  const vbest = f32x4.splat(best);
+  const zero = f32x4.splat(0);
+  let any = beats(f32x4.add(qxp0, qxp1), f32x4.add(q2p0, q2p1), vbest, zero);
+  any = v128.or(any, beats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest, zero));
+  any = v128.or(any, beats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest, zero));
+  any = v128.or(any, beats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest, zero));
+  return v128.any_true(any);
+}
+
+// Lanes where sq2 > 0 && sqx * sqx > best * sq2.
+@inline function beats(sqx: v128, sq2: v128, vbest: v128, zero: v128): v128 {
+  return v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2)));
+}
+
 // The search of one 16-value sub-block: writes its qs bytes and qh low bits; returns its scale
 // (0: nothing written) and leaves the sign pair in `shifts`.
 function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
@@ -123,6 +155,13 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
   for (let i1 = 0; i1 <= 16; i1++) {
     const a1 = <usize>i1 << 2;
     for (let i2 = i1; i2 <= 16; i2++) {
+      if (ASC_FEATURE_SIMD) {
+        // Skip steps of four splits none of which passes the test below (as in iq1_s.ts).
+        if (((i2 - i1) & 3) == 0) {
+          while (i2 + 3 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best)) i2 += 4;
+          if (i2 > 16) break;
+        }
+      }
       const a2 = <usize>i2 << 2;
       const sx0 = load<f32>(P0 + a1) + load<f32>(P0 + a2);
       const sx1 = load<f32>(P1 + a1) + load<f32>(P1 + a2);

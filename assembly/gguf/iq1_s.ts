@@ -58,6 +58,30 @@ const shifts = memory.data(8, 16);
 
 const IQ1S_EPS: f32 = 1e-12; // GROUP_MAX_EPS_IQ1_S
 
+// SIMD: whether any of the splits (i1, i2 .. i2 + 3) passes the scalar loop's test with either
+// offset, each lane computing its scores with the scalar loop's operations.
+@inline function anyBeats(i2: i32, sx0: f32, sx1: f32, sxn: f32, sw0: f32, sw1: f32, swn: f32, best: f32): bool {
+  const sx2 = v128.load(sumx + (<usize>i2 << 2));
+  const sw2 = v128.load(sumw + (<usize>i2 << 2));
+  const xb2 = f32x4.sub(sx2, f32x4.splat(sx1)), xc = f32x4.sub(f32x4.splat(sxn), sx2);
+  const wb = f32x4.sub(sw2, f32x4.splat(sw1)), wc = f32x4.sub(f32x4.splat(swn), sw2);
+  const xa: f32 = sx1 - sx0, wa: f32 = sw1 - sw0;
+  const vbest = f32x4.splat(best);
+  const zero = f32x4.splat(0);
+  let any = f32x4.splat(0);
+  for (let t: usize = 0; t < 2; t++) {
+    const lv = t == 0 ? IQ1_XP : IQ1_XM;
+    const v0 = load<f32>(lv), v1 = load<f32>(lv, 4), v2 = load<f32>(lv, 8);
+    const sqx = f32x4.add(f32x4.add(f32x4.splat(xa * v0), f32x4.mul(xb2, f32x4.splat(v1))), f32x4.mul(xc, f32x4.splat(v2)));
+    const sq2 = f32x4.add(
+      f32x4.add(f32x4.splat(wa * v0 * v0), f32x4.mul(f32x4.mul(wb, f32x4.splat(v1)), f32x4.splat(v1))),
+      f32x4.mul(f32x4.mul(wc, f32x4.splat(v2)), f32x4.splat(v2)),
+    );
+    any = v128.or(any, v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2))));
+  }
+  return v128.any_true(any);
+}
+
 // The search of one 32-value sub-block: writes its qs bytes and qh bits 0..11 at y and
 // returns its scale (0: nothing written), the shift (+1 / -1) in `shifts`.
 function subBlock(xb: usize, ib: usize, y: usize): f32 {
@@ -92,6 +116,14 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
     const sx1 = load<f32>(sumx + (<usize>i1 << 2));
     const sw1 = load<f32>(sumw + (<usize>i1 << 2));
     for (let i2 = i1; i2 <= 32; i2++) {
+      if (ASC_FEATURE_SIMD) {
+        // Skip steps of four splits none of which passes the test below against the current
+        // best (then none would change anything); the others run the scalar code.
+        if (((i2 - i1) & 3) == 0) {
+          while (i2 + 3 <= 32 && !anyBeats(i2, sx0, sx1, sxn, sw0, sw1, swn, best)) i2 += 4;
+          if (i2 > 32) break;
+        }
+      }
       const sx2 = load<f32>(sumx + (<usize>i2 << 2));
       const sw2 = load<f32>(sumw + (<usize>i2 << 2));
       const xa = sx1 - sx0, xb2 = sx2 - sx1, xc = sxn - sx2;

@@ -5,7 +5,7 @@
 // iq2_search.ts' iq2Tables(2048): keyed by the ternary index t = sum f_i * 3^i of a code's 8
 // fields (each 0..2, as IQ1's levels clamp them).
 import { IQ1S_GRID } from './iq_grids';
-import { iq2Tables, tabMap, tabNeighbours } from './iq2_search';
+import { iq2Tables, listWords, tabMap, tabNeighbours } from './iq2_search';
 
 let iq1Map: usize = 0;
 let iq1Nb: usize = 0;
@@ -41,7 +41,37 @@ export function iq1GridIndex(t: u32, x: usize, w: usize, scale: f32, xg: usize):
   const n = <i32>load<u16>(list);
   let best = F32.MAX_VALUE;
   let found = -1;
-  for (let j = 1; j <= n; j++) {
+  let j = 1;
+  if (ASC_FEATURE_SIMD) {
+    // Four list entries a step, one per lane, as iq2_search.ts' iq2BestNeighbour. The level of
+    // field value l is l - 0.875 (xg = IQ1_XP) or l - 1.125 (IQ1_XM), exactly as the table holds.
+    const vs = f32x4.splat(scale);
+    const off = f32x4.splat(-load<f32>(xg));
+    const three = i32x4.splat(3);
+    for (; j <= n; j += 4) {
+      const e = list + (<usize>j << 1);
+      const g = listWords(IQ1S_GRID, e, n - j);
+      let d2 = f32x4.splat(0);
+      d2 = iq1Term(d2, v128.and(g, three), off, vs, x, w, 0);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 2), three), off, vs, x, w, 4);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 4), three), off, vs, x, w, 8);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 6), three), off, vs, x, w, 12);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 8), three), off, vs, x, w, 16);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 10), three), off, vs, x, w, 20);
+      d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 12), three), off, vs, x, w, 24);
+      d2 = iq1Term(d2, i32x4.shr_u(g, 14), off, vs, x, w, 28);
+      if (!v128.any_true(f32x4.lt(d2, f32x4.splat(best)))) continue;
+      for (let k = 0; k < 4; k++) {
+        const d = f32x4.extract_lane(d2, 0);
+        if (d < best) {
+          best = d;
+          found = <i32>load<u16>(e + (<usize>k << 1));
+        }
+        d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
+      }
+    }
+  }
+  for (; j <= n; j++) {
     const gi = <i32>load<u16>(list + (<usize>j << 1));
     const d2 = gridDistance(<u32>load<u16>(IQ1S_GRID + (<usize>gi << 1)), x, w, scale, xg);
     if (d2 < best) {
@@ -70,6 +100,12 @@ export function iq1GridIndex(t: u32, x: usize, w: usize, scale: f32, xg: usize):
     }
   }
   return found >= 0 ? found : 0;
+}
+
+// d2 + w_i * diff * diff per lane, diff = scale * (l - off) - x_i (l: field values of field i, i = at / 4).
+@inline function iq1Term(d2: v128, l: v128, off: v128, vs: v128, x: usize, w: usize, at: usize): v128 {
+  const diff = f32x4.sub(f32x4.mul(vs, f32x4.sub(f32x4.convert_i32x4_s(l), off)), v128.load32_splat(x + at));
+  return f32x4.add(d2, f32x4.mul(f32x4.mul(v128.load32_splat(w + at), diff), diff));
 }
 
 @inline function gridDistance(g: u32, x: usize, w: usize, scale: f32, xg: usize): f32 {
