@@ -67,8 +67,9 @@ export function iq1_m_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
 const weights = memory.data(1024, 16);
 const keys = memory.data(64, 16);
 const order = memory.data(64, 16);
-// Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each.
-const prefix = memory.data(4 * 68, 16);
+// Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each (and 3 that anyBeats reads past Q1).
+const prefix = memory.data(4 * 68 + 12, 16);
+const LANE = memory.data<i32>([0, 1, 2, 3]);
 const codes = memory.data(16, 16);
 const index = memory.data(4, 16);
 const scales = memory.data(64, 16);
@@ -81,8 +82,8 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   return (half == 0 ? k < 2 : (k & 1) == 0) ? IQ1_XP : IQ1_XM;
 }
 
-// SIMD: whether any of the splits (i1, i2 .. i2 + 3) passes the scalar loop's test for any sign
-// pair k, each lane computing its scores with the scalar loop's operations (a1 = 4 * i1).
+// SIMD: whether any of the splits (i1, i2 .. min(i2 + 3, 16)) passes the scalar loop's test for
+// any sign pair k, each lane computing its scores with the scalar loop's operations (a1 = 4 * i1).
 @inline function anyBeats(a1: usize, i2: i32, tx0: f32, tx1: f32, tw0: f32, tw1: f32, best: f32): bool {
   const P0 = prefix, P1 = prefix + 68, Q0 = prefix + 136, Q1 = prefix + 204;
   const a2 = <usize>i2 << 2;
@@ -105,7 +106,7 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   any = v128.or(any, beats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest, zero));
   any = v128.or(any, beats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest, zero));
   any = v128.or(any, beats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest, zero));
-  return v128.any_true(any);
+  return v128.any_true(v128.and(any, i32x4.le_s(i32x4.add(i32x4.splat(i2), v128.load(LANE)), i32x4.splat(16))));
 }
 
 // Lanes where sq2 > 0 && sqx * sqx > best * sq2.
@@ -158,7 +159,7 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
       if (ASC_FEATURE_SIMD) {
         // Skip steps of four splits none of which passes the test below (as in iq1_s.ts).
         if (((i2 - i1) & 3) == 0) {
-          while (i2 + 3 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best)) i2 += 4;
+          while (i2 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best)) i2 += 4;
           if (i2 > 16) break;
         }
       }

@@ -49,8 +49,9 @@ export function iq1_s_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
 const weight = memory.data(128, 16);
 const keys = memory.data(128, 16);
 const order = memory.data(128, 16);
-const sumx = memory.data(136, 16);
-const sumw = memory.data(136, 16);
+const sumx = memory.data(144, 16); // 33 prefix sums and 3 that anyBeats reads past them
+const sumw = memory.data(144, 16);
+const LANE = memory.data<i32>([0, 1, 2, 3]);
 const codes = memory.data(32, 16);
 const index = memory.data(8, 16);
 const scales = memory.data(32, 16);
@@ -58,8 +59,8 @@ const shifts = memory.data(8, 16);
 
 const IQ1S_EPS: f32 = 1e-12; // GROUP_MAX_EPS_IQ1_S
 
-// SIMD: whether any of the splits (i1, i2 .. i2 + 3) passes the scalar loop's test with either
-// offset, each lane computing its scores with the scalar loop's operations.
+// SIMD: whether any of the splits (i1, i2 .. min(i2 + 3, 32)) passes the scalar loop's test with
+// either offset, each lane computing its scores with the scalar loop's operations.
 @inline function anyBeats(i2: i32, sx0: f32, sx1: f32, sxn: f32, sw0: f32, sw1: f32, swn: f32, best: f32): bool {
   const sx2 = v128.load(sumx + (<usize>i2 << 2));
   const sw2 = v128.load(sumw + (<usize>i2 << 2));
@@ -79,7 +80,7 @@ const IQ1S_EPS: f32 = 1e-12; // GROUP_MAX_EPS_IQ1_S
     );
     any = v128.or(any, v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2))));
   }
-  return v128.any_true(any);
+  return v128.any_true(v128.and(any, i32x4.le_s(i32x4.add(i32x4.splat(i2), v128.load(LANE)), i32x4.splat(32))));
 }
 
 // The search of one 32-value sub-block: writes its qs bytes and qh bits 0..11 at y and
@@ -120,7 +121,7 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
         // Skip steps of four splits none of which passes the test below against the current
         // best (then none would change anything); the others run the scalar code.
         if (((i2 - i1) & 3) == 0) {
-          while (i2 + 3 <= 32 && !anyBeats(i2, sx0, sx1, sxn, sw0, sw1, swn, best)) i2 += 4;
+          while (i2 <= 32 && !anyBeats(i2, sx0, sx1, sxn, sw0, sw1, swn, best)) i2 += 4;
           if (i2 > 32) break;
         }
       }
