@@ -5,7 +5,7 @@
 // iq2_search.ts' iq2Tables(2048): keyed by the ternary index t = sum f_i * 3^i of a code's 8
 // fields (each 0..2, as IQ1's levels clamp them).
 import { IQ1S_GRID } from './iq_grids';
-import { iq2Tables, listWords, tabMap, tabNeighbours } from './iq2_search';
+import { iq2Tables, laneBest, laneIndex, listWords, replayLanes, tabMap, tabNeighbours } from './iq2_search';
 
 let iq1Map: usize = 0;
 let iq1Nb: usize = 0;
@@ -61,14 +61,9 @@ export function iq1GridIndex(t: u32, x: usize, w: usize, scale: f32, xg: usize):
       d2 = iq1Term(d2, v128.and(i32x4.shr_u(g, 12), three), off, vs, x, w, 24);
       d2 = iq1Term(d2, i32x4.shr_u(g, 14), off, vs, x, w, 28);
       if (!v128.any_true(f32x4.lt(d2, f32x4.splat(best)))) continue;
-      for (let k = 0; k < 4; k++) {
-        const d = f32x4.extract_lane(d2, 0);
-        if (d < best) {
-          best = d;
-          found = <i32>load<u16>(e + (<usize>k << 1));
-        }
-        d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
-      }
+      replayLanes(d2, e, best, found);
+      best = laneBest;
+      found = laneIndex;
     }
   }
   for (; j <= n; j++) {

@@ -175,14 +175,9 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
       d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 11), six), one), vs, xval, w, 24);
       d2 = neighbourTerm(d2, v128.or(v128.and(i32x4.shr_u(g, 13), six), one), vs, xval, w, 28);
       if (!v128.any_true(f32x4.lt(d2, f32x4.splat(best)))) continue;
-      for (let k = 0; k < 4; k++) {
-        const d = f32x4.extract_lane(d2, 0);
-        if (d < best) {
-          best = d;
-          bestIndex = <i32>load<u16>(e + (<usize>k << 1));
-        }
-        d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
-      }
+      replayLanes(d2, e, best, bestIndex);
+      best = laneBest;
+      bestIndex = laneIndex;
     }
   }
   for (; j <= n; j++) {
@@ -214,6 +209,24 @@ export function iq2BestNeighbour(t: usize, m: i32, xval: usize, w: usize, scale:
   if (left >= 2) g = i32x4.replace_lane(g, 2, <i32>load<u16>(grid + (<usize>load<u16>(e, 4) << 1)));
   if (left >= 3) g = i32x4.replace_lane(g, 3, <i32>load<u16>(grid + (<usize>load<u16>(e, 6) << 1)));
   return g;
+}
+
+// The lane-by-lane replay of one step of a SIMD neighbour search: the first strict minimum of the
+// four sums in d2 (list entries at e, e + 2, ...) below `best`, in list order; results in
+// laneBest / laneIndex (unchanged best and index where no lane is below).
+export let laneBest: f32 = 0;
+export let laneIndex: i32 = 0;
+export function replayLanes(d2: v128, e: usize, best: f32, index: i32): void {
+  for (let k = 0; k < 4; k++) {
+    const d = f32x4.extract_lane(d2, 0);
+    if (d < best) {
+      best = d;
+      index = <i32>load<u16>(e + (<usize>k << 1));
+    }
+    d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
+  }
+  laneBest = best;
+  laneIndex = index;
 }
 
 // d2 + w_i * diff * diff per lane, diff = scale * q - x_i (q: integer codes 2l + 1 of field i, i = at / 4).

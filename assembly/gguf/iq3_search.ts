@@ -18,7 +18,7 @@
 //   All lists together hold exactly IQ3XXS_NEIGHBOURS / IQ3S_NEIGHBOURS u16 (3840 + 18985 and
 //   3584 + 24733); the builder stops at that capacity, which it never reaches early.
 import { nearestInt } from '../common';
-import { foldMax, iq2Signs, listWords, sqrtWeights } from './iq2_search';
+import { foldMax, iq2Signs, laneBest, laneIndex, listWords, replayLanes, sqrtWeights } from './iq2_search';
 import { imatrixWeights32, squareWeights32 } from './iq4_common';
 import { IQ3S_GRID, IQ3XXS_GRID } from './iq_grids';
 
@@ -151,14 +151,9 @@ function bestNeighbour(grid: usize, list: usize, x: usize, w: usize, scale: f32,
       d2 = term(d2, v128.or(v128.and(i32x4.shr_u(g, 5), mask), one), vs, x, w, 8);
       d2 = term(d2, v128.or(v128.and(i32x4.shr_u(g, 8), mask), one), vs, x, w, 12);
       if (!v128.any_true(f32x4.lt(d2, f32x4.splat(best)))) continue;
-      for (let k: usize = 0; k < 4; k++) {
-        const d = f32x4.extract_lane(d2, 0);
-        if (d < best) {
-          best = d;
-          found = <u32>load<u16>(e + (k << 1));
-        }
-        d2 = i32x4.shuffle(d2, d2, 1, 2, 3, 0);
-      }
+      replayLanes(d2, e, best, <i32>found);
+      best = laneBest;
+      found = <u32>laneIndex;
     }
   }
   for (; j <= n; j++) {
