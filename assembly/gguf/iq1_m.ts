@@ -8,7 +8,7 @@ import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
-import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
+import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
@@ -69,7 +69,6 @@ const keys = memory.data(64, 16);
 const order = memory.data(64, 16);
 // Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each (and 3 that anyBeats reads past Q1).
 const prefix = memory.data(4 * 68 + 12, 16);
-const LANE = memory.data<i32>([0, 1, 2, 3]);
 const codes = memory.data(16, 16);
 const index = memory.data(4, 16);
 const scales = memory.data(64, 16);
@@ -106,7 +105,7 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   any = v128.or(any, beats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest, zero));
   any = v128.or(any, beats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest, zero));
   any = v128.or(any, beats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest, zero));
-  return v128.any_true(v128.and(any, i32x4.le_s(i32x4.add(i32x4.splat(i2), v128.load(LANE)), i32x4.splat(16))));
+  return v128.any_true(lanesUpTo(any, i2, 16));
 }
 
 // Lanes where sq2 > 0 && sqx * sqx > best * sq2.

@@ -7,7 +7,7 @@ import { A_IMATRIX, argU32, f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
-import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables } from './iq1_search';
+import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
@@ -51,7 +51,6 @@ const keys = memory.data(128, 16);
 const order = memory.data(128, 16);
 const sumx = memory.data(144, 16); // 33 prefix sums and 3 that anyBeats reads past them
 const sumw = memory.data(144, 16);
-const LANE = memory.data<i32>([0, 1, 2, 3]);
 const codes = memory.data(32, 16);
 const index = memory.data(8, 16);
 const scales = memory.data(32, 16);
@@ -80,7 +79,7 @@ const IQ1S_EPS: f32 = 1e-12; // GROUP_MAX_EPS_IQ1_S
     );
     any = v128.or(any, v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2))));
   }
-  return v128.any_true(v128.and(any, i32x4.le_s(i32x4.add(i32x4.splat(i2), v128.load(LANE)), i32x4.splat(32))));
+  return v128.any_true(lanesUpTo(any, i2, 32));
 }
 
 // The search of one 32-value sub-block: writes its qs bytes and qh bits 0..11 at y and

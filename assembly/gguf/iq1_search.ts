@@ -25,6 +25,13 @@ export function iq1Tables(): void {
 
 // ---- IQ1 search steps ---------------------------------------------------------------------
 
+const LANE = memory.data<i32>([0, 1, 2, 3]);
+
+/** SIMD: lane k of `test` kept where i + k <= last (the split searches' steps past their end). */
+@inline export function lanesUpTo(test: v128, i: i32, last: i32): v128 {
+  return v128.and(test, i32x4.le_s(i32x4.add(i32x4.splat(i), v128.load(LANE)), i32x4.splat(last)));
+}
+
 // The two level sets of IQ1 (levels -1, 0, 1 plus the offset +1/8 or -1/8), by field value.
 export const IQ1_XP = memory.data<f32>([-0.875, 0.125, 1.125, 0]);
 export const IQ1_XM = memory.data<f32>([-1.125, -0.125, 0.875, 0]);
