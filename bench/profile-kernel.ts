@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Session, type Profiler } from 'node:inspector/promises';
 import { formats } from '../src/formats/registry.js';
 import { loadKernels } from '../src/kernels/loader.js';
-import { kernelOnlyArgs, Resident, ROW } from './resident.js';
+import { IMPORTANCE, kernelOnlyArgs, Resident, ROW } from './resident.js';
 import { arg, table, weightData } from './util.js';
 
 const name = process.argv[2];
@@ -17,12 +17,10 @@ const rows = Number(arg('rows', '16'));
 const reps = Number(arg('reps', '20'));
 const dequant = process.argv.includes('--dequant');
 const data = weightData(rows * ROW);
-// A positive, uneven importance per column (bench/simd-ratio.ts' own), for formats that need one.
-const im = new Float32Array(ROW).map((_, i) => 0.05 + ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) * 2);
 const k = await loadKernels('wasm-simd', 'bench');
 const extra = await kernelOnlyArgs(f, k, data);
 if (!extra) throw new Error(`${name}: needs host steps; the kernels alone cannot run it`);
-const r = new Resident(k, f, rows, data, extra, f.requiresImportance ? im : undefined);
+const r = new Resident(k, f, rows, data, extra, f.requiresImportance ? IMPORTANCE : undefined);
 const run = () => (dequant ? r.dequantize(rows) : r.quantize(rows));
 r.quantize(rows);
 run();

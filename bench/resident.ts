@@ -7,6 +7,8 @@ import { resolveOptions } from '../src/options.js';
 import { baseArgs } from '../src/quantize.js';
 
 export const ROW = 4096;
+/** A positive, uneven importance per column, as an imatrix file holds (ROW values). */
+export const IMPORTANCE = new Float32Array(ROW).map((_, i) => 0.05 + ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) * 2);
 
 export class Resident {
   args = 0; scratch = 0; input = 0; out: number[] = []; deq = 0; imatrix = 0;

@@ -14,7 +14,7 @@
 import { formats } from '../src/formats/registry.js';
 import { readFileSync } from 'node:fs';
 import { configureWasm, loadKernels } from '../src/kernels/loader.js';
-import { kernelOnlyArgs, Resident, ROW } from './resident.js';
+import { IMPORTANCE, kernelOnlyArgs, Resident, ROW } from './resident.js';
 import { alternate, arg, median, table, weightData } from './util.js';
 
 const only = arg('formats', 'q3_k,q2_k,fp8_e4m3,fp8_e5m2').split(',').filter(Boolean);
@@ -25,8 +25,6 @@ const withImatrix = process.argv.includes('--imatrix');
 const dequant = process.argv.includes('--dequant');
 
 const data = weightData(values);
-// A positive, uneven importance per column, as an imatrix file holds.
-const im = new Float32Array(ROW).map((_, i) => 0.05 + ((Math.imul(i + 1, 2654435761) >>> 0) / 2 ** 32) * 2);
 const baseline = arg('baseline', '');
 const build = arg('build', '');
 if (build) configureWasm({ 'wasm-simd': readFileSync(build) });
@@ -48,7 +46,7 @@ for (const name of only) {
   const extra = await kernelOnlyArgs(f, simd, data);
   if (!extra) { console.error(`${name}: needs host steps, skipped`); continue; }
   // Formats whose quantizer needs importance (IQ1_S, IQ2_XXS, ...) always get the imatrix.
-  const variants = f.requiresImportance ? [im] : withImatrix && f.importance ? [undefined, im] : [undefined];
+  const variants = f.requiresImportance ? [IMPORTANCE] : withImatrix && f.importance ? [undefined, IMPORTANCE] : [undefined];
   for (const imatrix of variants) {
     const rows = Math.floor(values / ROW);
     const a = new Resident(simd, f, rows, data, extra, imatrix);
