@@ -8,7 +8,7 @@ import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
-import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo } from './iq1_search';
+import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo, splitBeats } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
@@ -83,13 +83,13 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
 
 // SIMD: whether any of the splits (i1, i2 .. min(i2 + 3, 16)) passes the scalar loop's test for
 // any sign pair k, each lane computing its scores with the scalar loop's operations (a1 = 4 * i1).
-@inline function anyBeats(a1: usize, i2: i32, tx0: f32, tx1: f32, tw0: f32, tw1: f32, best: f32): bool {
+@inline function anyBeats(
+  a1: usize, i2: i32, tx0: f32, tx1: f32, tw0: f32, tw1: f32, best: f32,
+  p2: f32, m2: f32, cp1: f32, cm1: f32, cp2s: f32, cm2s: f32,
+): bool {
   const P0 = prefix, P1 = prefix + 68, Q0 = prefix + 136, Q1 = prefix + 204;
   const a2 = <usize>i2 << 2;
-  const p0 = load<f32>(IQ1_XP), p1 = load<f32>(IQ1_XP, 4), p2 = load<f32>(IQ1_XP, 8);
-  const m0 = load<f32>(IQ1_XM), m1 = load<f32>(IQ1_XM, 4), m2 = load<f32>(IQ1_XM, 8);
-  const cp2 = f32x4.splat(p1 * p1 - p2 * p2), cm2 = f32x4.splat(m1 * m1 - m2 * m2);
-  const cp1: f32 = p0 * p0 - p1 * p1, cm1: f32 = m0 * m0 - m1 * m1;
+  const cp2 = f32x4.splat(cp2s), cm2 = f32x4.splat(cm2s);
   const sx0 = f32x4.add(f32x4.splat(load<f32>(P0 + a1)), v128.load(P0 + a2));
   const sx1 = f32x4.add(f32x4.splat(load<f32>(P1 + a1)), v128.load(P1 + a2));
   const qxp0 = f32x4.sub(f32x4.splat(tx0 * p2), sx0), qxm0 = f32x4.sub(f32x4.splat(tx0 * m2), sx0);
@@ -100,17 +100,11 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   const q2p1 = f32x4.add(f32x4.splat(tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1), f32x4.mul(q1, cp2));
   const q2m1 = f32x4.add(f32x4.splat(tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1), f32x4.mul(q1, cm2));
   const vbest = f32x4.splat(best);
-  const zero = f32x4.splat(0);
-  let any = beats(f32x4.add(qxp0, qxp1), f32x4.add(q2p0, q2p1), vbest, zero);
-  any = v128.or(any, beats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest, zero));
-  any = v128.or(any, beats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest, zero));
-  any = v128.or(any, beats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest, zero));
+  let any = splitBeats(f32x4.add(qxp0, qxp1), f32x4.add(q2p0, q2p1), vbest);
+  any = v128.or(any, splitBeats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest));
+  any = v128.or(any, splitBeats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest));
+  any = v128.or(any, splitBeats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest));
   return v128.any_true(lanesUpTo(any, i2, 16));
-}
-
-// Lanes where sq2 > 0 && sqx * sqx > best * sq2.
-@inline function beats(sqx: v128, sq2: v128, vbest: v128, zero: v128): v128 {
-  return v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2)));
 }
 
 // The search of one 16-value sub-block: writes its qs bytes and qh low bits; returns its scale
@@ -158,7 +152,7 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
       if (ASC_FEATURE_SIMD) {
         // Skip steps of four splits none of which passes the test below (as in iq1_s.ts).
         if (((i2 - i1) & 3) == 0) {
-          while (i2 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best)) i2 += 4;
+          while (i2 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best, p2, m2, cp1, cm1, cp2, cm2)) i2 += 4;
           if (i2 > 16) break;
         }
       }

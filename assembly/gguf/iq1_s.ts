@@ -7,7 +7,7 @@ import { A_IMATRIX, argU32, f16ToF32, f32ToF16, nearestInt } from '../common';
 import { IQ1S_GRID } from './iq_grids';
 import { iq1Pair, wideGrid } from './iq_lowbit';
 import { quantizeBlockRows } from './pack';
-import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo } from './iq1_search';
+import { IQ1_XM, IQ1_XP, iq1GridIndex, iq1OnGrid, iq1SortOrder, iq1Tables, lanesUpTo, splitBeats } from './iq1_search';
 import { codesKey, iqWeights } from './iq2_search';
 import { sumSquares } from './iq4_common';
 
@@ -60,26 +60,28 @@ const IQ1S_EPS: f32 = 1e-12; // GROUP_MAX_EPS_IQ1_S
 
 // SIMD: whether any of the splits (i1, i2 .. min(i2 + 3, 32)) passes the scalar loop's test with
 // either offset, each lane computing its scores with the scalar loop's operations.
-@inline function anyBeats(i2: i32, sx0: f32, sx1: f32, sxn: f32, sw0: f32, sw1: f32, swn: f32, best: f32): bool {
+@inline function anyBeats(
+  i2: i32, sx0: f32, sx1: f32, sxn: f32, sw0: f32, sw1: f32, swn: f32, best: f32,
+  p0: f32, p1: f32, p2: f32, m0: f32, m1: f32, m2: f32,
+): bool {
   const sx2 = v128.load(sumx + (<usize>i2 << 2));
   const sw2 = v128.load(sumw + (<usize>i2 << 2));
   const xb2 = f32x4.sub(sx2, f32x4.splat(sx1)), xc = f32x4.sub(f32x4.splat(sxn), sx2);
   const wb = f32x4.sub(sw2, f32x4.splat(sw1)), wc = f32x4.sub(f32x4.splat(swn), sw2);
   const xa: f32 = sx1 - sx0, wa: f32 = sw1 - sw0;
   const vbest = f32x4.splat(best);
-  const zero = f32x4.splat(0);
-  let any = f32x4.splat(0);
-  for (let t: usize = 0; t < 2; t++) {
-    const lv = t == 0 ? IQ1_XP : IQ1_XM;
-    const v0 = load<f32>(lv), v1 = load<f32>(lv, 4), v2 = load<f32>(lv, 8);
-    const sqx = f32x4.add(f32x4.add(f32x4.splat(xa * v0), f32x4.mul(xb2, f32x4.splat(v1))), f32x4.mul(xc, f32x4.splat(v2)));
-    const sq2 = f32x4.add(
-      f32x4.add(f32x4.splat(wa * v0 * v0), f32x4.mul(f32x4.mul(wb, f32x4.splat(v1)), f32x4.splat(v1))),
-      f32x4.mul(f32x4.mul(wc, f32x4.splat(v2)), f32x4.splat(v2)),
-    );
-    any = v128.or(any, v128.and(f32x4.gt(sq2, zero), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2))));
-  }
+  const any = v128.or(beats(xa, xb2, xc, wa, wb, wc, p0, p1, p2, vbest), beats(xa, xb2, xc, wa, wb, wc, m0, m1, m2, vbest));
   return v128.any_true(lanesUpTo(any, i2, 32));
+}
+
+// Lanes where the split's scores at levels v0, v1, v2 pass the test (splitBeats).
+@inline function beats(xa: f32, xb2: v128, xc: v128, wa: f32, wb: v128, wc: v128, v0: f32, v1: f32, v2: f32, vbest: v128): v128 {
+  const sqx = f32x4.add(f32x4.add(f32x4.splat(xa * v0), f32x4.mul(xb2, f32x4.splat(v1))), f32x4.mul(xc, f32x4.splat(v2)));
+  const sq2 = f32x4.add(
+    f32x4.add(f32x4.splat(wa * v0 * v0), f32x4.mul(f32x4.mul(wb, f32x4.splat(v1)), f32x4.splat(v1))),
+    f32x4.mul(f32x4.mul(wc, f32x4.splat(v2)), f32x4.splat(v2)),
+  );
+  return splitBeats(sqx, sq2, vbest);
 }
 
 // The search of one 32-value sub-block: writes its qs bytes and qh bits 0..11 at y and
@@ -120,7 +122,7 @@ function subBlock(xb: usize, ib: usize, y: usize): f32 {
         // Skip steps of four splits none of which passes the test below against the current
         // best (then none would change anything); the others run the scalar code.
         if (((i2 - i1) & 3) == 0) {
-          while (i2 <= 32 && !anyBeats(i2, sx0, sx1, sxn, sw0, sw1, swn, best)) i2 += 4;
+          while (i2 <= 32 && !anyBeats(i2, sx0, sx1, sxn, sw0, sw1, swn, best, p0, p1, p2, m0, m1, m2)) i2 += 4;
           if (i2 > 32) break;
         }
       }

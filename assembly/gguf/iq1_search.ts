@@ -27,6 +27,11 @@ export function iq1Tables(): void {
 
 const LANE = memory.data<i32>([0, 1, 2, 3]);
 
+/** SIMD: the lanes where a split's scores pass the searches' test sq2 > 0 && sqx * sqx > best * sq2. */
+@inline export function splitBeats(sqx: v128, sq2: v128, vbest: v128): v128 {
+  return v128.and(f32x4.gt(sq2, f32x4.splat(0)), f32x4.gt(f32x4.mul(sqx, sqx), f32x4.mul(vbest, sq2)));
+}
+
 /** SIMD: lane k of `test` kept where i + k <= last (the split searches' steps past their end). */
 @inline export function lanesUpTo(test: v128, i: i32, last: i32): v128 {
   return v128.and(test, i32x4.le_s(i32x4.add(i32x4.splat(i), v128.load(LANE)), i32x4.splat(last)));
