@@ -1,4 +1,4 @@
-// 16-entry float table lookups for the 4-bit dequantizers (NF4, FP4, MXFP4).
+// 16-entry float table lookups for the 4-bit dequantizers (NF4, FP4, MXFP4, NVFP4).
 // SIMD: the table is split into four byte planes once per call, then one i8x16.swizzle per plane
 // looks up 16 codes at a time and two rounds of byte shuffles reassemble the floats. The result
 // is the table entry itself, so both builds multiply the same two floats.
@@ -42,6 +42,35 @@ export function splitPlanes(table: usize): void {
   v128.store(y + 16, f32x4.mul(i16x8.shuffle(l01, l23, 4, 12, 5, 13, 6, 14, 7, 15), vs));
   v128.store(y + 32, f32x4.mul(i16x8.shuffle(h01, h23, 0, 8, 1, 9, 2, 10, 3, 11), vs));
   v128.store(y + 48, f32x4.mul(i16x8.shuffle(h01, h23, 4, 12, 5, 13, 6, 14, 7, 15), vs));
+}
+
+// Scaled planes, for 4-bit codes whose value times the block scale is always exact with its low
+// 16 bits zero (E2M1 has at most two significant bits: times a power of two, or an E4M3 scale's
+// four, it has at most six; an overflow to infinity is 0x7f800000). Such a table of 16 products is
+// 16 high words, kept as a plane of their low bytes and one of their high bytes; a format keeps
+// one pair per scale code, built on its first call from the very products its scalar build
+// computes, and decodes 16 values with two swizzles and byte / word interleaves, no multiply.
+// The two planes (32 bytes at t) of the 16 products values[i] * s.
+export function writePlanes(values: usize, s: f32, t: usize): void {
+  for (let i: usize = 0; i < 16; i++) {
+    const w = reinterpret<u32>(load<f32>(values + (i << 2)) * s) >> 16;
+    store<u8>(t + i, <u8>w);
+    store<u8>(t + 16 + i, <u8>(w >> 8));
+  }
+}
+
+// Stores the 16 floats whose high words the codes in `c` (bytes 0..15) pick from the planes
+// lo / hi of writePlanes (low words 0).
+@inline export function planesStore16(c: v128, lo: v128, hi: v128, y: usize): void {
+  const l = i8x16.swizzle(lo, c);
+  const h = i8x16.swizzle(hi, c);
+  const w0 = i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const w1 = i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const z = v128.splat<i32>(0);
+  v128.store(y, i16x8.shuffle(z, w0, 0, 8, 1, 9, 2, 10, 3, 11));
+  v128.store(y, i16x8.shuffle(z, w0, 4, 12, 5, 13, 6, 14, 7, 15), 16);
+  v128.store(y, i16x8.shuffle(z, w1, 0, 8, 1, 9, 2, 10, 3, 11), 32);
+  v128.store(y, i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15), 48);
 }
 
 // Largest |x| over n floats. Max is exact, so the lane order does not matter and both builds agree.

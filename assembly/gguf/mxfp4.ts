@@ -20,13 +20,16 @@
 // them (a build that fuses the multiply and subtract into an FMA would not overflow there).
 import { A_SCRATCH, argU32, rowF32 } from '../common';
 import { absmax } from '../bnb/lut';
-import { hiNibbles, NIB, storeAQ } from './pack';
+import { planesStore16, writePlanes } from '../bnb/lut';
+import { hiNibbles, NIB } from './pack';
 
 export const MXFP4_GGUF_BLOCK: i32 = 32;
 export const MXFP4_GGUF_BYTES: i32 = 17;
 
 // ggml's kvalues_mxfp4 (E2M1 doubled); NVFP4 (nvfp4.ts) uses the same table and search.
 export const KV = memory.data<i8>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
+// KV as floats (code 8 is +0, as the converted byte is).
+export const KVF = memory.data<f32>([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]);
 // SIMD constants, loaded (a v128.const in a loop is rebuilt at every use; a load is one op).
 const C = memory.data<u32>([
   0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, // |x| mask
@@ -129,20 +132,33 @@ export function mxfp4_gguf_quantize(src: usize, srcType: i32, nrows: i32, rowLen
   }
 }
 
+// SIMD decode: every exponent byte's 16 products KV[i] * d are exact (d is a power of two, 2^127
+// at most, the products infinite past the top) with their low 16 bits zero, so each byte has
+// scaled planes (lut.ts): no multiply per value.
+const PLANES = memory.data(256 * 32, 16);
+const PLANES_READY = memory.data(1);
+
+function buildPlanes(): void {
+  for (let e: u32 = 0; e < 256; e++) writePlanes(KVF, e8m0Half(e), PLANES + (<usize>e << 5));
+  store<u8>(PLANES_READY, 1);
+}
+
 export function mxfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
+  if (ASC_FEATURE_SIMD && load<u8>(PLANES_READY) == 0) buildPlanes();
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 17;
-    const d = e8m0Half(<u32>load<u8>(blk));
     const y = dst + (b << 7);
     if (ASC_FEATURE_SIMD) {
-      const kv = v128.load(KV);
       const q = v128.load(blk + 1);
-      const vd = f32x4.splat(d);
       const mask = v128.load(NIB);
-      storeAQ(y, i8x16.swizzle(kv, v128.and(q, mask)), vd);
-      storeAQ(y + 64, i8x16.swizzle(kv, hiNibbles(q, mask)), vd);
+      const t = PLANES + (<usize>load<u8>(blk) << 5);
+      const lo = v128.load(t);
+      const hi = v128.load(t + 16);
+      planesStore16(v128.and(q, mask), lo, hi, y);
+      planesStore16(hiNibbles(q, mask), lo, hi, y + 64);
     } else {
+      const d = e8m0Half(<u32>load<u8>(blk));
       for (let j: usize = 0; j < 16; j++) {
         const q = <usize>load<u8>(blk + 1 + j);
         store<f32>(y + (j << 2), d * <f32>load<i8>(KV + (q & 15)));

@@ -18,8 +18,8 @@
 // a nonzero magnitude sets bit 3 (+0 at code 0 and -0 at code 8 tie; the first wins). Otherwise
 // (d = 0: every code 0; a saturated scale, where |x| can dwarf 12*d) the literal 16-entry search.
 import { A_SCRATCH, argU32, rowF32 } from '../common';
-import { absmax } from '../bnb/lut';
-import { KV, codeLiteral } from './mxfp4';
+import { absmax, planesStore16, writePlanes } from '../bnb/lut';
+import { KV, KVF, codeLiteral } from './mxfp4';
 
 export const NVFP4_GGUF_BLOCK: i32 = 64;
 export const NVFP4_GGUF_BYTES: i32 = 36;
@@ -141,13 +141,25 @@ export function nvfp4_gguf_quantize(src: usize, srcType: i32, nrows: i32, rowLen
   }
 }
 
+// SIMD decode: d has at most 4 significant bits and KV at most 2, so every product KV[i] * d is
+// exact with its low 16 bits zero (d = 0 included: +-0). PLANES holds, per scale byte, the
+// products' high words as a plane of low bytes and one of high bytes (lut.ts, planesStore16),
+// built on the first call from the products the scalar build computes: no multiply per value.
+const PLANES = memory.data(256 * 32, 16);
+const PLANES_READY = memory.data(1);
+
+function buildPlanes(): void {
+  for (let b: u32 = 0; b < 256; b++) writePlanes(KVF, ue4m3Half(b), PLANES + (<usize>b << 5));
+  store<u8>(PLANES_READY, 1);
+}
+
 export function nvfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 6;
+  if (ASC_FEATURE_SIMD && load<u8>(PLANES_READY) == 0) buildPlanes();
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 36;
     const y = dst + (b << 8);
     for (let s: usize = 0; s < 4; s++) {
-      const d = ue4m3Half(load<u8>(blk + s));
       const q = blk + 4 + (s << 3);
       const ys = y + (s << 6);
       if (ASC_FEATURE_SIMD) {
@@ -155,15 +167,10 @@ export function nvfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: 
         const v = v128.load64_zero(q);
         const codes = i8x16.shuffle(v128.and(v, v128.load(CI, 32)), i8x16.shr_u(v, 4),
           0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-        const w = i8x16.swizzle(v128.load(KV), codes);
-        const vd = f32x4.splat(d);
-        const lo = i16x8.extend_low_i8x16_s(w);
-        const hi = i16x8.extend_high_i8x16_s(w);
-        v128.store(ys, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-        v128.store(ys, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))), 16);
-        v128.store(ys, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))), 32);
-        v128.store(ys, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))), 48);
+        const t = PLANES + (<usize>load<u8>(blk + s) << 5);
+        planesStore16(codes, v128.load(t), v128.load(t + 16), ys);
       } else {
+        const d = ue4m3Half(load<u8>(blk + s));
         for (let j: usize = 0; j < 8; j++) {
           const c = <usize>load<u8>(q + j);
           store<f32>(ys + (j << 2), d * <f32>load<i8>(KV + (c & 15)));

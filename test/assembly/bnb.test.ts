@@ -195,6 +195,21 @@ describe('SIMD and scalar builds', () => {
       }
     }
   });
+  it('MXFP4: every scale code (subnormal, overflowing, NaN) with every element code, both builds equal the reference', async () => {
+    const qt = await quantize(new Float32Array(256 * 32), { format: 'mxfp4', rowLength: 32 });
+    for (let c = 0; c < 256; c++) {
+      qt.data[c * 17] = c;
+      for (let j = 0; j < 16; j++) qt.data[c * 17 + 1 + j] = ((j + c) & 15) | (((7 * j + c) & 15) << 4);
+    }
+    const want = refDequantizeMxfp4(qt.data, 256, 32);
+    const da = await dequantize(qt, { backend: 'wasm-simd' });
+    const db = await dequantize(qt, { backend: 'wasm' });
+    expect(sameBytes(bits(da), bits(db))).toBe(true);
+    for (let i = 0; i < want.length; i++) {
+      const c = qt.data[(i >> 5) * 17];
+      if (!(Object.is(da[i], want[i]) || (Number.isNaN(da[i]) && Number.isNaN(want[i])))) expect(`scale ${c} element ${i & 31}: ${da[i]}`).toBe(`scale ${c} element ${i & 31}: ${want[i]}`);
+    }
+  });
   it('NVFP4: row lengths whose block count is not a multiple of four (SIMD takes four at a time)', async () => {
     for (const rowLen of [16, 48, 80, 272]) {
       const x = gaussian(rowLen * 3, rowLen);

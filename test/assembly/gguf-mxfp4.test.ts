@@ -141,7 +141,8 @@ describe('GGUF MXFP4 (mxfp4_gguf)', () => {
     const bytes = new Uint8Array(256 * 17);
     for (let e = 0; e < 256; e++) {
       bytes[e * 17] = e;
-      for (let j = 0; j < 16; j++) bytes[e * 17 + 1 + j] = (j + e) & 0xff;
+      // Both nibbles take all sixteen codes in every block.
+      for (let j = 0; j < 16; j++) bytes[e * 17 + 1 + j] = ((j + e) & 15) | (((7 * j + e) & 15) << 4);
     }
     const want = refDequantize(bytes);
     const qt = await quantize(new Float32Array(256 * 32), { format: 'mxfp4_gguf', rowLength: 32 });
