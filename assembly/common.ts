@@ -137,6 +137,20 @@ const F16D = memory.data<u32>([
   v128.store(dst, f32x4.mul(v128.and(i32x4.shl(i32x4.extend_high_i16x8_s(h), 13), keep), up), 16);
 }
 
+// The fp16 pair at p (a block's d and m, d and dmin) as f32 lanes [a, b, a, b], the bits of
+// f16ToF32 by f16x8ToF32's method; splat lane 0 or 1 with a shuffle. An exponent of 31 in either
+// half (adding 0x400 to its field carries into the half's top bit) takes the scalar conversion.
+@inline export function f16PairToF32x4(p: usize): v128 {
+  const w = load<u32>(p);
+  if (((w & 0x7c007c00) + 0x04000400) & 0x80008000) {
+    const a = f16ToF32(w & 0xffff);
+    const b = f16ToF32(w >> 16);
+    return f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(a), 1, b), 3, b);
+  }
+  const h = i32x4.extend_low_i16x8_s(i32x4.splat(w));
+  return f32x4.mul(v128.and(i32x4.shl(h, 13), v128.load(F16D)), v128.load(F16D, 16));
+}
+
 // Stores scale or bias k of a group section, rounded to nearest even: f16 by default, bf16 or f32 by flag.
 @inline export function putStoredScale(p: usize, k: usize, v: f32, flags: i32): void {
   if (flags & FLAG_SCALE_F32) store<f32>(p + (k << 2), v);

@@ -5,7 +5,7 @@
 // min(15, trunc((x - min)/d + 0.5)) with the fp32 d. With an importance matrix (spec §14.2):
 // the QKX search (nmax 15, rmin -0.9, rdelta 0.05, 36 steps) with weights qw*sqrt(sigma2 + x^2),
 // sigma2 = sum(x^2)/rowLen over the whole row; its codes are stored as they are.
-import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
+import { A_IMATRIX, A_SCRATCH, argU32, f16PairToF32x4, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, imatrixWeights32, minMax32, sumSquares } from './iq4_common';
 import { hiNibbles, NIB, packNibbles32, storeQDM } from './pack';
 import { makeQkxQuants } from './searches';
@@ -88,17 +88,18 @@ export function q4_1_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
   const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 20;
-    const d = f16ToF32(<u32>load<u16>(blk));
-    const m = f16ToF32(<u32>load<u16>(blk, 2));
     const y = dst + (b << 7);
     if (ASC_FEATURE_SIMD) {
       const qs = v128.load(blk + 4);
-      const vd = f32x4.splat(d);
-      const vm = f32x4.splat(m);
+      const dm = f16PairToF32x4(blk);
+      const vd = i32x4.shuffle(dm, dm, 0, 0, 0, 0);
+      const vm = i32x4.shuffle(dm, dm, 1, 1, 1, 1);
       const mask = v128.load(NIB);
       storeQDM(y, v128.and(qs, mask), vd, vm);
       storeQDM(y + 64, hiNibbles(qs, mask), vd, vm);
     } else {
+      const d = f16ToF32(<u32>load<u16>(blk));
+      const m = f16ToF32(<u32>load<u16>(blk, 2));
       for (let j: usize = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 4 + j);
         store<f32>(y + (j << 2), <f32>(q & 15) * d + m);
