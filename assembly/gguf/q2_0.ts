@@ -4,7 +4,7 @@
 // Quantizer (llama.cpp's quantize_row_q2_0_ref): d = the block's absmax, code = roundf(x * (1/d)) + 1
 // clamped to 0..3: TQ2_0's ternary codes over 64 values instead of 256.
 import { f16ToF32, f32ToF16 } from '../common';
-import { quantizeBlockRows } from './pack';
+import { quantizeBlockRows, storeAQ } from './pack';
 import { ternaryCodes, TQ_CODES } from './tq1_0';
 
 export const Q2_0_BLOCK: i32 = 64;
@@ -60,13 +60,24 @@ export function q2_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const d = f16ToF32(<u32>load<u16>(blk));
     const y = dst + (b << 8);
     if (ASC_FEATURE_SIMD) {
-      const vd = f32x4.splat(d);
+      // Code 4k + l is field l of byte k: the four fields' vectors, transposed by byte then word
+      // interleaves, give the 64 codes in value order, 16 to a vector.
       const q = v128.load(blk + 2);
-      for (let k: usize = 0; k < 16; k += 2) {
-        const c = q2Values8(q, k);
-        v128.store(y + (k << 4), f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(c)), vd));
-        v128.store(y + (k << 4) + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(c)), vd));
-      }
+      const m3 = i8x16.splat(3);
+      const c0 = v128.and(q, m3);
+      const c1 = v128.and(i16x8.shr_u(q, 2), m3);
+      const c2 = v128.and(i16x8.shr_u(q, 4), m3);
+      const c3 = v128.and(i16x8.shr_u(q, 6), m3);
+      const a0 = i8x16.shuffle(c0, c1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const a1 = i8x16.shuffle(c0, c1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      const b0 = i8x16.shuffle(c2, c3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const b1 = i8x16.shuffle(c2, c3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      const one = i8x16.splat(1);
+      const vd = f32x4.splat(d);
+      storeAQ(y, i8x16.sub(i16x8.shuffle(a0, b0, 0, 8, 1, 9, 2, 10, 3, 11), one), vd);
+      storeAQ(y + 64, i8x16.sub(i16x8.shuffle(a0, b0, 4, 12, 5, 13, 6, 14, 7, 15), one), vd);
+      storeAQ(y + 128, i8x16.sub(i16x8.shuffle(a1, b1, 0, 8, 1, 9, 2, 10, 3, 11), one), vd);
+      storeAQ(y + 192, i8x16.sub(i16x8.shuffle(a1, b1, 4, 12, 5, 13, 6, 14, 7, 15), one), vd);
       continue;
     }
     for (let j: usize = 0; j < 64; j++) {
