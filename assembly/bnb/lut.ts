@@ -73,6 +73,20 @@ export function writePlanes(values: usize, s: f32, t: usize): void {
   v128.store(y, i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15), 48);
 }
 
+// planesStore16 for unscaled planes, each float then multiplied by vs (NVFP4's scales are not
+// powers of two): the table entry itself times the scale, as the scalar build computes it.
+@inline export function planesMulStore16(c: v128, lo: v128, hi: v128, vs: v128, y: usize): void {
+  const l = i8x16.swizzle(lo, c);
+  const h = i8x16.swizzle(hi, c);
+  const w0 = i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const w1 = i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const z = v128.splat<i32>(0);
+  v128.store(y, f32x4.mul(i16x8.shuffle(z, w0, 0, 8, 1, 9, 2, 10, 3, 11), vs));
+  v128.store(y, f32x4.mul(i16x8.shuffle(z, w0, 4, 12, 5, 13, 6, 14, 7, 15), vs), 16);
+  v128.store(y, f32x4.mul(i16x8.shuffle(z, w1, 0, 8, 1, 9, 2, 10, 3, 11), vs), 32);
+  v128.store(y, f32x4.mul(i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15), vs), 48);
+}
+
 // Largest |x| over n floats. Max is exact, so the lane order does not matter and both builds agree.
 // f32x4.pmax (one instruction) equals f32x4.max here: operands are >= +0 and never NaN.
 export function absmax(x: usize, n: i32): f32 {

@@ -223,6 +223,24 @@ describe('SIMD and scalar builds', () => {
       }
     }
   });
+  it('NVFP4: every scale byte with every element code, both builds equal (and the reference below 0x7f)', async () => {
+    const n = 256 * 16;
+    for (const gs of [0.0123, 3e-40, 1e30]) {
+      const qt = await quantize(gaussian(n, 7), { format: 'nvfp4', rowLength: 512 });
+      for (let b = 0; b < 256; b++) {
+        qt.data[n / 2 + b] = b;
+        for (let j = 0; j < 8; j++) qt.data[b * 8 + j] = ((2 * j + b) & 15) | (((2 * j + 1 + 3 * b) & 15) << 4);
+      }
+      new DataView(qt.data.buffer, qt.data.byteOffset).setFloat32(n / 2 + n / 16, gs, true);
+      const da = await dequantize(qt, { backend: 'wasm-simd' });
+      const db = await dequantize(qt, { backend: 'wasm' });
+      expect(sameBytes(bits(da), bits(db)), `scale_2 ${gs}: ${firstDiff(bits(da), bits(db))}`).toBe(true);
+      const want = refDequantizeNvfp4(qt.data, n);
+      for (let i = 0; i < 0x7f * 16; i++) {
+        if (!Object.is(da[i], want[i])) expect(`scale_2 ${gs} byte ${i >> 4} element ${i & 15}: ${da[i]}`).toBe(`scale_2 ${gs} byte ${i >> 4} element ${i & 15}: ${want[i]}`);
+      }
+    }
+  });
   it('give identical bytes on a larger random tensor for every configuration', async () => {
     const rowLen = 4096;
     const x = gaussian(rowLen * 8, 99, 0.02);
