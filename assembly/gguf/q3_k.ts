@@ -230,6 +230,54 @@ export function q3_k_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32,
   quantizeBlockRows(src, srcType, nrows, rowLen, dst, args, 256, 110, quantizeBlock);
 }
 
+// SIMD decode: the block's 16 scales d*(sc - 32), unpacked from the 12 bytes with u32 masks
+// (scales[8..11]'s four 2-bit fields under each group of four low nibbles) and converted at once.
+const DQ = memory.data(16 * 4, 16);
+
+@inline function q3BlockScales(sc: usize, d: f32): void {
+  const a0 = load<u32>(sc);
+  const a1 = load<u32>(sc, 4);
+  const t = load<u32>(sc, 8);
+  const m4: u32 = 0x0f0f0f0f;
+  const m2: u32 = 0x03030303;
+  let v = i32x4.splat(<i32>((a0 & m4) | ((t & m2) << 4)));
+  v = i32x4.replace_lane(v, 1, <i32>((a1 & m4) | (((t >> 2) & m2) << 4)));
+  v = i32x4.replace_lane(v, 2, <i32>(((a0 >> 4) & m4) | (((t >> 4) & m2) << 4)));
+  v = i32x4.replace_lane(v, 3, <i32>(((a1 >> 4) & m4) | (((t >> 6) & m2) << 4)));
+  const c = i8x16.sub(v, i8x16.splat(32));
+  const lo = i16x8.extend_low_i8x16_s(c);
+  const hi = i16x8.extend_high_i8x16_s(c);
+  const vd = f32x4.splat(d);
+  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
+  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))), 16);
+  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))), 32);
+  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))), 48);
+}
+
+// 16 values of sub-block sb: 2-bit codes at bit `shift` of q, high bit `bit` of hm (code - 4
+// where it is clear).
+@inline function q3Sub16(q: v128, hm: v128, shift: i32, bit: i32, sb: usize, y: usize): void {
+  const low = v128.and(i16x8.shr_u(q, shift), i8x16.splat(3));
+  const bm = i8x16.splat(<i8>bit);
+  const clear = i8x16.eq(v128.and(hm, bm), i8x16.splat(0));
+  storeAQ(y, i8x16.add(low, v128.and(clear, i8x16.splat(-4))), v128.load32_splat(DQ + (sb << 2)));
+}
+
+// Sub-blocks 8h + 2j + k of half h: shift 2j, high bit 4h + j, codes q0 / q1, hmask hm0 / hm1.
+@inline function q3Half(q0: v128, q1: v128, hm0: v128, hm1: v128, h: i32, y: usize): void {
+  const sb = <usize>(8 * h);
+  const hb = 4 * h;
+  const yh = y + (<usize>(128 * h) << 2);
+  q3Sub16(q0, hm0, 0, 1 << hb, sb, yh);
+  q3Sub16(q1, hm1, 0, 1 << hb, sb + 1, yh + 64);
+  q3Sub16(q0, hm0, 2, 2 << hb, sb + 2, yh + 128);
+  q3Sub16(q1, hm1, 2, 2 << hb, sb + 3, yh + 192);
+  q3Sub16(q0, hm0, 4, 4 << hb, sb + 4, yh + 256);
+  q3Sub16(q1, hm1, 4, 4 << hb, sb + 5, yh + 320);
+  q3Sub16(q0, hm0, 6, 8 << hb, sb + 6, yh + 384);
+  q3Sub16(q1, hm1, 6, 8 << hb, sb + 7, yh + 448);
+}
+
 export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 8;
   for (let b: usize = 0; b < nblocks; b++) {
@@ -237,6 +285,14 @@ export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
     const d = f16ToF32(<u32>load<u16>(blk + 108));
     const sc = blk + 96;
     const y = dst + (b << 10);
+    if (ASC_FEATURE_SIMD) {
+      q3BlockScales(sc, d);
+      const hm0 = v128.load(blk);
+      const hm1 = v128.load(blk + 16);
+      q3Half(v128.load(blk + 32), v128.load(blk + 48), hm0, hm1, 0, y);
+      q3Half(v128.load(blk + 64), v128.load(blk + 80), hm0, hm1, 1, y);
+      continue;
+    }
     for (let h = 0; h < 2; h++) {
       for (let j = 0; j < 4; j++) {
         for (let k = 0; k < 2; k++) {
@@ -246,18 +302,10 @@ export function q3_k_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
           const hm = blk + (<usize>k << 4);
           const ye = y + ((<usize>(128 * h + 32 * j + 16 * k)) << 2);
           const hb = 4 * h + j;
-          if (ASC_FEATURE_SIMD) {
-            const low = v128.and(i8x16.shr_u(v128.load(q), 2 * j), i8x16.splat(3));
-            // (hbit ? 0 : 4) subtracted: 4 - 4*hbit
-            const hbit = v128.and(i8x16.shr_u(v128.load(hm), hb), i8x16.splat(1));
-            const c = i8x16.sub(low, i8x16.sub(i8x16.splat(4), i8x16.shl(hbit, 2)));
-            storeAQ(ye, c, f32x4.splat(dl));
-          } else {
-            for (let l = 0; l < 16; l++) {
-              const low = <i32>((<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3);
-              const hbit = (<u32>load<u8>(hm + <usize>l) >> hb) & 1;
-              store<f32>(ye + (<usize>l << 2), dl * <f32>(low - (hbit != 0 ? 0 : 4)));
-            }
+          for (let l = 0; l < 16; l++) {
+            const low = <i32>((<u32>load<u8>(q + <usize>l) >> (2 * j)) & 3);
+            const hbit = (<u32>load<u8>(hm + <usize>l) >> hb) & 1;
+            store<f32>(ye + (<usize>l << 2), dl * <f32>(low - (hbit != 0 ? 0 : 4)));
           }
         }
       }
