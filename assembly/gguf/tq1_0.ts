@@ -111,15 +111,29 @@ export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const a = v128.load(blk);
       const c = v128.load(blk + 16);
       const e = v128.load(blk + 32);
-      for (let n: u32 = 0; n < 5; n++) {
-        const p = i16x8.splat(<i16>load<u8>(POW3 + n));
-        ternary16(digits16(a, p), vd, y + (<usize>(32 * n) << 2));
-        ternary16(digits16(c, p), vd, y + ((<usize>(32 * n) + 16) << 2));
-        ternary16(digits16(e, p), vd, y + ((160 + <usize>(16 * n)) << 2));
+      // Bytes widened once to 16-bit lanes; digit n of values 32n + m (bytes 0..31) and
+      // 160 + 16n + m (bytes 32..47).
+      const a0 = i16x8.extend_low_i8x16_u(a);
+      const a1 = i16x8.extend_high_i8x16_u(a);
+      const c0 = i16x8.extend_low_i8x16_u(c);
+      const c1 = i16x8.extend_high_i8x16_u(c);
+      const e0 = i16x8.extend_low_i8x16_u(e);
+      const e1 = i16x8.extend_high_i8x16_u(e);
+      for (let n: usize = 0; n < 5; n++) {
+        const p = v128.load(TQ_K + (n << 4));
+        const ya = y + ((32 * n) << 2);
+        const ye = y + ((160 + 16 * n) << 2);
+        ternary8(digit8(a0, p), vd, ya);
+        ternary8(digit8(a1, p), vd, ya + 32);
+        ternary8(digit8(c0, p), vd, ya + 64);
+        ternary8(digit8(c1, p), vd, ya + 96);
+        ternary8(digit8(e0, p), vd, ye);
+        ternary8(digit8(e1, p), vd, ye + 32);
       }
-      for (let n: u32 = 0; n < 4; n++) {
-        for (let m: usize = 0; m < 4; m++) store<f32>(y + ((240 + <usize>(4 * n) + m) << 2), trit(<u32>load<u8>(blk + 48 + m), n, d));
-      }
+      // Values 240 + 4n + m: bytes 48..51 four times over, 3^n per group of four lanes.
+      const t = i32x4.splat(load<u32>(blk, 48));
+      ternary8(digit8(i16x8.extend_low_i8x16_u(t), v128.load(TQ_K, 80)), vd, y + (240 << 2));
+      ternary8(digit8(i16x8.extend_high_i8x16_u(t), v128.load(TQ_K, 96)), vd, y + (248 << 2));
       continue;
     }
     for (let n: u32 = 0; n < 5; n++) {
@@ -132,13 +146,25 @@ export function tq1_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
   }
 }
 
-// Digit n of 16 bytes (p = 3^n), as bytes: (((q * p) mod 256) * 3) >> 8, in 16-bit lanes.
-@inline function digits16(b: v128, p: v128): v128 {
-  const m = i16x8.splat(255);
-  const three = i16x8.splat(3);
-  const lo = i16x8.shr_u(i16x8.mul(v128.and(i16x8.mul(i16x8.extend_low_i8x16_u(b), p), m), three), 8);
-  const hi = i16x8.shr_u(i16x8.mul(v128.and(i16x8.mul(i16x8.extend_high_i8x16_u(b), p), m), three), 8);
-  return i8x16.narrow_i16x8_u(lo, hi);
+// SIMD decode constants: 3^n splatted (n = 0..4), then [1 x4, 3 x4] and [9 x4, 27 x4] for the
+// last 16 values, then 255, 3 and 1 (16-bit lanes; loaded: a v128.const is rebuilt at every use).
+const TQ_K = memory.data<u16>([
+  1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 9, 9, 9, 9, 9, 9, 9, 9,
+  27, 27, 27, 27, 27, 27, 27, 27, 81, 81, 81, 81, 81, 81, 81, 81,
+  1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27,
+  255, 255, 255, 255, 255, 255, 255, 255, 3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+], 16);
+
+// Digit of 8 bytes in 16-bit lanes x (p = 3^n per lane), minus 1: (((x * p) mod 256) * 3 >> 8) - 1.
+@inline function digit8(x: v128, p: v128): v128 {
+  const r = v128.and(i16x8.mul(x, p), v128.load(TQ_K, 112));
+  return i16x8.sub(i16x8.shr_u(i16x8.mul(r, v128.load(TQ_K, 128)), 8), v128.load(TQ_K, 144));
+}
+
+// 8 signed 16-bit values q - 1 to (q - 1) * d at y.
+@inline function ternary8(t: v128, vd: v128, y: usize): void {
+  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(t)), vd));
+  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(t)), vd), 16);
 }
 
 // 16 codes q (bytes 0..3) to (q - 1) * d at y: the integer converted, then multiplied, as the scalar path.
