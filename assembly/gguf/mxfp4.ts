@@ -19,8 +19,7 @@
 // e = 253 (amax within ulps of 2^128) 8*d and 12*d overflow to inf in fp32 as the C source writes
 // them (a build that fuses the multiply and subtract into an FMA would not overflow there).
 import { A_SCRATCH, argU32, rowF32 } from '../common';
-import { absmax } from '../bnb/lut';
-import { planesStore16, writePlanes } from '../bnb/lut';
+import { absmax, planesStore16, writePlanes } from '../bnb/lut';
 import { hiNibbles, NIB } from './pack';
 
 export const MXFP4_GGUF_BLOCK: i32 = 32;
