@@ -58,12 +58,14 @@ export class Resident {
 
 /**
  * Extra kernel args when the kernels alone can run the format at its default options: no finish
- * step, and a prepare step (if any) that needs no pass over the data, or whose pass runs here over
+ * step that can change bytes, and a prepare step (if any) that needs no pass over the data, or whose pass runs here over
  * the first rows of `values` (a per-tensor scale; the pass itself is not timed).
  */
 export async function kernelOnlyArgs(f: FormatSpec, k: Kernels, values?: Float32Array): Promise<Record<string, number> | undefined> {
   const o = resolveOptions(f, { format: f.name });
-  if (f.finish) return undefined;
+  // finish may only write tensor sections that are not constant: without any at these options
+  // (nf4 / fp4 without double quantization) it changes nothing the kernels wrote.
+  if (f.finish && (f.tensorSections?.(ROW, ROW, o) ?? []).some((s) => !s.constant)) return undefined;
   if (!f.prepare) return {};
   let missing = false;
   const rows = values ? Math.min(values.length / ROW, 1024) : 0;
