@@ -2,6 +2,7 @@
 // value is computed as llama.cpp's dequantize_row_<type> does, with the same float operations
 // in the same order: (scale * grid value) negated by a sign bit, or scale * (grid value + delta).
 import { IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID } from './iq_grids';
+import { storeAQ } from './pack';
 
 // The sign byte of 7 stored bits: the 8th bit makes the count of set bits even. The SIMD build
 // reads it from a table (llama.cpp's ksigns), which its decoders found 3-6% faster than popcnt.
@@ -106,14 +107,7 @@ export function wideGrid(grid: usize): usize {
   const bit = v128.load(SIGN_BITS);
   const s = i16x8.splat(<i16>signs);
   const m = i8x16.eq(v128.and(i8x16.shuffle(s, s, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), bit), bit);
-  const v = i8x16.sub(v128.xor(g, m), m);
-  const lo = i16x8.extend_low_i8x16_s(v);
-  const hi = i16x8.extend_high_i8x16_s(v);
-  const vd = f32x4.splat(db);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd), 16);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd), 32);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd), 48);
+  storeAQ(y, i8x16.sub(v128.xor(g, m), m), f32x4.splat(db));
 }
 
 // Entries i0 and i1 of an IQ2 grid (16 values) times db, signed by the low and high byte of

@@ -31,16 +31,6 @@ export function quantizeBlockRows(
   return load<f32>(p + (<usize>i << 2));
 }
 
-// 16 signed byte codes -> 16 floats q*d (Q4_0, Q5_0).
-@inline export function storeQD(y: usize, c: v128, vd: v128): void {
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), vd));
-  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), vd));
-  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), vd));
-  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), vd));
-}
-
 // Byte constants of the dequantizers, loaded rather than splat (a splat in a block loop is rebuilt
 // per block): 15 at NIB, 8 at NIB + 16, 16 at NIB + 32, 3 at NIB + 48, 32 at NIB + 64.
 export const NIB = memory.data<u8>([
@@ -77,14 +67,14 @@ export const NIB = memory.data<u8>([
   v128.store(y + 48, f32x4.sub(f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(hi))), vb));
 }
 
-// 16 signed byte codes -> 16 floats a*q (Q3_K, Q6_K, IQ4).
+// 16 signed byte codes -> 16 floats a*q (Q4_0, Q5_0, Q3_K, Q6_K, IQ4, the IQ2 / IQ3 grids, Q2_0).
 @inline export function storeAQ(y: usize, c: v128, va: v128): void {
   const lo = i16x8.extend_low_i8x16_s(c);
   const hi = i16x8.extend_high_i8x16_s(c);
-  v128.store(y, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-  v128.store(y + 16, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))));
-  v128.store(y + 32, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))));
-  v128.store(y + 48, f32x4.mul(va, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))));
+  v128.store(y, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)), va));
+  v128.store(y + 16, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), va));
+  v128.store(y + 32, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), va));
+  v128.store(y + 48, f32x4.mul(f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), va));
 }
 
 // 16 bytes at y = codes at lo (low nibbles) | codes at hi (high nibbles).

@@ -244,14 +244,7 @@ const DQ = memory.data(16 * 4, 16);
   v = i32x4.replace_lane(v, 1, <i32>((a1 & m4) | (((t >> 2) & m2) << 4)));
   v = i32x4.replace_lane(v, 2, <i32>(((a0 >> 4) & m4) | (((t >> 4) & m2) << 4)));
   v = i32x4.replace_lane(v, 3, <i32>(((a1 >> 4) & m4) | (((t >> 6) & m2) << 4)));
-  const c = i8x16.sub(v, i8x16.splat(32));
-  const lo = i16x8.extend_low_i8x16_s(c);
-  const hi = i16x8.extend_high_i8x16_s(c);
-  const vd = f32x4.splat(d);
-  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo))));
-  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo))), 16);
-  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi))), 32);
-  v128.store(DQ, f32x4.mul(vd, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi))), 48);
+  storeAQ(DQ, i8x16.sub(v, i8x16.splat(32)), f32x4.splat(d));
 }
 
 // 16 values of sub-block sb: 2-bit codes at bit `shift` of q, high bit `bit` of hm (code - 4

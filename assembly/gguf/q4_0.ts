@@ -8,7 +8,7 @@
 // are (never re-derived from the fp16 d).
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, imatrixWeights32, sumSquares } from './iq4_common';
-import { hiNibbles, NIB, packNibbles32, storeQD } from './pack';
+import { hiNibbles, NIB, packNibbles32, storeAQ } from './pack';
 import { makeQxQuants } from './searches';
 
 export const Q4_0_BLOCK: i32 = 32;
@@ -78,8 +78,8 @@ export function q4_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const lo = i8x16.sub(v128.and(qs, mask), eight);
       const hi = i8x16.sub(hiNibbles(qs, mask), eight);
       const vd = f32x4.splat(d);
-      storeQD(y, lo, vd);
-      storeQD(y + 64, hi, vd);
+      storeAQ(y, lo, vd);
+      storeAQ(y + 64, hi, vd);
     } else {
       for (let j: usize = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 2 + j);

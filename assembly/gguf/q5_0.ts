@@ -6,7 +6,7 @@
 // weights qw*sqrt(sigma2 + x^2), sigma2 = sum(x^2)/rowLen over the row; codes stored as found.
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, highBits32, imatrixWeights32, pack5, sumSquares } from './iq4_common';
-import { hiNibbles, NIB, storeQD } from './pack';
+import { hiNibbles, NIB, storeAQ } from './pack';
 import { makeQxQuants } from './searches';
 
 export const Q5_0_BLOCK: i32 = 32;
@@ -78,8 +78,8 @@ export function q5_0_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize,
       const mask = v128.load(NIB), sixteen = v128.load(NIB, 32);
       const lo = i8x16.sub(v128.or(v128.and(qs, mask), v128.and(highBits32(qh, 0), sixteen)), sixteen);
       const hi = i8x16.sub(v128.or(hiNibbles(qs, mask), v128.and(highBits32(qh, 1), sixteen)), sixteen);
-      storeQD(y, lo, vd);
-      storeQD(y + 64, hi, vd);
+      storeAQ(y, lo, vd);
+      storeAQ(y + 64, hi, vd);
     } else {
       for (let j: u32 = 0; j < 16; j++) {
         const q = <i32>load<u8>(blk + 6 + <usize>j);
