@@ -50,41 +50,46 @@ export function splitPlanes(table: usize): void {
 // 16 high words, kept as a plane of their low bytes and one of their high bytes; a format keeps
 // one pair per scale code, built on its first call from the very products its scalar build
 // computes, and decodes 16 values with two swizzles and byte / word interleaves, no multiply.
-// The two planes (32 bytes at t) of the 16 products values[i] * s.
-export function writePlanes(values: usize, s: f32, t: usize): void {
-  for (let i: usize = 0; i < 16; i++) {
-    const w = reinterpret<u32>(load<f32>(values + (i << 2)) * s) >> 16;
-    store<u8>(t + i, <u8>w);
-    store<u8>(t + 16 + i, <u8>(w >> 8));
+// planeTable fills `out` (count * 32 bytes) with the planes of codes 0..count-1, whose scale is
+// scaleOf(code), once: `ready` is its flag byte.
+export function planeTable(values: usize, count: u32, scaleOf: (code: u32) => f32, out: usize, ready: usize): void {
+  if (load<u8>(ready) != 0) return;
+  for (let c: u32 = 0; c < count; c++) {
+    const s = scaleOf(c);
+    const t = out + (<usize>c << 5);
+    for (let i: usize = 0; i < 16; i++) {
+      const w = reinterpret<u32>(load<f32>(values + (i << 2)) * s) >> 16;
+      store<u8>(t + i, <u8>w);
+      store<u8>(t + 16 + i, <u8>(w >> 8));
+    }
   }
+  store<u8>(ready, 1);
 }
 
 // Stores the 16 floats whose high words the codes in `c` (bytes 0..15) pick from the planes
-// lo / hi of writePlanes (low words 0).
-@inline export function planesStore16(c: v128, lo: v128, hi: v128, y: usize): void {
+// lo / hi of planeTable (low words 0); with `scaled` (a constant), each float times vs, as the
+// scalar build multiplies the table entry by a scale the planes do not hold (OCP NVFP4).
+@inline export function planesStore16(c: v128, lo: v128, hi: v128, y: usize, scaled: bool, vs: v128): void {
   const l = i8x16.swizzle(lo, c);
   const h = i8x16.swizzle(hi, c);
   const w0 = i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const w1 = i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   const z = v128.splat<i32>(0);
-  v128.store(y, i16x8.shuffle(z, w0, 0, 8, 1, 9, 2, 10, 3, 11));
-  v128.store(y, i16x8.shuffle(z, w0, 4, 12, 5, 13, 6, 14, 7, 15), 16);
-  v128.store(y, i16x8.shuffle(z, w1, 0, 8, 1, 9, 2, 10, 3, 11), 32);
-  v128.store(y, i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15), 48);
-}
-
-// planesStore16 for unscaled planes, each float then multiplied by vs (NVFP4's scales are not
-// powers of two): the table entry itself times the scale, as the scalar build computes it.
-@inline export function planesMulStore16(c: v128, lo: v128, hi: v128, vs: v128, y: usize): void {
-  const l = i8x16.swizzle(lo, c);
-  const h = i8x16.swizzle(hi, c);
-  const w0 = i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const w1 = i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  const z = v128.splat<i32>(0);
-  v128.store(y, f32x4.mul(i16x8.shuffle(z, w0, 0, 8, 1, 9, 2, 10, 3, 11), vs));
-  v128.store(y, f32x4.mul(i16x8.shuffle(z, w0, 4, 12, 5, 13, 6, 14, 7, 15), vs), 16);
-  v128.store(y, f32x4.mul(i16x8.shuffle(z, w1, 0, 8, 1, 9, 2, 10, 3, 11), vs), 32);
-  v128.store(y, f32x4.mul(i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15), vs), 48);
+  const f0 = i16x8.shuffle(z, w0, 0, 8, 1, 9, 2, 10, 3, 11);
+  const f1 = i16x8.shuffle(z, w0, 4, 12, 5, 13, 6, 14, 7, 15);
+  const f2 = i16x8.shuffle(z, w1, 0, 8, 1, 9, 2, 10, 3, 11);
+  const f3 = i16x8.shuffle(z, w1, 4, 12, 5, 13, 6, 14, 7, 15);
+  if (scaled) {
+    v128.store(y, f32x4.mul(f0, vs));
+    v128.store(y, f32x4.mul(f1, vs), 16);
+    v128.store(y, f32x4.mul(f2, vs), 32);
+    v128.store(y, f32x4.mul(f3, vs), 48);
+  } else {
+    v128.store(y, f0);
+    v128.store(y, f1, 16);
+    v128.store(y, f2, 32);
+    v128.store(y, f3, 48);
+  }
 }
 
 // Largest |x| over n floats. Max is exact, so the lane order does not matter and both builds agree.

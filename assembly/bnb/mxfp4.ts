@@ -9,7 +9,7 @@
 // (values in [6, 8) * 2^e clip, as the spec's rule implies); the sign bit of y is kept (-0 -> 0x8).
 // Dequantized value = E2M1(nibble) * 2^(code-127); code 255 (NaN in E8M0) dequantizes to NaN.
 import { A_SCRATCH, argU32, rowF32 } from '../common';
-import { absmax, lookupStore16, planesStore16, splitPlanes, writePlanes } from './lut';
+import { absmax, planeTable, planesStore16 } from './lut';
 
 export const MXFP4_BLOCK: i32 = 32;
 export const MXFP4_BYTES: i32 = 17;
@@ -75,46 +75,42 @@ export function mxfp4_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32
   return reinterpret<f32>(code == 0 ? 0x00400000 : code << 23);
 }
 
-// SIMD: codes 0..254 decode through scaled planes (lut.ts); 255 (NaN) looks up and multiplies.
+// SIMD: codes 0..254 decode through scaled planes (lut.ts); 255 (NaN) takes the scalar loop.
 const PLANES = memory.data(255 * 32, 16);
 const PLANES_READY = memory.data(1);
 
-function buildPlanes(): void {
-  for (let c: u32 = 0; c < 255; c++) writePlanes(E2M1, e8m0(c), PLANES + (<usize>c << 5));
-  store<u8>(PLANES_READY, 1);
+function mxfp4Planes(): void {
+  planeTable(E2M1, 255, (c: u32): f32 => e8m0(c), PLANES, PLANES_READY);
+}
+
+/** The planes of E2M1 itself (scale code 127, 2^0), for OCP NVFP4's decode. */
+export function e2m1Planes(): usize {
+  mxfp4Planes();
+  return PLANES + (127 << 5);
 }
 
 export function mxfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
-  if (ASC_FEATURE_SIMD) {
-    splitPlanes(E2M1);
-    if (load<u8>(PLANES_READY) == 0) buildPlanes();
-  }
+  if (ASC_FEATURE_SIMD) mxfp4Planes();
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 17;
     const code = <u32>load<u8>(blk);
     const y = dst + (b << 7);
-    if (ASC_FEATURE_SIMD) {
+    if (ASC_FEATURE_SIMD && code != 255) {
       const qs = v128.load(blk + 1);
       const m = i8x16.splat(15);
-      if (code != 255) {
-        const t = PLANES + (<usize>code << 5);
-        const lo = v128.load(t);
-        const hi = v128.load(t + 16);
-        planesStore16(v128.and(qs, m), lo, hi, y);
-        planesStore16(v128.and(i16x8.shr_u(qs, 4), m), lo, hi, y + 64);
-      } else {
-        const vs = f32x4.splat(e8m0(code));
-        lookupStore16(v128.and(qs, m), vs, y);
-        lookupStore16(v128.and(i8x16.shr_u(qs, 4), m), vs, y + 64);
-      }
-    } else {
-      const s = e8m0(code);
-      for (let j: usize = 0; j < 16; j++) {
-        const c = <u32>load<u8>(blk + 1 + j);
-        store<f32>(y + (j << 2), load<f32>(E2M1 + (<usize>(c & 15) << 2)) * s);
-        store<f32>(y + ((j + 16) << 2), load<f32>(E2M1 + (<usize>(c >> 4) << 2)) * s);
-      }
+      const t = PLANES + (<usize>code << 5);
+      const lo = v128.load(t);
+      const hi = v128.load(t + 16);
+      planesStore16(v128.and(qs, m), lo, hi, y, false, v128.splat<i32>(0));
+      planesStore16(v128.and(i16x8.shr_u(qs, 4), m), lo, hi, y + 64, false, v128.splat<i32>(0));
+      continue;
+    }
+    const s = e8m0(code);
+    for (let j: usize = 0; j < 16; j++) {
+      const c = <u32>load<u8>(blk + 1 + j);
+      store<f32>(y + (j << 2), load<f32>(E2M1 + (<usize>(c & 15) << 2)) * s);
+      store<f32>(y + ((j + 16) << 2), load<f32>(E2M1 + (<usize>(c >> 4) << 2)) * s);
     }
   }
 }

@@ -13,8 +13,8 @@
 // scale 1.0 (0x38) and codes 0 everywhere.
 // Dequantized value = E2M1[code] * (e4m3(scale) * scale_2), in f32.
 import { A_AUX, A_SCALES, A_SCRATCH, A_TSCALE, argF32, argU32, rowF32 } from '../common';
-import { absmax, planesMulStore16, writePlanes } from './lut';
-import { E2M1, e2m1Mag } from './mxfp4';
+import { absmax, planesStore16 } from './lut';
+import { E2M1, e2m1Mag, e2m1Planes } from './mxfp4';
 import { encodeMag } from './fp8';
 
 export const NVFP4_BLOCK: i32 = 16;
@@ -139,10 +139,9 @@ export function nvfp4_quantize(src: usize, srcType: i32, nrows: i32, rowLen: i32
   }
 }
 
-// SIMD decode: E2M1 values are exact in 16 bits, so their planes (lut.ts) give each value with
-// two swizzles; the block's scale e4m3(code) * scale_2 comes from a table of the 256 bytes
-// computed per call with the scalar build's expression.
-const E2M1_PLANES = memory.data(32, 16);
+// SIMD decode: E2M1 values are exact in 16 bits, so their planes (lut.ts; MXFP4's at scale 1)
+// give each value with two swizzles; the block's scale e4m3(code) * scale_2 comes from a table of
+// the 256 bytes computed per call with the scalar build's expression.
 const SCALE_TABLE = memory.data(256 * 4, 16);
 
 export function nvfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
@@ -150,10 +149,10 @@ export function nvfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
   const scales = argU32(args, A_SCALES);
   const nblocks = (<usize>nrows * <usize>rowLen) >> 4;
   if (ASC_FEATURE_SIMD) {
-    writePlanes(E2M1, 1, E2M1_PLANES);
+    const planes = e2m1Planes();
     for (let c: u32 = 0; c < 256; c++) store<f32>(SCALE_TABLE + (<usize>c << 2), e4m3(c & 0x7f) * gs);
-    const lo = v128.load(E2M1_PLANES);
-    const hi = v128.load(E2M1_PLANES + 16);
+    const lo = v128.load(planes);
+    const hi = v128.load(planes + 16);
     const m = i8x16.splat(15);
     let b: usize = 0;
     // Two blocks a step: their 16 code bytes split into nibbles once.
@@ -163,13 +162,13 @@ export function nvfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
       const h = v128.and(i16x8.shr_u(v, 4), m);
       const s0 = v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b) << 2));
       const s1 = v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b, 1) << 2));
-      planesMulStore16(i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), lo, hi, s0, dst + (b << 6));
-      planesMulStore16(i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), lo, hi, s1, dst + (b << 6) + 64);
+      planesStore16(i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), lo, hi, dst + (b << 6), true, s0);
+      planesStore16(i8x16.shuffle(l, h, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), lo, hi, dst + (b << 6) + 64, true, s1);
     }
     if (b < nblocks) {
       const v = v128.load64_zero(src + (b << 3));
       const c = i8x16.shuffle(v128.and(v, m), v128.and(i16x8.shr_u(v, 4), m), 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-      planesMulStore16(c, lo, hi, v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b) << 2)), dst + (b << 6));
+      planesStore16(c, lo, hi, dst + (b << 6), true, v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b) << 2)));
     }
     return;
   }

@@ -19,7 +19,7 @@
 // e = 253 (amax within ulps of 2^128) 8*d and 12*d overflow to inf in fp32 as the C source writes
 // them (a build that fuses the multiply and subtract into an FMA would not overflow there).
 import { A_SCRATCH, argU32, rowF32 } from '../common';
-import { absmax, planesStore16, writePlanes } from '../bnb/lut';
+import { absmax, planeTable, planesStore16 } from '../bnb/lut';
 import { hiNibbles, NIB } from './pack';
 
 export const MXFP4_GGUF_BLOCK: i32 = 32;
@@ -137,14 +137,9 @@ export function mxfp4_gguf_quantize(src: usize, srcType: i32, nrows: i32, rowLen
 const PLANES = memory.data(256 * 32, 16);
 const PLANES_READY = memory.data(1);
 
-function buildPlanes(): void {
-  for (let e: u32 = 0; e < 256; e++) writePlanes(KVF, e8m0Half(e), PLANES + (<usize>e << 5));
-  store<u8>(PLANES_READY, 1);
-}
-
 export function mxfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 5;
-  if (ASC_FEATURE_SIMD && load<u8>(PLANES_READY) == 0) buildPlanes();
+  if (ASC_FEATURE_SIMD) planeTable(KVF, 256, (e: u32): f32 => e8m0Half(e), PLANES, PLANES_READY);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 17;
     const y = dst + (b << 7);
@@ -154,8 +149,8 @@ export function mxfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: 
       const t = PLANES + (<usize>load<u8>(blk) << 5);
       const lo = v128.load(t);
       const hi = v128.load(t + 16);
-      planesStore16(v128.and(q, mask), lo, hi, y);
-      planesStore16(hiNibbles(q, mask), lo, hi, y + 64);
+      planesStore16(v128.and(q, mask), lo, hi, y, false, v128.splat<i32>(0));
+      planesStore16(hiNibbles(q, mask), lo, hi, y + 64, false, v128.splat<i32>(0));
     } else {
       const d = e8m0Half(<u32>load<u8>(blk));
       for (let j: usize = 0; j < 16; j++) {

@@ -18,7 +18,7 @@
 // a nonzero magnitude sets bit 3 (+0 at code 0 and -0 at code 8 tie; the first wins). Otherwise
 // (d = 0: every code 0; a saturated scale, where |x| can dwarf 12*d) the literal 16-entry search.
 import { A_SCRATCH, argU32, rowF32 } from '../common';
-import { absmax, planesStore16, writePlanes } from '../bnb/lut';
+import { absmax, planeTable, planesStore16 } from '../bnb/lut';
 import { KV, KVF, codeLiteral } from './mxfp4';
 
 export const NVFP4_GGUF_BLOCK: i32 = 64;
@@ -148,14 +148,9 @@ export function nvfp4_gguf_quantize(src: usize, srcType: i32, nrows: i32, rowLen
 const PLANES = memory.data(256 * 32, 16);
 const PLANES_READY = memory.data(1);
 
-function buildPlanes(): void {
-  for (let b: u32 = 0; b < 256; b++) writePlanes(KVF, ue4m3Half(b), PLANES + (<usize>b << 5));
-  store<u8>(PLANES_READY, 1);
-}
-
 export function nvfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usize): void {
   const nblocks = (<usize>nrows * <usize>rowLen) >> 6;
-  if (ASC_FEATURE_SIMD && load<u8>(PLANES_READY) == 0) buildPlanes();
+  if (ASC_FEATURE_SIMD) planeTable(KVF, 256, (b: u32): f32 => ue4m3Half(b), PLANES, PLANES_READY);
   for (let b: usize = 0; b < nblocks; b++) {
     const blk = src + b * 36;
     const y = dst + (b << 8);
@@ -168,7 +163,7 @@ export function nvfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: 
         const codes = i8x16.shuffle(v128.and(v, v128.load(CI, 32)), i8x16.shr_u(v, 4),
           0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
         const t = PLANES + (<usize>load<u8>(blk + s) << 5);
-        planesStore16(codes, v128.load(t), v128.load(t + 16), ys);
+        planesStore16(codes, v128.load(t), v128.load(t + 16), ys, false, v128.splat<i32>(0));
       } else {
         const d = ue4m3Half(load<u8>(blk + s));
         for (let j: usize = 0; j < 8; j++) {
