@@ -28,20 +28,21 @@ export function splitPlanes(table: usize): void {
   }
 }
 
-// Stores table[c[i]] * s for the 16 codes (bytes 0..15) in `c` as 16 floats at y.
-@inline export function lookupStore16(c: v128, vs: v128, y: usize): void {
-  const b0 = i8x16.swizzle(v128.load(planes), c);
-  const b1 = i8x16.swizzle(v128.load(planes + 16), c);
-  const b2 = i8x16.swizzle(v128.load(planes + 32), c);
-  const b3 = i8x16.swizzle(v128.load(planes + 48), c);
+// Stores table[c[i]] * s for the 16 codes (bytes 0..15) in `c` as 16 floats at y; p0..p3 are the
+// four planes, loaded once by the caller so that they stay in registers.
+@inline export function lookupStore16(c: v128, p0: v128, p1: v128, p2: v128, p3: v128, vs: v128, y: usize): void {
+  const b0 = i8x16.swizzle(p0, c);
+  const b1 = i8x16.swizzle(p1, c);
+  const b2 = i8x16.swizzle(p2, c);
+  const b3 = i8x16.swizzle(p3, c);
   const l01 = i8x16.shuffle(b0, b1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const h01 = i8x16.shuffle(b0, b1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   const l23 = i8x16.shuffle(b2, b3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const h23 = i8x16.shuffle(b2, b3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   v128.store(y, f32x4.mul(i16x8.shuffle(l01, l23, 0, 8, 1, 9, 2, 10, 3, 11), vs));
-  v128.store(y + 16, f32x4.mul(i16x8.shuffle(l01, l23, 4, 12, 5, 13, 6, 14, 7, 15), vs));
-  v128.store(y + 32, f32x4.mul(i16x8.shuffle(h01, h23, 0, 8, 1, 9, 2, 10, 3, 11), vs));
-  v128.store(y + 48, f32x4.mul(i16x8.shuffle(h01, h23, 4, 12, 5, 13, 6, 14, 7, 15), vs));
+  v128.store(y, f32x4.mul(i16x8.shuffle(l01, l23, 4, 12, 5, 13, 6, 14, 7, 15), vs), 16);
+  v128.store(y, f32x4.mul(i16x8.shuffle(h01, h23, 0, 8, 1, 9, 2, 10, 3, 11), vs), 32);
+  v128.store(y, f32x4.mul(i16x8.shuffle(h01, h23, 4, 12, 5, 13, 6, 14, 7, 15), vs), 48);
 }
 
 // Scaled planes, for 4-bit codes whose value times the block scale is always exact with its low

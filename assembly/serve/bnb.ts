@@ -107,9 +107,9 @@ function matvec4(w: usize, nrows: i32, rowLen: i32, x: usize, y: usize, args: us
           const bytes = v128.load(qb);
           const hi = i8x16.shr_u(bytes, 4);
           const lo = v128.and(bytes, i8x16.splat(15));
-          lookupStore16(i8x16.shuffle(hi, lo, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), one, F16BUF);
+          lookupStore16(i8x16.shuffle(hi, lo, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), v128.load(planes), v128.load(planes, 16), v128.load(planes, 32), v128.load(planes, 48), one, F16BUF);
           rowAddF16(F16BUF, s, xb);
-          lookupStore16(i8x16.shuffle(hi, lo, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), one, F16BUF);
+          lookupStore16(i8x16.shuffle(hi, lo, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), v128.load(planes), v128.load(planes, 16), v128.load(planes, 32), v128.load(planes, 48), one, F16BUF);
           rowAddF16(F16BUF, s, xb + 64);
         } else {
           for (let h = 0; h < 2; h++) {
