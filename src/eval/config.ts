@@ -86,11 +86,13 @@ export interface LlamaConfig {
    * YaRN as DeepSeek's rotary embedding computes it (rope_scaling type "yarn"; the Qwen families'
    * default YaRN is the case mscale 1, mscaleAllDim 0): frequencies blended
    * between theta^(-2i/d) and that over `factor` by a ramp over the wavelengths that fit
-   * `original` positions (betaFast..betaSlow rotations), cos and sin times
-   * mscale(factor, mscale) / mscale(factor, mscaleAllDim), attention scores times
+   * `original` positions (betaFast..betaSlow rotations), cos and sin times `attentionFactor`
+   * (rope_scaling.attention_factor) when the config gives one, else, as transformers and
+   * llama.cpp compute it, mscale(factor, mscale) / mscale(factor, mscaleAllDim) when both are
+   * non-zero and mscale(factor, 1) otherwise; attention scores times
    * mscale(factor, mscaleAllDim)^2, where mscale(s, m) = 0.1 m ln s + 1.
    */
-  yarn?: { factor: number; original: number; betaFast: number; betaSlow: number; mscale: number; mscaleAllDim: number; truncate?: false };
+  yarn?: { factor: number; original: number; betaFast: number; betaSlow: number; mscale: number; mscaleAllDim: number; truncate?: false; attentionFactor?: number };
   /**
    * gpt-oss (model_type gpt_oss; its checkpoint read through convert/gpt-oss.ts): biases on q, k, v
    * and o (qkv_bias, and o_proj.bias), a learned sink logit per head that joins every softmax
@@ -368,6 +370,7 @@ export function llamaConfig(json: unknown): LlamaConfig {
         mscale: opt('mscale', 1), mscaleAllDim: opt('mscale_all_dim', 0),
         // transformers' truncate (default true): the ramp's ends rounded to whole dimensions.
         ...(r.truncate === false ? { truncate: false as const } : {}),
+        ...(r.attention_factor != null ? { attentionFactor: opt('attention_factor', 1) } : {}),
       };
     }
     const half = (cfg.head_dim ?? cfg.hidden_size / heads) / 2;

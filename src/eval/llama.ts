@@ -15,7 +15,7 @@ import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, gpt2Like, layerNormEps, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
 import { familyView, languageModelName } from '../convert/llama-gguf.js';
 import type { Checkpoint } from '../io/checkpoint.js';
-import { mlaProject, mlaWeights, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
+import { mlaProject, mlaWeights, yarnAttentionFactor, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 import { attention } from './attention.js';
 import { loadKernels, type Kernels } from '../kernels/loader.js';
 import { matmulExact } from './matmul.js';
@@ -342,7 +342,7 @@ export class LlamaModel {
     const lr = this.config.phi3?.longrope;
     const yarn = this.config.yarn;
     const ropeFactors = lr ? (n > lr.original ? lr.long : lr.short) : yarn ? (this.yarn ??= yarnFactors(yarn, this.config.rope_theta, this.rotaryDims)) : this.config.rope_factors;
-    const ropeScale = lr?.attnFactor ?? (yarn ? yarnMscale(yarn.factor, yarn.mscale) / yarnMscale(yarn.factor, yarn.mscaleAllDim) : 1);
+    const ropeScale = lr?.attnFactor ?? (yarn ? yarnAttentionFactor(yarn) : 1);
     const global = this.rope(this.config.rope_theta, n, ropeFactors, ropeScale);
     const local = gemma ? this.rope(gemma.localRopeTheta, n) : global;
     const rot = this.rotaryDims;

@@ -84,6 +84,17 @@ function rotatePairs(x: Float32Array, at: number, half: number, cos: Float64Arra
 export const yarnMscale = (s: number, m: number) => (s <= 1 ? 1 : 0.1 * m * Math.log(s) + 1);
 
 /**
+ * The factor YaRN puts on cos and sin: rope_scaling.attention_factor when given, else
+ * mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are non-zero (DeepSeek's
+ * configs), else mscale(factor, 1) (transformers' _compute_yarn_parameters; llama.cpp likewise
+ * ignores mscale without mscale_all_dim).
+ */
+export function yarnAttentionFactor(y: NonNullable<LlamaConfig['yarn']>): number {
+  if (y.attentionFactor !== undefined) return y.attentionFactor;
+  return y.mscale && y.mscaleAllDim ? yarnMscale(y.factor, y.mscale) / yarnMscale(y.factor, y.mscaleAllDim) : yarnMscale(y.factor, 1);
+}
+
+/**
  * YaRN as the divisor of each of the rot/2 frequencies (the forward's rope factors): a frequency
  * theta^(-2i/rot) becomes theta^(-2i/rot) * (ramp_i / factor + 1 - ramp_i), where the ramp rises
  * from 0 to 1 between the dims that turn betaFast and betaSlow times within `original` positions.

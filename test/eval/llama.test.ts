@@ -4,6 +4,7 @@ import { matmulExact } from '../../src/eval/matmul.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
+import { yarnAttentionFactor } from '../../src/eval/mla.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
 
 const tiny = (over: Partial<LlamaConfig> = {}): LlamaConfig => llamaConfig({
@@ -223,6 +224,36 @@ describe('Llama config and input validation', () => {
     const all = (n: boolean) => llamaConfig({ ...base3, num_experts_per_tok: 3, ...(n ? { norm_topk_prob: true } : {}) });
     const [a, b] = [await logits(all(false)), await logits(all(true))];
     for (let i = 0; i < a.length; i++) expect(a[i]).toBeCloseTo(b[i], 5);
+  });
+  it('applies YaRN\'s attention factor to cos and sin: rope_scaling.attention_factor, else transformers\' default', async () => {
+    const y = (rs: Record<string, unknown>) => llamaConfig({ ...base, model_type: 'qwen2', num_key_value_heads: 1, rope_scaling: { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 4, ...rs } });
+    const m = (s: number, k: number) => 0.1 * k * Math.log(s) + 1;
+    expect(yarnAttentionFactor(y({}).yarn!)).toBe(m(4, 1));
+    expect(yarnAttentionFactor(y({ attention_factor: 0.75 }).yarn!)).toBe(0.75);
+    expect(yarnAttentionFactor(y({ mscale: 2, mscale_all_dim: 3 }).yarn!)).toBe(m(4, 2) / m(4, 3));
+    // mscale without mscale_all_dim is ignored (transformers, llama.cpp): the default factor
+    expect(yarnAttentionFactor(y({ mscale: 2 }).yarn!)).toBe(m(4, 1));
+    expect(code(() => y({ attention_factor: -1 }))).toBe(ErrorCodes.MODEL);
+    const logits = async (c: LlamaConfig) => {
+      const w = randomWeights(c, 9);
+      const r = lcg(4);
+      for (let l = 0; l < c.num_hidden_layers; l++) {
+        for (const [p, n] of [['q', 8], ['k', 4], ['v', 4]] as const) w.set(`model.layers.${l}.self_attn.${p}_proj.bias`, Float32Array.from({ length: n }, () => r(0.3)));
+      }
+      return (await LlamaModel.load(c, mapSource(w))).forward(seq).slice();
+    };
+    const implicit = await logits(y({}));
+    expect(await logits(y({ attention_factor: m(4, 1) }))).toEqual(implicit);
+    const one = await logits(y({ attention_factor: 1 }));
+    expect(one).not.toEqual(implicit);
+    // An attention factor a on cos and sin scales every score by a^2, as mscale = mscale_all_dim = M
+    // does through the scores (cos and sin times m(4, M) / m(4, M) = 1): the same logits up to rounding.
+    const viaCos = await logits(y({ attention_factor: m(4, 3) }));
+    const viaScores = await logits(y({ mscale: 3, mscale_all_dim: 3 }));
+    let diff = 0;
+    for (let i = 0; i < viaCos.length; i++) diff = Math.max(diff, Math.abs(viaCos[i] - viaScores[i]));
+    expect(diff).toBeLessThan(1e-5);
+    expect(viaCos).not.toEqual(implicit);
   });
   it('takes linear and llama3 rope scaling as per-frequency divisors', () => {
     const hd = base.hidden_size / base.num_attention_heads;
