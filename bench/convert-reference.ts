@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REFERENCE_CASES, ggufDigest, writeReferenceInput } from '../test/helpers/convert-reference.js';
+import { REFERENCE_CASES, ggufDigest, metadataFile, writeReferenceInput } from '../test/helpers/convert-reference.js';
 
 const [src, python = '/usr/bin/python3'] = process.argv.slice(2);
 if (!src) throw new Error('usage: npx tsx bench/convert-reference.ts <llama.cpp source dir> [python]');
@@ -27,7 +27,7 @@ const results = [];
 for (const c of REFERENCE_CASES) {
   const dir = await writeReferenceInput(root, c);
   const out = join(root, `${c.dir}.gguf`);
-  const r = spawnSync(python, [shim, src, dir, '--outtype', 'f16', '--outfile', out], { encoding: 'utf8' });
+  const r = spawnSync(python, [shim, src, dir, '--outtype', 'f16', '--outfile', out, ...(c.metadata ? ['--metadata', metadataFile(root, c)] : [])], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`the converter failed on ${c.dir}: ${r.stderr.split('\n').slice(-5).join('\n')}`);
   const digest = await ggufDigest(readFileSync(out));
   results.push({ dir: c.dir, ...digest });

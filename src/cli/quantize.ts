@@ -26,6 +26,8 @@ import { absPath, baseName, isUrl, openInput, tokenizerFilesAt, type OpenedInput
 import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
 import { parsePruneLayers } from '../convert/prune-layers.js';
+import type { MetadataOverride } from '../convert/general-metadata.js';
+import { parseJson } from '../io/json.js';
 import { expandTensorTypes, parseKvOverride, renameEntries, requantized, selectWeights, splitOption } from './quantize-options.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
@@ -56,6 +58,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules' | 'tensorTypes'> {
   tokenizerPre?: string;
   /** --override-kv KEY=TYPE:VALUE (repeatable), as llama-quantize's. */
   overrideKv?: string[];
+  /** --metadata: convert_hf_to_gguf.py's metadata override file (JSON of general.* keys). */
+  metadataFile?: string;
   /** --include-weights / --exclude-weights (repeatable): imatrix entries whose names contain one of these are kept / dropped. */
   includeWeights?: string[];
   excludeWeights?: string[];
@@ -296,6 +300,18 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     const text = await readFile(p, 'utf8').catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the plan file ${a.rulesFile}: ${(e as Error).message}`, { file: p, option: 'rules' }));
     rulesText = { text, file: a.rulesFile };
   }
+  let metadata: MetadataOverride | undefined;
+  if (a.metadataFile !== undefined) {
+    const p = absPath(a.metadataFile, io);
+    const text = await readFile(p, 'utf8').catch((e) => fail(ErrorCodes.IO, `[cli] cannot read the metadata file ${a.metadataFile}: ${(e as Error).message}`, { file: p, option: 'metadata' }));
+    let values: unknown;
+    try {
+      values = parseJson(text);
+    } catch (e) {
+      fail(ErrorCodes.BAD_INPUT, `[cli] the metadata file ${a.metadataFile} is not JSON: ${(e as Error).message}`, { file: p, option: 'metadata', expected: 'a JSON object of GGUF keys' });
+    }
+    metadata = { file: a.metadataFile, values: values as Record<string, unknown> };
+  }
   const split = splitOption(a, kind);
   const tensorTypes = await expandTensorTypes(a.tensorTypes, io);
   const choice = choosePlan({ ...a, tensorTypes, rules: rulesText });
@@ -339,6 +355,7 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       config: input.config, vocab, name: modelName(input), file: baseName(input.file), generation, card,
       ...(imatrix ? { imatrix: imatrixMetadata(a.imatrix!, imatrix) } : {}),
       ...(a.overrideKv?.length ? { overrides: a.overrideKv.map(parseKvOverride) } : {}),
+      ...(metadata ? { metadata } : {}),
       split,
       ...(a.pruneLayers !== undefined ? { prune: parsePruneLayers(a.pruneLayers) } : {}),
     });

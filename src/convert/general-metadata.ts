@@ -6,8 +6,9 @@
 // name gives none, and the model card's license, base models, datasets, tags and languages.
 // Runtimes show these (llama.cpp's model description, LM Studio, Ollama) and read the sampling keys
 // as their defaults.
+import { ErrorCodes, fail } from '../errors.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
-import { cardFields, ENTRY_FIELDS, type CardFields, type ModelCard } from './model-card.js';
+import { cardFields, ENTRY_FIELDS, type CardEntry, type CardFields, type ModelCard } from './model-card.js';
 import { idToTitle, modelIdComponents, roundedCount } from './model-names.js';
 
 export interface GeneralSources {
@@ -23,6 +24,70 @@ export interface GeneralSources {
   card?: ModelCard;
   /** Receives a line for each card value left out. */
   warnings?: string[];
+  /** The converter's --metadata file: GGUF keys that replace what was derived (see applyOverride). */
+  override?: MetadataOverride;
+}
+
+/** A metadata override file, parsed: convert_hf_to_gguf.py's --metadata. */
+export interface MetadataOverride {
+  /** The file's name, for errors. */
+  file: string;
+  values: Record<string, unknown>;
+}
+
+// The keys gguf-py's Metadata.load takes from an override file: strings, the sampling defaults,
+// two lists of strings and two lists of entries. Others (general.license among them) it ignores.
+const OVERRIDE_STRINGS = [
+  'general.name', 'general.author', 'general.version', 'general.organization', 'general.finetune', 'general.basename',
+  'general.description', 'general.quantized_by', 'general.size_label', 'general.license.name', 'general.license.link',
+  'general.url', 'general.doi', 'general.uuid', 'general.repo_url',
+  'general.source.url', 'general.source.doi', 'general.source.uuid', 'general.source.repo_url',
+] as const;
+const OVERRIDE_LISTS = { 'general.tags': 'string', 'general.languages': 'string', 'general.base_models': 'entry', 'general.datasets': 'entry' } as const;
+
+type Validated = Map<string, string | number | string[] | CardEntry[] | null>;
+
+/**
+ * Checks an override file's values as gguf-py would write them (a wrong type fails there, inside
+ * the writer): strings, integers or floats for the sampling keys, lists of strings, lists of
+ * objects with string fields. null removes the key (general.name and general.size_label then fall
+ * back to the folder name and the tensors' count, as the converter does). Keys the converter does
+ * not read get a line in `warnings`.
+ */
+function validateOverride(o: MetadataOverride, warnings: string[]): Validated {
+  const out: Validated = new Map();
+  const bad = (key: string, expected: string): never => fail(ErrorCodes.BAD_INPUT, `[convert] ${o.file}: "${key}" must be ${expected} but is ${JSON.stringify(o.values[key])}`, { file: o.file, option: key, value: o.values[key], expected });
+  if (o.values === null || typeof o.values !== 'object' || Array.isArray(o.values)) {
+    fail(ErrorCodes.BAD_INPUT, `[convert] ${o.file}: a metadata override file is a JSON object of GGUF keys`, { file: o.file, expected: '{"general.name": "...", ...}' });
+  }
+  const sampling = new Map(SAMPLING.map(([k, , t]) => [`general.sampling.${k}`, t]));
+  for (const [key, v] of Object.entries(o.values)) {
+    if (v === null) {
+      out.set(key, null);
+    } else if ((OVERRIDE_STRINGS as readonly string[]).includes(key)) {
+      if (typeof v !== 'string') bad(key, 'a string');
+      out.set(key, v as string);
+    } else if (sampling.has(key)) {
+      const t = sampling.get(key);
+      if (t === 'string' ? typeof v !== 'string' : t === 'i32' ? !Number.isInteger(v) || Math.abs(v as number) >= 2 ** 31 : typeof v !== 'number' || !Number.isFinite(v)) {
+        bad(key, t === 'string' ? 'a string' : t === 'i32' ? 'a 32-bit integer' : 'a finite number');
+      }
+      out.set(key, v as string | number);
+    } else if (key in OVERRIDE_LISTS) {
+      const kind = OVERRIDE_LISTS[key as keyof typeof OVERRIDE_LISTS];
+      if (!Array.isArray(v)) bad(key, kind === 'string' ? 'a list of strings' : 'a list of objects');
+      const list = v as unknown[];
+      if (kind === 'string') {
+        if (!list.every((x) => typeof x === 'string')) bad(key, 'a list of strings');
+      } else if (!list.every((e) => e !== null && typeof e === 'object' && !Array.isArray(e) && ENTRY_FIELDS.every((f) => (e as CardEntry)[f] === undefined || typeof (e as CardEntry)[f] === 'string'))) {
+        bad(key, `a list of objects whose fields (${ENTRY_FIELDS.join(', ')}) are strings`);
+      }
+      out.set(key, list as string[] | CardEntry[]);
+    } else {
+      warnings.push(`${o.file}: "${key}" is not a key llama.cpp's converter reads from a metadata file; left out (--override-kv sets any key)`);
+    }
+  }
+  return out;
 }
 
 /**
@@ -90,10 +155,12 @@ function cardStrings(v: unknown[] | undefined, what: string, warnings: string[])
 export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   const warnings = s.warnings ?? [];
   const kv: GgufWriteKV[] = [{ key: 'general.type', type: 'string', value: 'model' }];
+  const ov = s.override ? validateOverride(s.override, warnings) : new Map() as Validated;
   for (const [key, from, type] of SAMPLING) {
-    const v = from.map((f) => s.generation?.[f]).find((x) => x !== undefined && x !== null);
+    const name = `general.sampling.${key}`;
+    const v = ov.has(name) ? ov.get(name) : from.map((f) => s.generation?.[f]).find((x) => x !== undefined && x !== null);
     if (type === 'string' ? typeof v === 'string' : type === 'i32' ? Number.isInteger(v) && Math.abs(v as number) < 2 ** 31 : typeof v === 'number' && Number.isFinite(v)) {
-      kv.push({ key: `general.sampling.${key}`, type, value: v as string | number });
+      kv.push({ key: name, type, value: v as string | number });
     }
   }
   // The total weighs sizes found in names (a far one is a context length, not a size).
@@ -117,7 +184,14 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   const nameOrPath = s.config?._name_or_path;
   if (typeof nameOrPath === 'string' && (nameOrPath.match(/\//g) ?? []).length <= 1) fill(nameOrPath);
   fill(s.dirName);
-  const put = (key: string, v: string | undefined) => { if (v !== undefined) kv.push({ key, type: 'string', value: v }); };
+  // The override file replaces what the card and the names gave, before the two fallbacks.
+  const over = (key: string, v: string | undefined): string | undefined => (ov.has(key) ? (ov.get(key) as string | null) ?? undefined : v);
+  fields.name = over('general.name', fields.name);
+  fields.sizeLabel = over('general.size_label', fields.sizeLabel);
+  const put = (key: string, v: string | undefined) => {
+    const w = key === 'general.name' || key === 'general.size_label' ? v : over(key, v);
+    if (w !== undefined) kv.push({ key, type: 'string', value: w });
+  };
   put('general.name', fields.name ?? s.dirName);
   put('general.author', fields.author);
   put('general.version', fields.version);
@@ -125,17 +199,20 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   put('general.finetune', fields.finetune);
   put('general.basename', fields.basename);
   put('general.description', fields.description);
+  put('general.quantized_by', undefined);
   put('general.size_label', fields.sizeLabel ?? tensorsLabel);
   // A list of licenses is written joined by commas.
   const license = Array.isArray(card.license) && card.license.every((l) => typeof l === 'string') ? card.license.join(',') : str('license');
   put('general.license', license);
   put('general.license.name', str('license_name'));
   put('general.license.link', str('license_link'));
+  for (const key of ['general.url', 'general.doi', 'general.uuid', 'general.repo_url']) put(key, undefined);
   put('general.source.url', str('source_url'));
   put('general.source.doi', str('source_doi'));
   put('general.source.uuid', str('source_uuid'));
   put('general.source.repo_url', str('source_repo_url'));
-  for (const [list, prefix] of [[card.base_models, 'base_model'], [card.datasets, 'dataset']] as const) {
+  const overList = <T>(key: string, v: T | undefined): T | undefined => (ov.has(key) ? (ov.get(key) as T | null) ?? undefined : v);
+  for (const [list, prefix] of [[overList('general.base_models', card.base_models), 'base_model'], [overList('general.datasets', card.datasets), 'dataset']] as const) {
     if (!list) continue;
     kv.push({ key: `general.${prefix}.count`, type: 'u32', value: list.length });
     list.forEach((e, i) => {
@@ -143,7 +220,7 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
     });
   }
   for (const [what, key] of [['tags', 'general.tags'], ['languages', 'general.languages']] as const) {
-    const v = cardStrings(card[what], what, warnings);
+    const v = overList(key, cardStrings(card[what], what, warnings));
     if (v) kv.push({ key, type: 'array', itemType: 'string', value: v });
   }
   return kv;

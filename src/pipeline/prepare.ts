@@ -20,6 +20,7 @@ import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '.
 import type { GgufVocab } from '../convert/gguf-vocab.js';
 import { ggufArchitecture } from '../convert/llama-gguf.js';
 import { readModelCard, type ModelCard } from '../convert/model-card.js';
+import type { MetadataOverride } from '../convert/general-metadata.js';
 import { BESIDE_FILE_NAMES, MODEL_CARD, readGenerationConfig, readGgufVocab, type BesideFileName, type TokenizerFiles } from '../convert/tokenizer-files.js';
 import { choosePlan, type PlanChoice } from '../cli/plan.js';
 import { pruneLayers, type PrunedCheckpoint } from '../convert/prune-layers.js';
@@ -60,6 +61,12 @@ export interface PrepareOptions {
    * a GGUF output records them in llama-quantize's quantize.imatrix.* keys.
    */
   imatrix?: { matrix: ReadonlyMap<string, Float32Array>; file: string };
+  /**
+   * convert_hf_to_gguf.py's metadata override (`webquant quantize --metadata`): general.* keys
+   * (name, author, sampling defaults, tags, base models, ...) that replace the derived ones when a
+   * Hugging Face checkpoint is written as GGUF; `file` names it in errors and warnings.
+   */
+  metadata?: MetadataOverride;
 }
 
 /**
@@ -150,6 +157,8 @@ export function chooseContainer(
     generation?: Record<string, unknown>;
     /** README.md's front matter, parsed: license, tags, languages, base models, datasets. */
     card?: ModelCard;
+    /** convert_hf_to_gguf.py's --metadata file: general.* keys over the derived ones (Hugging Face input to GGUF). */
+    metadata?: MetadataOverride;
   },
 ): ContainerChoice {
   // llama-quantize sets --override-kv's keys after the file's, then the imatrix's (which win).
@@ -166,6 +175,11 @@ export function chooseContainer(
   }
   if (kind === 'safetensors' && src.split) {
     throw new WebquantError(ErrorCodes.BAD_OPTION, '[quantize] a split output is a GGUF one: write a .gguf', { option: 'split', value: src.split });
+  }
+  if (src.metadata && (kind !== 'gguf' || ck.format === 'gguf')) {
+    throw new WebquantError(ErrorCodes.BAD_OPTION, `[quantize] a metadata file (${src.metadata.file}) replaces the general.* keys of a Hugging Face checkpoint converted to GGUF; ${kind !== 'gguf' ? 'write a .gguf' : 'for a GGUF input, set keys with --override-kv'}`, {
+      file: src.metadata.file, option: 'metadata', expected: kind !== 'gguf' ? '.gguf output' : 'a safetensors input',
+    });
   }
   if (kind === 'safetensors') return { input: ck, container: safetensorsContainer({ 'webquant.plan': choice.label }) };
   const split = src.split;
@@ -202,7 +216,7 @@ export function chooseContainer(
   const tokenizer: GgufTokenizer = src.vocab ? { kind: 'vocab', vocab: src.vocab } : { kind: 'none' };
   const view = ggufView(ck, cfg);
   const warnings: string[] = [];
-  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name, { config: src.config.raw, generation: src.generation, card: src.card, tensors: view.tensors, warnings });
+  const meta = hfGgufMetadata(cfg, choice.fileType ?? 0, tokenizer, src.name, { config: src.config.raw, generation: src.generation, card: src.card, tensors: view.tensors, warnings, ...(src.metadata ? { override: src.metadata } : {}) });
   const p = prune(view, meta.find((k) => k.key === 'general.architecture')?.value);
   const metadata = [...last(meta).filter((k) => !p || k.key !== p.kv[0].key), ...(p?.kv ?? [])];
   const written = new Map(meta.map((k) => [k.key, k.value]));
@@ -258,6 +272,7 @@ export async function prepareOutput(src: InputBundle, what: { preset?: string; f
   const { input, container, tokenizer, hparams, warnings: cardWarnings } = chooseContainer(await asValues(src.checkpoint), kind, choice, {
     config: src.config, vocab, name: src.name, file: src.checkpoint.source, generation, card,
     ...(opts.imatrix ? { imatrix: imatrixMetadata(opts.imatrix.file, opts.imatrix.matrix) } : {}),
+    ...(opts.metadata ? { metadata: opts.metadata } : {}),
   });
   warnings.push(...(cardWarnings ?? []));
   if (tokenizer?.kind === 'none') warnings.push('no tokenizer came with the checkpoint: the GGUF has tokenizer.ggml.model = "no_vocab"');

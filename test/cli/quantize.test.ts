@@ -515,6 +515,31 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     expect(existsSync(join(tmp, 'bad.gguf')) || existsSync(join(tmp, 'bad.safetensors'))).toBe(false);
   }, 120_000);
 
+  it('--metadata replaces general.* keys of a Hugging Face checkpoint written as GGUF; refused elsewhere, bad files named', async () => {
+    writeFileSync(join(tmp, 'meta.json'), JSON.stringify({ 'general.name': 'Stories', 'general.author': 'Someone', 'general.sampling.top_k': 5, 'general.tags': ['tiny'], 'general.weird': 1 }));
+    const out = join(tmp, 'meta.gguf');
+    const r = await cli(['quantize', MODEL, '-o', out, '--preset', 'q8_0', '--metadata', 'meta.json'], { cwd: tmp });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/meta\.json: "general\.weird" is not a key/);
+    const g = await openFile(out) as GgufCheckpoint;
+    const kv = new Map(g.kv.map((k) => [k.key, k.value]));
+    expect([kv.get('general.name'), kv.get('general.author'), kv.get('general.sampling.top_k'), kv.get('general.tags'), kv.has('general.weird')]).toEqual(['Stories', 'Someone', 5, ['tiny'], false]);
+    writeFileSync(join(tmp, 'bad-meta.json'), '{"general.name": 3}');
+    writeFileSync(join(tmp, 'not-json.json'), '{"general.name": ');
+    for (const [args, msg] of [
+      [[MODEL, '-o', join(tmp, 'bad.gguf'), '--metadata', 'bad-meta.json'], /bad-meta\.json: "general\.name" must be a string/],
+      [[MODEL, '-o', join(tmp, 'bad.gguf'), '--metadata', 'not-json.json'], /not-json\.json is not JSON/],
+      [[MODEL, '-o', join(tmp, 'bad.gguf'), '--metadata', 'missing.json'], /cannot read the metadata file missing\.json/],
+      [[GGUF1, '-o', join(tmp, 'bad.gguf'), '--metadata', 'meta.json'], /for a GGUF input, set keys with --override-kv/],
+      [[MODEL, '-o', join(tmp, 'bad.safetensors'), '--preset', 'nf4', '--metadata', 'meta.json'], /write a \.gguf/],
+    ] as const) {
+      const b = await cli(['quantize', ...args, ...(args.includes('--preset') ? [] : ['--preset', 'q8_0'])], { cwd: tmp });
+      expect([b.code, b.stderr], args.join(' ')).toEqual([expect.any(Number), expect.stringMatching(msg)]);
+      expect(b.code).not.toBe(0);
+    }
+    expect(existsSync(join(tmp, 'bad.gguf')) || existsSync(join(tmp, 'bad.safetensors'))).toBe(false);
+  }, 120_000);
+
   it('--tensor-type-file: its values where it stands among the --tensor-type options; patterns lower-cased as llama-quantize does', async () => {
     writeFileSync(join(tmp, 'types.txt'), 'ATTN_V=q4_0\n\n  ffn_up=q5_0 attn_q=q4_1\n');
     const f = await formats(['--preset', 'q8_0', '--tensor-type', 'attn_q=q5_1', '--tensor-type-file', 'types.txt', '--tensor-type', 'ffn_up=q4_1']);

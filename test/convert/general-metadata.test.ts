@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { generalMetadata, sizeLabel } from '../../src/convert/general-metadata.js';
 import { idToTitle, modelIdComponents, roundedCount } from '../../src/convert/model-names.js';
+import { ErrorCodes, WebquantError } from '../../src/errors.js';
 
 type Nullable = string | null;
 const ref = JSON.parse(readFileSync(new URL('./fixtures/general-metadata.json', import.meta.url), 'utf8')) as {
@@ -51,5 +52,37 @@ describe('general.* naming as gguf-py derives it', () => {
     ]);
     // A path on disk is not a name: the folder names the model.
     expect(generalMetadata({ dirName: 'x', config: { _name_or_path: '/data/a/b' }, tensors: [] }).find((k) => k.key === 'general.name')?.value).toBe('X');
+  });
+  it('takes a --metadata file as gguf-py does: null drops a key (the name and size label fall back), wrong types are refused', () => {
+    const base = { dirName: 'Widget-7B', tensors: [{ name: 'token_embd.weight', shape: [6.5e9] }] };
+    const kv = (values: Record<string, unknown>, warnings: string[] = []) =>
+      generalMetadata({ ...base, warnings, override: { file: 'meta.json', values } }).map((k) => [k.key, k.value]);
+    expect(kv({})).toEqual([['general.type', 'model'], ['general.name', 'Widget 7B'], ['general.basename', 'Widget'], ['general.size_label', '7B']]);
+    // The converter's fallbacks: the folder name as it is, the tensors' count.
+    const warnings: string[] = [];
+    expect(kv({ 'general.name': null, 'general.size_label': null, 'general.basename': null, 'general.license': 'mit' }, warnings)).toEqual([
+      ['general.type', 'model'], ['general.name', 'Widget-7B'], ['general.size_label', '6.5B'],
+    ]);
+    expect(warnings).toEqual([expect.stringMatching(/^meta\.json: "general\.license" is not a key/)]);
+    expect(kv({ 'general.sampling.top_k': 12, 'general.sampling.temp': 0.5 }).slice(0, 3)).toEqual([['general.type', 'model'], ['general.sampling.top_k', 12], ['general.sampling.temp', 0.5]]);
+    const code = (values: unknown) => {
+      try {
+        generalMetadata({ ...base, override: { file: 'meta.json', values: values as Record<string, unknown> } });
+      } catch (e) {
+        const w = e as WebquantError;
+        expect(w.message).toContain('meta.json');
+        return [w.code, w.details?.option];
+      }
+      return 'no error';
+    };
+    expect(code({ 'general.name': 7 })).toEqual([ErrorCodes.BAD_INPUT, 'general.name']);
+    expect(code({ 'general.sampling.top_k': 1.5 })).toEqual([ErrorCodes.BAD_INPUT, 'general.sampling.top_k']);
+    expect(code({ 'general.sampling.top_p': '0.9' })).toEqual([ErrorCodes.BAD_INPUT, 'general.sampling.top_p']);
+    expect(code({ 'general.tags': 'a,b' })).toEqual([ErrorCodes.BAD_INPUT, 'general.tags']);
+    expect(code({ 'general.languages': ['en', 1] })).toEqual([ErrorCodes.BAD_INPUT, 'general.languages']);
+    expect(code({ 'general.base_models': [{ name: 'x', version: 2 }] })).toEqual([ErrorCodes.BAD_INPUT, 'general.base_models']);
+    expect(code({ 'general.datasets': ['name'] })).toEqual([ErrorCodes.BAD_INPUT, 'general.datasets']);
+    expect(code([1, 2])).toEqual([ErrorCodes.BAD_INPUT, undefined]);
+    expect(code({ 'general.sampling.top_k': 12, 'general.tags': [] })).toBe('no error');
   });
 });

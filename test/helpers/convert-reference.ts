@@ -28,6 +28,8 @@ export interface ReferenceCase {
   card?: string;
   /** webquant quantize options beyond `--preset f16`. */
   options?: string[];
+  /** A metadata override file (both converters' --metadata), written beside the folder. */
+  metadata?: Record<string, unknown>;
   /**
    * Keys webquant writes and the converter does not, with why: they say what the checkpoint says
    * where llama.cpp would assume the same default.
@@ -73,7 +75,28 @@ export const REFERENCE_CASES: ReferenceCase[] = [
     card: '---\nlicense: apache-2.0\nlicense_link: https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/LICENSE\nlanguage:\n- en\npipeline_tag: text-generation\nbase_model: Qwen/Qwen2.5-0.5B\ntags:\n- chat\nlibrary_name: transformers\n---\n\n# Qwen2.5-0.5B-Instruct\n',
   },
   { family: 'qwen2Yarn', dir: 'qwen2-yarn', nameOrPath: 'Qwen/Qwen2.5-7B-Instruct-1M' },
+  {
+    // --metadata: strings, sampling defaults, lists and entries replace the card's and the names';
+    // null drops the version and sends the size label back to the tensors' count; general.license
+    // is not a key the converter reads from the file.
+    family: 'llama3', dir: 'Widget-3B-Chat-v1.5', nameOrPath: 'acme/Widget-3B-Chat-v1.5', generation: { temperature: 0.7, top_p: 0.9, top_k: 50 },
+    card: '---\nlicense: mit\nbase_model: acme/Widget-3B\ntags:\n- chat\nlanguage:\n- en\ndatasets:\n- acme/chats\n---\n',
+    metadata: {
+      'general.name': 'Widget Chat', 'general.author': 'Acme Labs', 'general.quantized_by': 'webquant tests', 'general.description': 'A test model',
+      'general.url': 'https://example.org/widget', 'general.doi': '10.1234/widget', 'general.uuid': '00000000-0000-4000-8000-000000000000',
+      'general.repo_url': 'https://example.org/widget.git', 'general.source.url': 'https://example.org/src', 'general.license.name': 'MIT',
+      'general.size_label': null, 'general.version': null, 'general.license': 'apache-2.0',
+      'general.sampling.top_k': 64, 'general.sampling.temp': 0.25, 'general.sampling.min_p': 0.05,
+      'general.tags': ['one', 'two'], 'general.languages': ['en', 'de'],
+      'general.base_models': [{ name: 'Widget', organization: 'Acme', version: 'v1', repo_url: 'https://huggingface.co/acme/Widget-3B' }],
+      'general.datasets': [{ name: 'Chats', url: 'https://example.org/chats' }],
+    },
+    options: ['--metadata', 'Widget-3B-Chat-v1.5.metadata.json'],
+  },
 ];
+
+/** The metadata override file of a case written by writeReferenceInput (beside its folder). */
+export const metadataFile = (root: string, c: ReferenceCase): string => join(root, `${c.dir}.metadata.json`);
 
 /** Tensors and config.json of a case. */
 export function referenceInput(c: ReferenceCase): { tensors: ReturnType<typeof familyTensors>; config: Record<string, unknown> } {
@@ -101,6 +124,7 @@ export async function writeReferenceInput(root: string, c: ReferenceCase): Promi
   writeFileSync(join(dir, 'tokenizer.model'), spModel(llamaPieces(words)));
   if (c.generation) writeFileSync(join(dir, 'generation_config.json'), JSON.stringify(c.generation));
   if (c.card) writeFileSync(join(dir, 'README.md'), c.card);
+  if (c.metadata) writeFileSync(metadataFile(root, c), JSON.stringify(c.metadata));
   return dir;
 }
 
