@@ -51,6 +51,7 @@ const QUANTIZE_OPTIONS: OptionSpecs = {
   'include-weights': { type: 'list', value: 'name', help: "with --imatrix: use only the entries whose names contain this (llama-quantize's; repeatable)" },
   'exclude-weights': { type: 'list', value: 'name', help: "with --imatrix: drop the entries whose names contain this (llama-quantize's; repeatable)" },
   'override-kv': { type: 'list', value: 'KEY=TYPE:VALUE', help: "GGUF metadata to set, as llama-quantize's: TYPE int (written u32), float (f32), bool or str; repeatable" },
+  'model-name': { type: 'string', value: 'name', help: "Hugging Face input to GGUF: general.name, over a --metadata file's (convert_hf_to_gguf.py's --model-name)" },
   metadata: { type: 'string', value: 'file.json', help: "Hugging Face input to GGUF: general.* keys that replace the derived ones (name, author, sampling defaults, tags, base models, ...), as convert_hf_to_gguf.py's --metadata" },
   pure: { type: 'boolean', help: "drop the preset's mixture rules: every weight in its default format (llama-quantize's --pure; the options above still apply)" },
   'prune-layers': { type: 'string', value: 'L0,L1,...', help: "GGUF output without these blocks (blk.N), the later ones renumbered and the block count set (llama-quantize's)" },
@@ -139,7 +140,7 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   quantize: {
-    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--tensor-type-file file ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--metadata file.json] [--prune-layers L0,L1,...] [--allow-requantize] [--dry-run] [--keep-split | --split-max-tensors N | --split-max-size N(M|G)] [--no-tensor-first-split] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file [--include-weights name ...] [--exclude-weights name ...]] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
+    usage: 'webquant quantize <in> -o <out.gguf|out.safetensors|folder/> [--preset P | --format F [--group-size N --bits N --calibration C --scale-dtype D --double-quant]] [--rules plan.json] [--tensor-type regex=type ...] [--tensor-type-file file ...] [--output-tensor-type T] [--token-embedding-type T] [--leave-output-tensor] [--pure] [--override-kv KEY=TYPE:VALUE ...] [--metadata file.json] [--model-name name] [--prune-layers L0,L1,...] [--allow-requantize] [--dry-run] [--keep-split | --split-max-tensors N | --split-max-size N(M|G)] [--no-tensor-first-split] [--strict] [--workers N] [--budget MiB] [--gpu] [--fsync] [--imatrix file [--include-weights name ...] [--exclude-weights name ...]] [--activations file.u16 [--activation-chunks N] [--activation-context N]] [--tokenizer path|none] [--tokenizer-pre name] [--json]',
     summary: 'quantize a checkpoint (file, sharded index, directory or URL) into GGUF or safetensors',
     options: QUANTIZE_OPTIONS,
     async run(pos, o, io, seq) {
@@ -149,7 +150,7 @@ const COMMANDS: Record<string, Command> = {
         input, output: String(o.output), preset: str(o.preset), format: str(o.format), groupSize: num(o['group-size']), bits: num(o.bits),
         calibration: str(o.calibration), scaleDtype: str(o['scale-dtype']), doubleQuant: o['double-quant'] === true ? true : undefined, rulesFile: str(o.rules),
         tensorTypes: seq.filter((x) => x.name === 'tensor-type' || x.name === 'tensor-type-file').map((x) => (x.name === 'tensor-type' ? x.value : { file: x.value })), outputTensorType: str(o['output-tensor-type']), tokenEmbeddingType: str(o['token-embedding-type']),
-        leaveOutputTensor: o['leave-output-tensor'] === true ? true : undefined, pure: o.pure === true ? true : undefined, overrideKv: o['override-kv'] as string[] | undefined, metadataFile: str(o.metadata),
+        leaveOutputTensor: o['leave-output-tensor'] === true ? true : undefined, pure: o.pure === true ? true : undefined, overrideKv: o['override-kv'] as string[] | undefined, metadataFile: str(o.metadata), modelName: str(o['model-name']),
         includeWeights: o['include-weights'] as string[] | undefined, excludeWeights: o['exclude-weights'] as string[] | undefined,
         keepSplit: o['keep-split'] === true ? true : undefined, splitMaxTensors: num(o['split-max-tensors']), splitMaxSize: str(o['split-max-size']), noTensorFirstSplit: o['no-tensor-first-split'] === true ? true : undefined, pruneLayers: str(o['prune-layers']), dryRun: o['dry-run'] === true ? true : undefined, allowRequantize: o['allow-requantize'] === true ? true : undefined,
         strict: !!o.strict, workers: num(o.workers), budget: str(o.budget), imatrix: str(o.imatrix),

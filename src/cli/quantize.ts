@@ -60,6 +60,8 @@ export interface QuantizeArgs extends Omit<PlanArgs, 'rules' | 'tensorTypes'> {
   overrideKv?: string[];
   /** --metadata: convert_hf_to_gguf.py's metadata override file (JSON of general.* keys). */
   metadataFile?: string;
+  /** --model-name: general.name, set after the metadata file (convert_hf_to_gguf.py's). */
+  modelName?: string;
   /** --include-weights / --exclude-weights (repeatable): imatrix entries whose names contain one of these are kept / dropped. */
   includeWeights?: string[];
   excludeWeights?: string[];
@@ -311,6 +313,13 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
       fail(ErrorCodes.BAD_INPUT, `[cli] the metadata file ${a.metadataFile} is not JSON: ${(e as Error).message}`, { file: p, option: 'metadata', expected: 'a JSON object of GGUF keys' });
     }
     metadata = { file: a.metadataFile, values: values as Record<string, unknown> };
+  }
+  // The converter sets --model-name's name after reading the file.
+  if (a.modelName !== undefined) {
+    if (metadata && (metadata.values === null || typeof metadata.values !== 'object' || Array.isArray(metadata.values))) {
+      fail(ErrorCodes.BAD_INPUT, `[cli] the metadata file ${metadata.file} is not a JSON object of GGUF keys`, { file: metadata.file, option: 'metadata', expected: 'a JSON object' });
+    }
+    metadata = { file: metadata?.file ?? '--model-name', values: { ...metadata?.values, 'general.name': a.modelName } };
   }
   const split = splitOption(a, kind);
   const tensorTypes = await expandTensorTypes(a.tensorTypes, io);

@@ -524,6 +524,14 @@ describe.skipIf(!hasShared)("webquant quantize: llama-quantize's overrides", () 
     const g = await openFile(out) as GgufCheckpoint;
     const kv = new Map(g.kv.map((k) => [k.key, k.value]));
     expect([kv.get('general.name'), kv.get('general.author'), kv.get('general.sampling.top_k'), kv.get('general.tags'), kv.has('general.weird')]).toEqual(['Stories', 'Someone', 5, ['tiny'], false]);
+    // --model-name wins over the file's name, and works alone.
+    for (const extra of [['--metadata', 'meta.json'], []]) {
+      const named = join(tmp, 'named.gguf');
+      const n = await cli(['quantize', MODEL, '-o', named, '--preset', 'q8_0', '--model-name', 'Named One', ...extra], { cwd: tmp });
+      expect(n.code, n.stderr).toBe(0);
+      const m = new Map((await openFile(named) as GgufCheckpoint).kv.map((k) => [k.key, k.value]));
+      expect([m.get('general.name'), m.get('general.author')]).toEqual(['Named One', extra.length ? 'Someone' : undefined]);
+    }
     writeFileSync(join(tmp, 'bad-meta.json'), '{"general.name": 3}');
     writeFileSync(join(tmp, 'not-json.json'), '{"general.name": ');
     for (const [args, msg] of [
