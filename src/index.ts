@@ -10,6 +10,7 @@ export * from './io/index.js';
 export * from './plan/index.js';
 export * from './pipeline/index.js';
 export { ggufView, hfGgufMetadata, llamaConfigFrom, unpermuteRows, LLAMA_GGUF_MODEL_TYPES, GGUF_MODEL_TYPES, type GgufView, type GgufViewOptions, type GgufTokenizer } from './convert/hf-view.js';
+export type { MetadataOverride } from './convert/general-metadata.js';
 export { readGgufVocab, hasTokenizer, TOKENIZER_FILE_NAMES, BESIDE_FILE_NAMES, type TokenizerFiles, type TokenizerFileName, type BesideFileName, type VocabOptions } from './convert/tokenizer-files.js';
 export { vocabMetadata, checkVocab, TOKEN_TYPE, type GgufVocab, type SpecialTokenType } from './convert/gguf-vocab.js';
 export { readSentencePieceModel, type SentencePiece } from './convert/sentencepiece.js';
