@@ -24,7 +24,7 @@ export interface GeneralSources {
   card?: ModelCard;
   /** Receives a line for each card value left out. */
   warnings?: string[];
-  /** The converter's --metadata file: GGUF keys that replace what was derived (see applyOverride). */
+  /** The converter's --metadata file: GGUF keys that replace what was derived (see validateOverride). */
   override?: MetadataOverride;
 }
 
@@ -62,7 +62,8 @@ function validateOverride(o: MetadataOverride, warnings: string[]): Validated {
   }
   const sampling = new Map(SAMPLING.map(([k, , t]) => [`general.sampling.${k}`, t]));
   for (const [key, v] of Object.entries(o.values)) {
-    if (v === null) {
+    const known = (OVERRIDE_STRINGS as readonly string[]).includes(key) || sampling.has(key) || key in OVERRIDE_LISTS;
+    if (v === null && known) {
       out.set(key, null);
     } else if ((OVERRIDE_STRINGS as readonly string[]).includes(key)) {
       if (typeof v !== 'string') bad(key, 'a string');

@@ -60,10 +60,10 @@ describe('general.* naming as gguf-py derives it', () => {
     expect(kv({})).toEqual([['general.type', 'model'], ['general.name', 'Widget 7B'], ['general.basename', 'Widget'], ['general.size_label', '7B']]);
     // The converter's fallbacks: the folder name as it is, the tensors' count.
     const warnings: string[] = [];
-    expect(kv({ 'general.name': null, 'general.size_label': null, 'general.basename': null, 'general.license': 'mit' }, warnings)).toEqual([
+    expect(kv({ 'general.name': null, 'general.size_label': null, 'general.basename': null, 'general.license': 'mit', 'general.other': null }, warnings)).toEqual([
       ['general.type', 'model'], ['general.name', 'Widget-7B'], ['general.size_label', '6.5B'],
     ]);
-    expect(warnings).toEqual([expect.stringMatching(/^meta\.json: "general\.license" is not a key/)]);
+    expect(warnings).toEqual([expect.stringMatching(/^meta\.json: "general\.license" is not a key/), expect.stringMatching(/^meta\.json: "general\.other" is not a key/)]);
     expect(kv({ 'general.sampling.top_k': 12, 'general.sampling.temp': 0.5 }).slice(0, 3)).toEqual([['general.type', 'model'], ['general.sampling.top_k', 12], ['general.sampling.temp', 0.5]]);
     const code = (values: unknown) => {
       try {
