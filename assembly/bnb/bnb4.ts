@@ -13,7 +13,7 @@
 // Dequantized value = TABLE[code] * absmax (f32).
 import { A_AUX, A_FLAGS, A_GROUP, A_ROW0, A_SCALES, A_SCRATCH, A_TSCALE, FLAG_DOUBLE_QUANT, argF32, argI32, argU32, rowF32 } from '../common';
 import { absmax, lookupStore16, planes, splitPlanes } from './lut';
-import { NIB } from '../gguf/pack';
+import { hiNibbles, NIB } from '../gguf/pack';
 import { dqDequantizeRow, dqQuantizeRow } from './dq';
 
 const KIND_NF4: i32 = 0;
@@ -278,8 +278,7 @@ function dequantize4(src: usize, nrows: i32, rowLen: i32, dst: usize, args: usiz
         const vs = v128.load32_splat(sp);
         for (let j = 0; j < steps; j++) {
           const bytes = v128.load(qp);
-          // a 16-bit shift suffices: the mask clears what crosses from the neighbouring byte
-          const hi = v128.and(i16x8.shr_u(bytes, 4), m);
+          const hi = hiNibbles(bytes, m);
           const lo = v128.and(bytes, m);
           lookupStore16(i8x16.shuffle(hi, lo, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), p0, p1, p2, p3, vs, yp);
           lookupStore16(i8x16.shuffle(hi, lo, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), p0, p1, p2, p3, vs, yp + 64);

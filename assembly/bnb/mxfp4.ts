@@ -10,6 +10,7 @@
 // Dequantized value = E2M1(nibble) * 2^(code-127); code 255 (NaN in E8M0) dequantizes to NaN.
 import { A_SCRATCH, argU32, rowF32 } from '../common';
 import { absmax, planeTable, planesStore16 } from './lut';
+import { hiNibbles, NIB } from '../gguf/pack';
 
 export const MXFP4_BLOCK: i32 = 32;
 export const MXFP4_BYTES: i32 = 17;
@@ -98,12 +99,12 @@ export function mxfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     const y = dst + (b << 7);
     if (ASC_FEATURE_SIMD && code != 255) {
       const qs = v128.load(blk + 1);
-      const m = i8x16.splat(15);
+      const m = v128.load(NIB);
       const t = PLANES + (<usize>code << 5);
       const lo = v128.load(t);
       const hi = v128.load(t + 16);
       planesStore16(v128.and(qs, m), lo, hi, y, false, v128.splat<i32>(0));
-      planesStore16(v128.and(i16x8.shr_u(qs, 4), m), lo, hi, y + 64, false, v128.splat<i32>(0));
+      planesStore16(hiNibbles(qs, m), lo, hi, y + 64, false, v128.splat<i32>(0));
       continue;
     }
     const s = e8m0(code);

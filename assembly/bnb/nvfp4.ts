@@ -16,6 +16,7 @@ import { A_AUX, A_SCALES, A_SCRATCH, A_TSCALE, argF32, argU32, rowF32 } from '..
 import { absmax, planesStore16 } from './lut';
 import { E2M1, e2m1Mag, e2m1Planes } from './mxfp4';
 import { encodeMag } from './fp8';
+import { hiNibbles, NIB } from '../gguf/pack';
 
 export const NVFP4_BLOCK: i32 = 16;
 
@@ -153,13 +154,13 @@ export function nvfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     for (let c: u32 = 0; c < 256; c++) store<f32>(SCALE_TABLE + (<usize>c << 2), e4m3(c & 0x7f) * gs);
     const lo = v128.load(planes);
     const hi = v128.load(planes + 16);
-    const m = i8x16.splat(15);
+    const m = v128.load(NIB);
     let b: usize = 0;
     // Two blocks a step: their 16 code bytes split into nibbles once.
     for (; b + 2 <= nblocks; b += 2) {
       const v = v128.load(src + (b << 3));
       const l = v128.and(v, m);
-      const h = v128.and(i16x8.shr_u(v, 4), m);
+      const h = hiNibbles(v, m);
       const s0 = v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b) << 2));
       const s1 = v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b, 1) << 2));
       planesStore16(i8x16.shuffle(l, h, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), lo, hi, dst + (b << 6), true, s0);
@@ -167,7 +168,7 @@ export function nvfp4_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
     }
     if (b < nblocks) {
       const v = v128.load64_zero(src + (b << 3));
-      const c = i8x16.shuffle(v128.and(v, m), v128.and(i16x8.shr_u(v, 4), m), 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const c = i8x16.shuffle(v128.and(v, m), hiNibbles(v, m), 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
       planesStore16(c, lo, hi, dst + (b << 6), true, v128.load32_splat(SCALE_TABLE + (<usize>load<u8>(scales + b) << 2)));
     }
     return;

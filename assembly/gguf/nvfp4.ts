@@ -20,6 +20,7 @@
 import { A_SCRATCH, argU32, rowF32 } from '../common';
 import { absmax, planeTable, planesStore16 } from '../bnb/lut';
 import { KV, KVF, codeLiteral } from './mxfp4';
+import { hiNibbles } from './pack';
 
 export const NVFP4_GGUF_BLOCK: i32 = 64;
 export const NVFP4_GGUF_BYTES: i32 = 36;
@@ -160,7 +161,8 @@ export function nvfp4_gguf_dequantize(src: usize, nrows: i32, rowLen: i32, dst: 
       if (ASC_FEATURE_SIMD) {
         // Eight bytes give elements 0..7 (low nibbles) and 8..15 (high nibbles).
         const v = v128.load64_zero(q);
-        const codes = i8x16.shuffle(v128.and(v, v128.load(CI, 32)), i8x16.shr_u(v, 4),
+        const m = v128.load(CI, 32);
+        const codes = i8x16.shuffle(v128.and(v, m), hiNibbles(v, m),
           0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
         const t = PLANES + (<usize>load<u8>(blk + s) << 5);
         planesStore16(codes, v128.load(t), v128.load(t + 16), ys, false, v128.splat<i32>(0));
