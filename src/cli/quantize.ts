@@ -27,7 +27,7 @@ import { fmtBytes, fmtNum, fmtSci, table, type CliIO } from './io.js';
 import { choosePlan, type PlanArgs } from './plan.js';
 import { parsePruneLayers } from '../convert/prune-layers.js';
 import type { MetadataOverride } from '../convert/general-metadata.js';
-import { parseJson } from '../io/json.js';
+import { isJsonObject, parseJson } from '../io/json.js';
 import { expandTensorTypes, parseKvOverride, renameEntries, requantized, selectWeights, splitOption } from './quantize-options.js';
 import { checkPoolSize } from '../pipeline/pool.js';
 import { MODEL_FILE, folderFiles, folderOutput, prepareFolder, writeFolderFiles } from './hf-dir.js';
@@ -315,10 +315,8 @@ export async function quantizeCommand(a: QuantizeArgs, io: CliIO): Promise<Quant
     metadata = { file: a.metadataFile, values: values as Record<string, unknown> };
   }
   // The converter sets --model-name's name after reading the file.
-  if (a.modelName !== undefined) {
-    if (metadata && (metadata.values === null || typeof metadata.values !== 'object' || Array.isArray(metadata.values))) {
-      fail(ErrorCodes.BAD_INPUT, `[cli] the metadata file ${metadata.file} is not a JSON object of GGUF keys`, { file: metadata.file, option: 'metadata', expected: 'a JSON object' });
-    }
+  // (A file that is not a JSON object is left as it is, for generalMetadata to refuse.)
+  if (a.modelName !== undefined && (!metadata || isJsonObject(metadata.values))) {
     metadata = { file: metadata?.file ?? '--model-name', values: { ...metadata?.values, 'general.name': a.modelName } };
   }
   const split = splitOption(a, kind);

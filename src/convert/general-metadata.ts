@@ -7,6 +7,7 @@
 // Runtimes show these (llama.cpp's model description, LM Studio, Ollama) and read the sampling keys
 // as their defaults.
 import { ErrorCodes, fail } from '../errors.js';
+import { isJsonObject } from '../io/json.js';
 import type { GgufWriteKV } from '../io/gguf-writer.js';
 import { cardFields, ENTRY_FIELDS, type CardEntry, type CardFields, type ModelCard } from './model-card.js';
 import { idToTitle, modelIdComponents, roundedCount } from './model-names.js';
@@ -57,22 +58,20 @@ type Validated = Map<string, string | number | string[] | CardEntry[] | null>;
 function validateOverride(o: MetadataOverride, warnings: string[]): Validated {
   const out: Validated = new Map();
   const bad = (key: string, expected: string): never => fail(ErrorCodes.BAD_INPUT, `[convert] ${o.file}: "${key}" must be ${expected} but is ${JSON.stringify(o.values[key])}`, { file: o.file, option: key, value: o.values[key], expected });
-  if (o.values === null || typeof o.values !== 'object' || Array.isArray(o.values)) {
+  if (!isJsonObject(o.values)) {
     fail(ErrorCodes.BAD_INPUT, `[convert] ${o.file}: a metadata override file is a JSON object of GGUF keys`, { file: o.file, expected: '{"general.name": "...", ...}' });
   }
   const sampling = new Map(SAMPLING.map(([k, , t]) => [`general.sampling.${k}`, t]));
   for (const [key, v] of Object.entries(o.values)) {
-    const known = (OVERRIDE_STRINGS as readonly string[]).includes(key) || sampling.has(key) || key in OVERRIDE_LISTS;
-    if (v === null && known) {
+    const isString = (OVERRIDE_STRINGS as readonly string[]).includes(key);
+    if (v === null && (isString || sampling.has(key) || key in OVERRIDE_LISTS)) {
       out.set(key, null);
-    } else if ((OVERRIDE_STRINGS as readonly string[]).includes(key)) {
+    } else if (isString) {
       if (typeof v !== 'string') bad(key, 'a string');
       out.set(key, v as string);
     } else if (sampling.has(key)) {
-      const t = sampling.get(key);
-      if (t === 'string' ? typeof v !== 'string' : t === 'i32' ? !Number.isInteger(v) || Math.abs(v as number) >= 2 ** 31 : typeof v !== 'number' || !Number.isFinite(v)) {
-        bad(key, t === 'string' ? 'a string' : t === 'i32' ? 'a 32-bit integer' : 'a finite number');
-      }
+      const t = sampling.get(key)!;
+      if (!samplingValue(t, v)) bad(key, t === 'string' ? 'a string' : t === 'i32' ? 'a 32-bit integer' : 'a finite number');
       out.set(key, v as string | number);
     } else if (key in OVERRIDE_LISTS) {
       const kind = OVERRIDE_LISTS[key as keyof typeof OVERRIDE_LISTS];
@@ -80,7 +79,7 @@ function validateOverride(o: MetadataOverride, warnings: string[]): Validated {
       const list = v as unknown[];
       if (kind === 'string') {
         if (!list.every((x) => typeof x === 'string')) bad(key, 'a list of strings');
-      } else if (!list.every((e) => e !== null && typeof e === 'object' && !Array.isArray(e) && ENTRY_FIELDS.every((f) => (e as CardEntry)[f] === undefined || typeof (e as CardEntry)[f] === 'string'))) {
+      } else if (!list.every((e) => isJsonObject(e) && ENTRY_FIELDS.every((f) => (e as CardEntry)[f] === undefined || typeof (e as CardEntry)[f] === 'string'))) {
         bad(key, `a list of objects whose fields (${ENTRY_FIELDS.join(', ')}) are strings`);
       }
       out.set(key, list as string[] | CardEntry[]);
@@ -116,7 +115,8 @@ function parameterCount(tensors: GeneralSources['tensors']): { total: number; la
 export const sizeLabel = (tensors: GeneralSources['tensors']): string | undefined => parameterCount(tensors).label;
 
 /** generation_config.json keys llama.cpp reads as sampling defaults: GGUF key, file keys, integer or float. */
-const SAMPLING: readonly [string, readonly string[], 'i32' | 'f32' | 'string'][] = [
+type SamplingType = 'i32' | 'f32' | 'string';
+const SAMPLING: readonly [string, readonly string[], SamplingType][] = [
   ['sequence', ['sequence'], 'string'],
   ['top_k', ['top_k'], 'i32'],
   ['top_p', ['top_p'], 'f32'],
@@ -130,6 +130,10 @@ const SAMPLING: readonly [string, readonly string[], 'i32' | 'f32' | 'string'][]
   ['mirostat_tau', ['mirostat_tau'], 'f32'],
   ['mirostat_eta', ['mirostat_eta'], 'f32'],
 ];
+
+/** Whether v has the GGUF type of a sampling key (gguf-py's writer fails on any other). */
+const samplingValue = (type: SamplingType, v: unknown): v is string | number =>
+  type === 'string' ? typeof v === 'string' : type === 'i32' ? Number.isInteger(v) && Math.abs(v as number) < 2 ** 31 : typeof v === 'number' && Number.isFinite(v);
 
 /** A card value the converter writes as a string: strings only (gguf-py would fail on others). */
 function cardString(v: unknown, what: string, warnings: string[]): string | undefined {
@@ -160,9 +164,7 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   for (const [key, from, type] of SAMPLING) {
     const name = `general.sampling.${key}`;
     const v = ov.has(name) ? ov.get(name) : from.map((f) => s.generation?.[f]).find((x) => x !== undefined && x !== null);
-    if (type === 'string' ? typeof v === 'string' : type === 'i32' ? Number.isInteger(v) && Math.abs(v as number) < 2 ** 31 : typeof v === 'number' && Number.isFinite(v)) {
-      kv.push({ key: name, type, value: v as string | number });
-    }
+    if (samplingValue(type, v)) kv.push({ key: name, type, value: v });
   }
   // The total weighs sizes found in names (a far one is a context length, not a size).
   const { total: totalParams, label: tensorsLabel } = parameterCount(s.tensors);
@@ -186,7 +188,7 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   if (typeof nameOrPath === 'string' && (nameOrPath.match(/\//g) ?? []).length <= 1) fill(nameOrPath);
   fill(s.dirName);
   // The override file replaces what the card and the names gave, before the two fallbacks.
-  const over = (key: string, v: string | undefined): string | undefined => (ov.has(key) ? (ov.get(key) as string | null) ?? undefined : v);
+  const over = <T>(key: string, v: T | undefined): T | undefined => (ov.has(key) ? (ov.get(key) as T | null) ?? undefined : v);
   fields.name = over('general.name', fields.name);
   fields.sizeLabel = over('general.size_label', fields.sizeLabel);
   const put = (key: string, v: string | undefined) => {
@@ -212,8 +214,7 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
   put('general.source.doi', str('source_doi'));
   put('general.source.uuid', str('source_uuid'));
   put('general.source.repo_url', str('source_repo_url'));
-  const overList = <T>(key: string, v: T | undefined): T | undefined => (ov.has(key) ? (ov.get(key) as T | null) ?? undefined : v);
-  for (const [list, prefix] of [[overList('general.base_models', card.base_models), 'base_model'], [overList('general.datasets', card.datasets), 'dataset']] as const) {
+  for (const [list, prefix] of [[over('general.base_models', card.base_models), 'base_model'], [over('general.datasets', card.datasets), 'dataset']] as const) {
     if (!list) continue;
     kv.push({ key: `general.${prefix}.count`, type: 'u32', value: list.length });
     list.forEach((e, i) => {
@@ -221,7 +222,7 @@ export function generalMetadata(s: GeneralSources): GgufWriteKV[] {
     });
   }
   for (const [what, key] of [['tags', 'general.tags'], ['languages', 'general.languages']] as const) {
-    const v = overList(key, cardStrings(card[what], what, warnings));
+    const v = over(key, cardStrings(card[what], what, warnings));
     if (v) kv.push({ key, type: 'array', itemType: 'string', value: v });
   }
   return kv;
