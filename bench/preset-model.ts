@@ -3,7 +3,7 @@
 // (test/fixtures/llama-quantize.json). Deterministic: the same sizes give the same bytes.
 import { collect } from '../src/io/stream.js';
 import { writeGguf, type GgufWriteKV, type GgufWriteTensor } from '../src/io/gguf-writer.js';
-import { llamaMetadata } from '../src/convert/llama-gguf.js';
+import { llamaMetadata } from '../src/convert/arch/index.js';
 import { vocabMetadata } from '../src/convert/gguf-vocab.js';
 import { imatrixGguf } from '../src/eval/imatrix.js';
 import { asciiVocab, VOCAB } from './synthetic-llama.js';

@@ -18,7 +18,7 @@
 // own place in memory, which is what the timing needs (the values do not change the work done).
 import { GgufWriter, writeGguf, type GgufWriteKV, type GgufWriteTensor } from '../src/io/gguf-writer.js';
 import { ggmlBytes, ggmlType } from '../src/io/ggml-types.js';
-import { llamaMetadata, type LlamaConfig } from '../src/convert/llama-gguf.js';
+import { llamaMetadata, type LlamaConfig } from '../src/convert/arch/index.js';
 import { vocabMetadata, TOKEN_TYPE, type GgufVocab } from '../src/convert/gguf-vocab.js';
 import { getFormat } from '../src/formats/registry.js';
 import type { QuantizedTensor } from '../src/quantize.js';

@@ -16,7 +16,7 @@ export { vocabMetadata, checkVocab, TOKEN_TYPE, type GgufVocab, type SpecialToke
 export { readSentencePieceModel, type SentencePiece } from './convert/sentencepiece.js';
 export { llama2cVocab } from './convert/llama2c-tokenizer.js';
 export { pruneLayers, pruneMapping, type PrunedCheckpoint } from './convert/prune-layers.js';
-export { GGUF_ARCHITECTURES, type GgufArchitecture } from './convert/llama-gguf.js';
+export { GGUF_ARCHITECTURES, type GgufArchitecture } from './convert/arch/index.js';
 export { evaluate, logSoftmax, type EvaluateOptions, type EvaluateResult, type EvaluateProgress, type NllStats, type LayerError, type ModelInput } from './eval/evaluate.js';
 export { LlamaModel, llamaConfig, checkpointWeights, llamaTensorNames, type WeightSource, type ForwardOptions } from './eval/llama.js';
 export { readTokens, splitDocuments, BOS } from './eval/tokens.js';

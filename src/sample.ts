@@ -1,7 +1,7 @@
 // A small deterministic Llama-shaped checkpoint, generated (not a copied file): the embedded
 // default that `npm start` / `webquant` with no arguments quantizes. Dimensions are multiples of
 // 256 so that every format, K-quants included, applies without fallbacks.
-import type { LlamaConfig } from './convert/llama-gguf.js';
+import type { LlamaConfig } from './convert/arch/index.js';
 import { f32ToBf16 } from './util/half.js';
 
 export interface SampleTensor {

@@ -8,7 +8,7 @@ import { checkWorkerMemory, runOnWorkers, workerCount } from './forward-workers.
 import { numel } from '../io/checkpoint.js';
 import { checkpointWeights, llamaConfig, type LlamaConfig, type WeightSource } from '../eval/llama.js';
 import { checkTensors } from '../eval/config.js';
-import { familyView } from '../convert/llama-gguf.js';
+import { familyView } from '../convert/arch/index.js';
 import { quantizedWeights } from '../eval/quantized.js';
 import { readTokens } from '../eval/tokens.js';
 import type { OptionSpecs, Parsed } from './args.js';

@@ -13,10 +13,10 @@ import type { GgufWriteKV } from '../io/gguf-writer.js';
 import type { ModelConfig } from '../io/config.js';
 import { generalMetadata, type GeneralSources } from './general-metadata.js';
 import { vocabMetadata, type AddTokenType, type GgufVocab, type SpecialTokenType } from './gguf-vocab.js';
-import type { DerivedTensor } from './deepseek-gguf.js';
+import type { DerivedTensor } from './arch/deepseek.js';
 import { NVFP4_GLOBAL_SUFFIX, NVFP4_SCALE_2_SUFFIX, SCALE_SUFFIX, WEIGHT_SCALE_SUFFIX } from '../io/safetensors.js';
 import { READ_AS_F32_DTYPES } from '../io/dtypes.js';
-import { GGUF_ARCHITECTURES, LAYER, checkConfigTensors, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './llama-gguf.js';
+import { GGUF_ARCHITECTURES, LAYER, checkConfigTensors, familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, permuteRows, type LlamaConfig } from './arch/index.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../util/half.js';
 
 export interface GgufViewOptions {

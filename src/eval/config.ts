@@ -3,8 +3,8 @@
 // Gemma 3, Llama 3 rope scaling) made explicit; and the tensor names the forward reads.
 import { ErrorCodes, fail } from '../errors.js';
 import { withConfigDefaults } from '../io/config.js';
-import { checkConfigTensors, linearRopeFactor, llama3RopeFactors, type ConfigTensor, phi3LongRope, phi3RopeDims } from '../convert/llama-gguf.js';
-import { deepseekRouting, mlaDims } from '../convert/deepseek-gguf.js';
+import { checkConfigTensors, linearRopeFactor, llama3RopeFactors, type ConfigTensor, phi3LongRope, phi3RopeDims } from '../convert/arch/index.js';
+import { deepseekRouting, mlaDims } from '../convert/arch/deepseek.js';
 
 /** Hugging Face LlamaConfig fields the forward uses (snake_case, as in config.json). */
 export interface LlamaConfig {

@@ -13,7 +13,7 @@
 // `webquant quantize --imatrix` and llama-quantize read it (src/io/imatrix.ts).
 import { ErrorCodes, fail } from '../errors.js';
 import type { GgufWriteKV, GgufWriteTensor } from '../io/gguf-writer.js';
-import { ggufArchitecture, ggufExpertSlot, ggufTensorName } from '../convert/llama-gguf.js';
+import { ggufArchitecture, ggufExpertSlot, ggufTensorName } from '../convert/arch/index.js';
 import { LlamaModel, type LlamaConfig, type WeightSource } from './llama.js';
 import { BOS } from './tokens.js';
 import { checkContextLength } from './evaluate.js';

@@ -13,7 +13,7 @@
 // quantized-weight kernel wants to multiply.
 import { ErrorCodes, fail } from '../errors.js';
 import { checkShape, gpt2Like, layerNormEps, layerPrefix, moeTensorNames, type Dims, type LlamaConfig } from './config.js';
-import { familyView, languageModelName } from '../convert/llama-gguf.js';
+import { familyView, languageModelName } from '../convert/arch/index.js';
 import type { Checkpoint } from '../io/checkpoint.js';
 import { mlaProject, mlaWeights, yarnAttentionFactor, yarnFactors, yarnMscale, type MlaWeights } from './mla.js';
 import { attention } from './attention.js';

@@ -5,8 +5,8 @@
 // qwen), MoE experts served from their layer's stack, and DeepSeek's kv_b_proj rebuilt. What
 // `webquant eval` and the demo page's Worker use, in any runtime (no Node module here).
 import { ErrorCodes, fail } from '../errors.js';
-import { familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/llama-gguf.js';
-import { deepseekKvBJoin } from '../convert/deepseek-gguf.js';
+import { familyView, ggufArchitecture, ggufExpertSlot, ggufTensorName, permuteHeads, type GgufArchitecture } from '../convert/arch/index.js';
+import { deepseekKvBJoin } from '../convert/arch/deepseek.js';
 import { unpermuteRows } from '../convert/hf-view.js';
 import { numel, type Checkpoint, type TensorInfo } from '../io/checkpoint.js';
 import { openQuantized, weightSource, type LoadedTensor, type OpenQuantizedOptions, type QuantizedModel, type QuantizedWeightSource } from '../serve/index.js';

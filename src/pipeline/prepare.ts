@@ -18,7 +18,7 @@ import { formats } from '../formats/registry.js';
 import { ggmlType } from '../io/ggml-types.js';
 import { ggufView, hfGgufMetadata, llamaConfigFrom, type GgufTokenizer } from '../convert/hf-view.js';
 import type { GgufVocab } from '../convert/gguf-vocab.js';
-import { ggufArchitecture } from '../convert/llama-gguf.js';
+import { ggufArchitecture } from '../convert/arch/index.js';
 import { readModelCard, type ModelCard } from '../convert/model-card.js';
 import type { MetadataOverride } from '../convert/general-metadata.js';
 import { BESIDE_FILE_NAMES, MODEL_CARD, readGenerationConfig, readGgufVocab, type BesideFileName, type TokenizerFiles } from '../convert/tokenizer-files.js';

@@ -9,7 +9,7 @@ import { evaluate } from '../../src/eval/evaluate.js';
 import { checkpointWeights, llamaConfig } from '../../src/eval/llama.js';
 import { readTokens } from '../../src/eval/tokens.js';
 import { unpermuteRows } from '../../src/convert/hf-view.js';
-import { permuteRows } from '../../src/convert/llama-gguf.js';
+import { permuteRows } from '../../src/convert/arch/index.js';
 import { quantizedWeights } from '../../src/eval/quantized.js';
 import { openQuantized } from '../../src/serve/index.js';
 import { writeGpt2Dir } from '../helpers/gpt2-model.js';

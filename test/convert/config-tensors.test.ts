@@ -9,7 +9,7 @@ import { cli, tempDir } from '../cli/helpers.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { ggufView } from '../../src/convert/hf-view.js';
-import { checkConfigTensors, llama3RopeFactors, llamaMetadata, type LlamaConfig } from '../../src/convert/llama-gguf.js';
+import { checkConfigTensors, llama3RopeFactors, llamaMetadata, type LlamaConfig } from '../../src/convert/arch/index.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
 
 const DIR = join(SHARED, 'models/stories260K');

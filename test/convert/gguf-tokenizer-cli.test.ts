@@ -11,7 +11,7 @@ import { writeSafetensors } from '../../src/io/safetensors-writer.js';
 import { collect } from '../../src/io/stream.js';
 import { fromBuffer } from '../../src/io/source.js';
 import { openCheckpoint } from '../../src/io/open.js';
-import { gemma3Metadata, llama3RopeFactors, permuteRows } from '../../src/convert/llama-gguf.js';
+import { gemma3Metadata, llama3RopeFactors, permuteRows } from '../../src/convert/arch/index.js';
 import { hfGgufMetadata, llamaConfigFrom } from '../../src/convert/hf-view.js';
 import { readConfig } from '../../src/io/config.js';
 import { fromPath } from '../../src/io/node.js';

@@ -306,7 +306,7 @@ describe('ggufView of a DeepSeek checkpoint', () => {
       expect(view.locate?.('blk.0.attn_k_b.weight', 0, 1)).toBeUndefined();
       expect(view.sourceName('blk.0.attn_v_b.weight')).toBe('model.layers.0.self_attn.kv_b_proj.weight');
       // What the forward reads from a GGUF: kv_b_proj put back together, exactly.
-      const { deepseekKvBJoin } = await import('../../src/convert/deepseek-gguf.js');
+      const { deepseekKvBJoin } = await import('../../src/convert/arch/deepseek.js');
       expect(deepseekKvBJoin(HEADS, NOPE, VD, R, k, v)).toEqual(await view.input.readF32('model.layers.0.self_attn.kv_b_proj.weight'));
     }
   });

@@ -13,7 +13,7 @@ import { llamaConfig, llamaTensorNames } from '../../src/eval/config.js';
 import { LlamaModel, checkpointWeights } from '../../src/eval/llama.js';
 import { openCheckpoint } from '../../src/io/open.js';
 import { fromPath } from '../../src/io/node.js';
-import { familyView } from '../../src/convert/llama-gguf.js';
+import { familyView } from '../../src/convert/arch/index.js';
 import { mlxQuantizationOf } from '../../src/io/mlx.js';
 import { openSafetensors } from '../../src/io/safetensors.js';
 import { fromBuffer } from '../../src/io/source.js';

@@ -3,7 +3,7 @@ import { deepseekPick, LlamaModel, checkpointWeights, llamaConfig, llamaTensorNa
 import { matmulExact } from '../../src/eval/matmul.js';
 import { loadKernels } from '../../src/kernels/loader.js';
 import { ErrorCodes, WebquantError } from '../../src/errors.js';
-import { llama3RopeFactors } from '../../src/convert/llama-gguf.js';
+import { llama3RopeFactors } from '../../src/convert/arch/index.js';
 import { yarnAttentionFactor } from '../../src/eval/mla.js';
 import { lcg, mapSource, naiveForward, randomWeights } from './naive.js';
 

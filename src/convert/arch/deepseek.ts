@@ -14,10 +14,9 @@
 //   (softmax for V2, sigmoid for V3, whose e_score_correction_bias is exp_probs_b.bias) and add
 //   n_shared_experts' shared FFN (ffn_*_shexp). Layers past num_hidden_layers (V3's multi-token
 //   prediction module) are not part of the model and are left out.
-// Only type imports from llama-gguf.ts: it imports this file's values for its registry.
-import { ErrorCodes, fail } from '../errors.js';
-import type { TensorValues } from '../io/checkpoint.js';
-import { yarnKeys, type GgufValue, type LlamaConfig } from './llama-gguf.js';
+import { ErrorCodes, fail } from '../../errors.js';
+import type { TensorValues } from '../../io/checkpoint.js';
+import { yarnKeys, type GgufValue, type LlamaConfig } from './llama.js';
 
 /** The config.json fields of a DeepSeek-V2/V3 model (snake_case, as written). */
 export interface DeepseekConfig {
