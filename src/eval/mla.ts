@@ -3,7 +3,8 @@
 // Hugging Face modules do: the latent is expanded into every head's keys and values (llama.cpp
 // instead multiplies the queries into the latent space; the scores are the same).
 import type { Dims, LlamaConfig } from './config.js';
-import { rmsNorm, type Linear } from './llama.js';
+import { rmsNorm } from './ops.js';
+import type { Linear } from './weights.js';
 
 type Mla = NonNullable<LlamaConfig['mla']>;
 
