@@ -5,7 +5,8 @@
 // Quantizer: spec §9 (reference) and §14.3 (importance matrix).
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, NIB, packCodes2, quantizeBlockRows, storeAQB } from './pack';
-import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
+import { makeQkxQuants4 } from './qkx_search';
+import { makeQpQuants, quantDiv } from './searches';
 
 export const Q2_K_BLOCK: i32 = 256;
 export const Q2_K_BYTES: i32 = 84;

@@ -7,7 +7,8 @@
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packCodes2, quantizeBlockRows, storeAQ } from './pack';
 import { makeQ3Quants16, q3Codes16 } from './q3_search';
-import { makeQxQuants, makeQxQuants4, nearestIntV, quantDiv } from './searches';
+import { makeQxQuants, makeQxQuants4 } from './qx_search';
+import { nearestIntV, quantDiv } from './searches';
 
 export const Q3_K_BLOCK: i32 = 256;
 export const Q3_K_BYTES: i32 = 110;

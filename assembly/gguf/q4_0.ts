@@ -9,7 +9,7 @@
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, imatrixWeights32, sumSquares } from './iq4_common';
 import { hiNibbles, NIB, packNibbles32, storeAQ } from './pack';
-import { makeQxQuants } from './searches';
+import { makeQxQuants } from './qx_search';
 
 export const Q4_0_BLOCK: i32 = 32;
 export const Q4_0_BYTES: i32 = 18;

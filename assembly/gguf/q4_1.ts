@@ -8,7 +8,7 @@
 import { A_IMATRIX, A_SCRATCH, argU32, f16PairToF32x4, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, imatrixWeights32, minMax32, sumSquares } from './iq4_common';
 import { hiNibbles, NIB, packNibbles32, storeQDM } from './pack';
-import { makeQkxQuants } from './searches';
+import { makeQkxQuants } from './qkx_search';
 
 export const Q4_1_BLOCK: i32 = 32;
 export const Q4_1_BYTES: i32 = 20;

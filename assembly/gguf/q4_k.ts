@@ -7,7 +7,8 @@
 // packing differ.
 import { f16ToF32, f32ToF16, nearestInt } from '../common';
 import { f32At, imatrixWeights256, packNibbles16, quantizeBlockRows, storeAQB } from './pack';
-import { makeQkxQuants4, makeQpQuants, quantDiv } from './searches';
+import { makeQkxQuants4 } from './qkx_search';
+import { makeQpQuants, quantDiv } from './searches';
 
 export const Q4_K_BLOCK: i32 = 256;
 export const Q4_K_BYTES: i32 = 144;

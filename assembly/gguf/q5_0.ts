@@ -7,7 +7,7 @@
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { absmax32, highBits32, imatrixWeights32, pack5, sumSquares } from './iq4_common';
 import { hiNibbles, NIB, storeAQ } from './pack';
-import { makeQxQuants } from './searches';
+import { makeQxQuants } from './qx_search';
 
 export const Q5_0_BLOCK: i32 = 32;
 export const Q5_0_BYTES: i32 = 22;

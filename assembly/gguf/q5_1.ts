@@ -8,7 +8,7 @@
 import { A_IMATRIX, A_SCRATCH, argU32, f16ToF32, f32ToF16, rowF32, truncX86 } from '../common';
 import { blockMax, blockMin, highBits32, imatrixWeights32, minMax32, pack5, sumSquares } from './iq4_common';
 import { hiNibbles, NIB, storeQDM } from './pack';
-import { makeQkxQuants } from './searches';
+import { makeQkxQuants } from './qkx_search';
 
 export const Q5_1_BLOCK: i32 = 32;
 export const Q5_1_BYTES: i32 = 24;

@@ -6,7 +6,8 @@
 // Quantizer: spec §5 (reference, QX with weights x*x) and §14.6 (QX with the raw importances).
 import { GROUP_MAX_EPS, f16ToF32, f32ToF16, nearestInt, signedAbsmax } from '../common';
 import { f32At, hiNibbles, NIB, quantizeBlockRows, storeAQ } from './pack';
-import { makeQxQuants4, quantDiv } from './searches';
+import { makeQxQuants4 } from './qx_search';
+import { quantDiv } from './searches';
 
 export const Q6_K_BLOCK: i32 = 256;
 export const Q6_K_BYTES: i32 = 210;
