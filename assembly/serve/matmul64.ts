@@ -1,4 +1,4 @@
-// The reference forward's float32 matmul (matmulF32 in src/eval/llama.ts) with its bits: every
+// The reference forward's float32 matmul (matmulF32 in src/eval/weights.ts) with its bits: every
 // output is one float64 sum over the columns in order, of exact float32 x float32 products,
 // rounded to float32 once. SIMD runs two positions per f64x2 (eight at a time, two weight rows
 // at once so that eight sums hide the add latency) instead of reordering any one sum.

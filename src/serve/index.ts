@@ -137,7 +137,7 @@ export async function openQuantized(source: ByteSource | Checkpoint, opts: OpenQ
   };
 }
 
-/** Eval adapter (src/eval/llama.ts WeightSource) over a quantized model. */
+/** Eval adapter (src/eval/weights.ts WeightSource) over a quantized model. */
 export interface QuantizedWeightSource {
   get(name: string): Promise<Float32Array>;
   matvec(name: string, x: Float32Array): Float32Array;

@@ -1,4 +1,4 @@
-// The K-quant scale searches in WGSL (assembly/gguf/searches.ts, scalar build): §13.3 QKX
+// The K-quant scale searches in WGSL (assembly/gguf/qkx_search.ts and searches.ts, scalar build): §13.3 QKX
 // (make_qkx2/qkx3_quants, squared or absolute error) over one sub-block of n values, and §13.4
 // QP (make_qp_quants) over a super-block's `subs` sub-scales or sub-mins. One generator for
 // Q4_K/Q5_K (sub-blocks of 32, 8 sub-scales up to 63) and Q2_K (16, 16 up to 15): the shader

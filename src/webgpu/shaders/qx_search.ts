@@ -1,4 +1,4 @@
-// The §13.1 QX search (make_qx_quants, rmse_type 1; assembly/gguf/searches.ts, scalar build) in
+// The §13.1 QX search (make_qx_quants, rmse_type 1; assembly/gguf/qx_search.ts, scalar build) in
 // WGSL over n values: Q3_K's sub-blocks and sub-scales (16), Q4_0 and Q5_0 blocks with
 // importances (32). The including shader fills XV (values) and WV (weights).
 export function qxSearch(n: 16 | 32): string {
