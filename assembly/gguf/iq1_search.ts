@@ -132,11 +132,40 @@ const sortTmpI = memory.data(128, 16);
 
 /** order[0..n) = 0..n-1 sorted by x[order[j]] as that qsort orders them; keys is n f32 scratch. */
 export function iq1SortOrder(x: usize, n: i32, keys: usize, order: usize): void {
+  if (ASC_FEATURE_SIMD && rankOrder(x, n, order)) return;
   for (let j = 0; j < n; j++) {
     store<f32>(keys + (<usize>j << 2), load<f32>(x + (<usize>j << 2)));
     store<i32>(order + (<usize>j << 2), j);
   }
   mergeSort(keys, order, n);
+}
+
+// SIMD (n a multiple of 4): a stable sort puts value i at #{j : x_j < x_i} + #{j < i : x_j == x_i},
+// which is where the merge sort puts it whenever no value is NaN; counted four values at a time:
+// x_j <= x_i before i's group of four, x_j < x_i after it, and within it x_j < x_i or (j < i and
+// equal). A NaN (the counts no longer make a permutation) returns false for the merge sort.
+function rankOrder(x: usize, n: i32, order: usize): bool {
+  const lane = i32x4(0, 1, 2, 3);
+  let nan = i32x4.splat(0);
+  for (let g = 0; g < n; g += 4) {
+    const v = v128.load(x + (<usize>g << 2));
+    nan = v128.or(nan, f32x4.ne(v, v));
+  }
+  if (v128.any_true(nan)) return false;
+  for (let i = 0; i < n; i++) {
+    const xi = f32x4.splat(load<f32>(x + (<usize>i << 2)));
+    const own = i & ~3;
+    let c = i32x4.splat(0);
+    for (let g = 0; g < own; g += 4) c = i32x4.sub(c, f32x4.le(v128.load(x + (<usize>g << 2)), xi));
+    const v = v128.load(x + (<usize>own << 2));
+    const before = i32x4.lt_s(lane, i32x4.splat(i & 3));
+    c = i32x4.sub(c, v128.or(f32x4.lt(v, xi), v128.and(f32x4.eq(v, xi), before)));
+    for (let g = own + 4; g < n; g += 4) c = i32x4.sub(c, f32x4.lt(v128.load(x + (<usize>g << 2)), xi));
+    const s = i32x4.add(c, i32x4.shuffle(c, c, 2, 3, 0, 1));
+    const r = i32x4.extract_lane(s, 0) + i32x4.extract_lane(s, 1);
+    store<i32>(order + (<usize>r << 2), i);
+  }
+  return true;
 }
 
 function mergeSort(k: usize, ix: usize, n: i32): void {
