@@ -67,7 +67,7 @@ export function iq1_m_dequantize(src: usize, nrows: i32, rowLen: i32, dst: usize
 const weights = memory.data(1024, 16);
 const keys = memory.data(64, 16);
 const order = memory.data(64, 16);
-// Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each (and 3 that anyBeats reads past Q1).
+// Prefix sums per half: [P0, P1, Q0, Q1], 17 floats each (and 3 that splitScores reads past Q1).
 const prefix = memory.data(4 * 68 + 12, 16);
 const codes = memory.data(16, 16);
 const index = memory.data(4, 16);
@@ -81,9 +81,11 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   return (half == 0 ? k < 2 : (k & 1) == 0) ? IQ1_XP : IQ1_XM;
 }
 
-// SIMD: whether any of the splits (i1, i2 .. min(i2 + 3, 16)) passes the scalar loop's test for
-// any sign pair k, each lane computing its scores with the scalar loop's operations (a1 = 4 * i1).
-@inline function anyBeats(
+// SIMD: the scores of the splits (i1, i2 .. i2 + 3) for every sign pair k, each lane computed
+// with the scalar loop's operations (a1 = 4 * i1), stored as SCORES[k] (sqx) and SCORES[4 + k]
+// (sq2); returns whether a lane up to split 16 passes the scalar test against `best`.
+const SCORES = memory.data(128, 16);
+@inline function splitScores(
   a1: usize, i2: i32, tx0: f32, tx1: f32, tw0: f32, tw1: f32, best: f32,
   p2: f32, m2: f32, cp1: f32, cm1: f32, cp2s: f32, cm2s: f32,
 ): bool {
@@ -100,11 +102,20 @@ const IQ1M_EPS: f32 = 1e-7; // GROUP_MAX_EPS_IQ1_M
   const q2p1 = f32x4.add(f32x4.splat(tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1), f32x4.mul(q1, cp2));
   const q2m1 = f32x4.add(f32x4.splat(tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1), f32x4.mul(q1, cm2));
   const vbest = f32x4.splat(best);
-  let any = splitBeats(f32x4.add(qxp0, qxp1), f32x4.add(q2p0, q2p1), vbest);
-  any = v128.or(any, splitBeats(f32x4.add(qxp0, qxm1), f32x4.add(q2p0, q2m1), vbest));
-  any = v128.or(any, splitBeats(f32x4.add(qxm0, qxp1), f32x4.add(q2m0, q2p1), vbest));
-  any = v128.or(any, splitBeats(f32x4.add(qxm0, qxm1), f32x4.add(q2m0, q2m1), vbest));
-  return v128.any_true(lanesUpTo(any, i2, 16));
+  const x0 = f32x4.add(qxp0, qxp1), x1 = f32x4.add(qxp0, qxm1), x2 = f32x4.add(qxm0, qxp1), x3 = f32x4.add(qxm0, qxm1);
+  const s0 = f32x4.add(q2p0, q2p1), s1 = f32x4.add(q2p0, q2m1), s2 = f32x4.add(q2m0, q2p1), s3 = f32x4.add(q2m0, q2m1);
+  let any = v128.or(splitBeats(x0, s0, vbest), splitBeats(x1, s1, vbest));
+  any = v128.or(any, v128.or(splitBeats(x2, s2, vbest), splitBeats(x3, s3, vbest)));
+  if (!v128.any_true(lanesUpTo(any, i2, 16))) return false;
+  v128.store(SCORES, x0);
+  v128.store(SCORES, x1, 16);
+  v128.store(SCORES, x2, 32);
+  v128.store(SCORES, x3, 48);
+  v128.store(SCORES, s0, 64);
+  v128.store(SCORES, s1, 80);
+  v128.store(SCORES, s2, 96);
+  v128.store(SCORES, s3, 112);
+  return true;
 }
 
 // The search of one 16-value sub-block: writes its qs bytes and qh low bits; returns its scale
@@ -146,34 +157,53 @@ function subBlock(xb: usize, w: usize, ib: usize, y: usize): f32 {
   let b1 = -1;
   let b2 = -1;
   let bestK = -1;
-  for (let i1 = 0; i1 <= 16; i1++) {
-    const a1 = <usize>i1 << 2;
-    for (let i2 = i1; i2 <= 16; i2++) {
-      if (ASC_FEATURE_SIMD) {
-        // Skip steps of four splits none of which passes the test below (as in iq1_s.ts).
-        if (((i2 - i1) & 3) == 0) {
-          while (i2 <= 16 && !anyBeats(a1, i2, tx0, tx1, tw0, tw1, best, p2, m2, cp1, cm1, cp2, cm2)) i2 += 4;
-          if (i2 > 16) break;
+  if (ASC_FEATURE_SIMD) {
+    // Four splits a step; a step with a passing lane is replayed from its stored scores, split by
+    // split and k by k, against the best as the scalar loop has it then.
+    for (let i1 = 0; i1 <= 16; i1++) {
+      const a1 = <usize>i1 << 2;
+      for (let i2 = i1; i2 <= 16; i2 += 4) {
+        if (!splitScores(a1, i2, tx0, tx1, tw0, tw1, best, p2, m2, cp1, cm1, cp2, cm2)) continue;
+        const last = i2 + 3 < 16 ? i2 + 3 : 16;
+        for (let l = i2; l <= last; l++) {
+          const at = SCORES + (<usize>(l - i2) << 2);
+          for (let k = 0; k < 4; k++) {
+            const sqx = load<f32>(at + (<usize>k << 4));
+            const sq2 = load<f32>(at + (<usize>k << 4), 64);
+            if (sq2 > 0 && sqx * sqx > best * sq2) {
+              scale = sqx / sq2;
+              best = scale * sqx;
+              b1 = i1;
+              b2 = l;
+              bestK = k;
+            }
+          }
         }
       }
-      const a2 = <usize>i2 << 2;
-      const sx0 = load<f32>(P0 + a1) + load<f32>(P0 + a2);
-      const sx1 = load<f32>(P1 + a1) + load<f32>(P1 + a2);
-      const qxp0 = tx0 * p2 - sx0, qxm0 = tx0 * m2 - sx0;
-      const qxp1 = tx1 * p2 - sx1, qxm1 = tx1 * m2 - sx1;
-      const q2p0 = tw0 * p2 * p2 + load<f32>(Q0 + a1) * cp1 + load<f32>(Q0 + a2) * cp2;
-      const q2m0 = tw0 * m2 * m2 + load<f32>(Q0 + a1) * cm1 + load<f32>(Q0 + a2) * cm2;
-      const q2p1 = tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1 + load<f32>(Q1 + a2) * cp2;
-      const q2m1 = tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1 + load<f32>(Q1 + a2) * cm2;
-      for (let k = 0; k < 4; k++) {
-        const sqx = ((k & 2) == 0 ? qxp0 : qxm0) + ((k & 1) == 0 ? qxp1 : qxm1);
-        const sq2 = ((k & 2) == 0 ? q2p0 : q2m0) + ((k & 1) == 0 ? q2p1 : q2m1);
-        if (sq2 > 0 && sqx * sqx > best * sq2) {
-          scale = sqx / sq2;
-          best = scale * sqx;
-          b1 = i1;
-          b2 = i2;
-          bestK = k;
+    }
+  } else {
+    for (let i1 = 0; i1 <= 16; i1++) {
+      const a1 = <usize>i1 << 2;
+      for (let i2 = i1; i2 <= 16; i2++) {
+        const a2 = <usize>i2 << 2;
+        const sx0 = load<f32>(P0 + a1) + load<f32>(P0 + a2);
+        const sx1 = load<f32>(P1 + a1) + load<f32>(P1 + a2);
+        const qxp0 = tx0 * p2 - sx0, qxm0 = tx0 * m2 - sx0;
+        const qxp1 = tx1 * p2 - sx1, qxm1 = tx1 * m2 - sx1;
+        const q2p0 = tw0 * p2 * p2 + load<f32>(Q0 + a1) * cp1 + load<f32>(Q0 + a2) * cp2;
+        const q2m0 = tw0 * m2 * m2 + load<f32>(Q0 + a1) * cm1 + load<f32>(Q0 + a2) * cm2;
+        const q2p1 = tw1 * p2 * p2 + load<f32>(Q1 + a1) * cp1 + load<f32>(Q1 + a2) * cp2;
+        const q2m1 = tw1 * m2 * m2 + load<f32>(Q1 + a1) * cm1 + load<f32>(Q1 + a2) * cm2;
+        for (let k = 0; k < 4; k++) {
+          const sqx = ((k & 2) == 0 ? qxp0 : qxm0) + ((k & 1) == 0 ? qxp1 : qxm1);
+          const sq2 = ((k & 2) == 0 ? q2p0 : q2m0) + ((k & 1) == 0 ? q2p1 : q2m1);
+          if (sq2 > 0 && sqx * sqx > best * sq2) {
+            scale = sqx / sq2;
+            best = scale * sqx;
+            b1 = i1;
+            b2 = i2;
+            bestK = k;
+          }
         }
       }
     }
