@@ -70,8 +70,46 @@ export function ternaryCodes(x: usize, n: i32 = 256, overflowCode: u8 = 1): f32 
   return <u8>((t * 256 + 242) / 243);
 }
 
+// SIMD: tritByte of 16 bytes at once, t = the digits at c, c + stride, ... c + 4 stride (16 codes
+// each) as a base-3 integer. ceil(256 t / 243) is floor((256 t + 242) / 243), exact in f32: the
+// dividend is an integer below 2^16 and a quotient's distance to the next integer (>= 1/243) is
+// far above its rounding error.
+@inline function tritBytes16(c: usize, stride: usize, y: usize): void {
+  const v0 = v128.load(c), v1 = v128.load(c + stride), v2 = v128.load(c + 2 * stride);
+  const v3 = v128.load(c + 3 * stride), v4 = v128.load(c + 4 * stride);
+  const three = i16x8.splat(3);
+  // Horner in 16-bit lanes (t <= 242), low and high halves of the 16 bytes.
+  let lo = i16x8.extend_low_i8x16_u(v0), hi = i16x8.extend_high_i8x16_u(v0);
+  lo = i16x8.add(i16x8.mul(lo, three), i16x8.extend_low_i8x16_u(v1));
+  hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v1));
+  lo = i16x8.add(i16x8.mul(lo, three), i16x8.extend_low_i8x16_u(v2));
+  hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v2));
+  lo = i16x8.add(i16x8.mul(lo, three), i16x8.extend_low_i8x16_u(v3));
+  hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v3));
+  lo = i16x8.add(i16x8.mul(lo, three), i16x8.extend_low_i8x16_u(v4));
+  hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v4));
+  const k256 = i32x4.splat(256), k242 = i32x4.splat(242), k243 = f32x4.splat(243);
+  const q0 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_low_i16x8_u(lo), k256), k242)), k243));
+  const q1 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_high_i16x8_u(lo), k256), k242)), k243));
+  const q2 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_low_i16x8_u(hi), k256), k242)), k243));
+  const q3 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_high_i16x8_u(hi), k256), k242)), k243));
+  v128.store(y, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
+}
+
 function quantizeBlock(x: usize, qw: usize, y: usize): void {
   const d = ternaryCodes(x);
+  if (ASC_FEATURE_SIMD) {
+    tritBytes16(TQ_CODES, 32, y);
+    tritBytes16(TQ_CODES + 16, 32, y + 16);
+    tritBytes16(TQ_CODES + 160, 16, y + 32);
+    for (let m: usize = 0; m < 4; m++) {
+      let t: u32 = 0;
+      for (let n: usize = 0; n < 4; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 240 + m + (n << 2));
+      store<u8>(y + 48 + m, tritByte(t * 3));
+    }
+    store<u16>(y + 52, f32ToF16(d));
+    return;
+  }
   for (let m: usize = 0; m < 32; m++) {
     let t: u32 = 0;
     for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + m + (n << 5));
