@@ -26,9 +26,13 @@ export const TQ_CODES = memory.data(256);
 export function ternaryCodes(x: usize, n: i32 = 256, overflowCode: u8 = 1): f32 {
   let amax: f32 = 0;
   if (ASC_FEATURE_SIMD) {
+    // pmax(m, a) takes a only where m < a, as the scalar loop (a NaN never wins): one maxps,
+    // where f32x4.max's NaN and signed-zero rules cost V8 several instructions.
     let m = f32x4.splat(0);
-    for (let i = 0; i < n; i += 4) m = f32x4.max(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
-    amax = Mathf.max(Mathf.max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), Mathf.max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+    for (let i = 0; i < n; i += 4) m = f32x4.pmax(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
+    m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 2, 3, 0, 1));
+    m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 1, 0, 3, 2));
+    amax = f32x4.extract_lane(m, 0);
   } else {
     for (let i = 0; i < n; i++) {
       const a = Mathf.abs(load<f32>(x + (<usize>i << 2)));
