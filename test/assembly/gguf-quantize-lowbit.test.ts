@@ -8,6 +8,8 @@ import { ErrorCodes, formats, quantize } from '../../src/index.js';
 import { llamacppCases, rowsBelow } from '../helpers/llamacpp-cases.js';
 import { gaussian, withImportance } from '../helpers/data.js';
 import { f32ToF16 } from '../../src/util/half.js';
+import { loadKernels } from '../../src/kernels/loader.js';
+import { ARGS_BYTES, writeArgs } from '../../src/kernels/args.js';
 
 interface Entry { sha256: string; rows: string[] }
 const fixture = JSON.parse(readFileSync(new URL('./fixtures/llamacpp-quantize.json', import.meta.url), 'utf8')) as Record<string, Record<string, Entry> | string>;
@@ -109,3 +111,30 @@ for (const backend of ['wasm-simd', 'wasm'] as const) {
     }
   });
 }
+
+describe('ternary codes (TQ1_0, TQ2_0, Q2_0): a NaN never becomes the block absmax, on either build', () => {
+  // The scalar scan keeps its maximum unless |x| > it, so a NaN is passed over; the SIMD build's
+  // pmax does the same (f32x4.max would let it through). quantize() rejects NaN, so the kernels
+  // are called directly: NaN first, last and inside a block, next to finite blocks and a -0.
+  for (const [fmt, n, bytes] of [['tq1_0', 256, 54], ['tq2_0', 256, 66], ['q2_0', 64, 18]] as const) {
+    it(`${fmt}: both builds write the same bytes`, async () => {
+      const x = new Float32Array(4 * n).map((_, i) => Math.sin(i) * 0.1);
+      x[0] = NaN;
+      x[2 * n - 1] = NaN;
+      x[2 * n + 5] = NaN;
+      x[3 * n + 7] = -0;
+      const src = new Uint8Array(x.buffer);
+      const outs: string[] = [];
+      for (const backend of ['wasm-simd', 'wasm'] as const) {
+        const k = await loadKernels(backend);
+        const base = k.reserve(ARGS_BYTES + 65536 + src.length + 4 * bytes + 64);
+        const at = base + ARGS_BYTES + 65536, out = at + src.length;
+        writeArgs(k.buffer, base, { scratch: base + ARGS_BYTES });
+        k.u8(at, src.length).set(src);
+        k.fn(`${fmt}_quantize`)(at, 0, 1, x.length, out, base);
+        outs.push(Buffer.from(k.u8(out, 4 * bytes)).toString('hex'));
+      }
+      expect(outs[0]).toBe(outs[1]);
+    });
+  }
+});
