@@ -416,3 +416,25 @@ describe('Q4_1 / Q5_1 block minimum and maximum where lane minima could differ f
     });
   }
 });
+
+describe('Q8_0 block absmax on the bit patterns of |x|, with NaN and infinities', () => {
+  // The SIMD build takes four blocks' maxima with integer max on |x|'s bits, where a NaN's pattern
+  // is above +inf's; a group of blocks with a NaN goes to the per-block path, whose f32 max lets the
+  // NaN through as the scalar build's does. quantize() rejects NaN, so the kernel is called
+  // directly: a NaN at each position of a block (blocks in groups of four), infinities, zeros.
+  const u = rng(31);
+  const blocks: number[][] = [];
+  const base = () => Array.from({ length: 32 }, () => u() - 0.5);
+  for (let p = 0; p < 32; p++) {
+    const b = base();
+    b[p] = NaN;
+    blocks.push(b, base(), base(), base());
+  }
+  blocks.push(base().map((v, i) => (i === 5 ? Infinity : v)), base().map((v, i) => (i === 9 ? -Infinity : v)), base().map(() => 0), base().map(() => -0));
+  const x = new Float32Array(blocks.flat());
+  const src = new Uint8Array(x.buffer);
+  it('both builds write the same bytes', async () => {
+    const [simd, scalar] = await Promise.all(BACKENDS.map(async (b) => runKernel(await loadKernels(b), 'q8_0_quantize', src, 0, x.length, (x.length / 32) * 34)));
+    expect(firstDiff(simd, scalar)).toBe(-1);
+  });
+});
