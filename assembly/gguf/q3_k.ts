@@ -61,9 +61,10 @@ function maxScale16(): f32 {
   a1 = v128.and(a1, f32x4.eq(a1, a1));
   a2 = v128.and(a2, f32x4.eq(a2, a2));
   a3 = v128.and(a3, f32x4.eq(a3, a3));
-  let m = f32x4.max(f32x4.max(a0, a1), f32x4.max(a2, a3));
-  m = f32x4.max(m, v128.shuffle<f32>(m, m, 2, 3, 0, 1));
-  m = f32x4.max(m, v128.shuffle<f32>(m, m, 1, 0, 3, 2));
+  // No NaN is left and every value is >= +0: integer max on the bits is the float max.
+  let m = i32x4.max_s(i32x4.max_s(a0, a1), i32x4.max_s(a2, a3));
+  m = i32x4.max_s(m, v128.shuffle<i32>(m, m, 2, 3, 0, 1));
+  m = i32x4.max_s(m, v128.shuffle<i32>(m, m, 1, 0, 3, 2));
   if (!(f32x4.extract_lane(m, 0) > 0)) return 0;
   const first = <u32>i32x4.bitmask(f32x4.eq(a0, m)) | (<u32>i32x4.bitmask(f32x4.eq(a1, m)) << 4)
     | (<u32>i32x4.bitmask(f32x4.eq(a2, m)) << 8) | (<u32>i32x4.bitmask(f32x4.eq(a3, m)) << 12);
