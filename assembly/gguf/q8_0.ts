@@ -48,8 +48,9 @@ function quantizeBlock(x: usize, y: usize): void {
 // one vector division each. Every lane computes exactly the scalar expression.
 // The maxima are taken on the bit patterns of |x|: for non-negative floats the integer order is
 // the float order, +inf included, and a NaN's pattern is above every other. One pmaxsd each where
-// f32x4.max costs V8 several instructions for IEEE's NaN and signed-zero rules. A block with a
-// NaN goes to quantizeBlock, whose f32 max lets the NaN through as the scalar build does.
+// f32x4.max costs V8 several instructions for IEEE's NaN and signed-zero rules. A group with a
+// NaN or an infinity goes to quantizeBlock (whose f32 max lets a NaN through as the scalar build
+// does), so that the codes here are of finite values only.
 function quantize4Blocks(x: usize, y: usize): void {
   const m0 = blockMax(x), m1 = blockMax(x + 128), m2 = blockMax(x + 256), m3 = blockMax(x + 384);
   const s01 = i32x4.max_s(v128.shuffle<i32>(m0, m1, 0, 1, 4, 5), v128.shuffle<i32>(m0, m1, 2, 3, 6, 7));
@@ -58,14 +59,14 @@ function quantize4Blocks(x: usize, y: usize): void {
   const d = f32x4.div(amax, f32x4.splat(127));
   const nz = f32x4.ne(d, f32x4.splat(0));
   const id = v128.and(f32x4.div(f32x4.splat(1), d), nz);
-  if (v128.any_true(v128.or(f32x4.eq(id, f32x4.splat(Infinity)), i32x4.gt_s(amax, i32x4.splat(0x7f800000))))) {
+  if (v128.any_true(v128.or(f32x4.eq(id, f32x4.splat(Infinity)), i32x4.gt_s(amax, i32x4.splat(0x7f7fffff))))) {
     for (let j = 0; j < 4; j++) quantizeBlock(x + (<usize>j << 7), y + <usize>j * 34);
     return;
   }
-  codes(x, y, f32x4.extract_lane(d, 0), f32x4.extract_lane(id, 0));
-  codes(x + 128, y + 34, f32x4.extract_lane(d, 1), f32x4.extract_lane(id, 1));
-  codes(x + 256, y + 68, f32x4.extract_lane(d, 2), f32x4.extract_lane(id, 2));
-  codes(x + 384, y + 102, f32x4.extract_lane(d, 3), f32x4.extract_lane(id, 3));
+  codes(x, y, f32x4.extract_lane(d, 0), f32x4.extract_lane(id, 0), true);
+  codes(x + 128, y + 34, f32x4.extract_lane(d, 1), f32x4.extract_lane(id, 1), true);
+  codes(x + 256, y + 68, f32x4.extract_lane(d, 2), f32x4.extract_lane(id, 2), true);
+  codes(x + 384, y + 102, f32x4.extract_lane(d, 3), f32x4.extract_lane(id, 3), true);
 }
 
 // The largest |x| bit pattern of each lane's eight values of a block (see quantize4Blocks).
@@ -77,17 +78,32 @@ function quantize4Blocks(x: usize, y: usize): void {
   return i32x4.max_s(i32x4.max_s(a, b), i32x4.max_s(c, e));
 }
 
-@inline function codes(x: usize, y: usize, d: f32, id: f32): void {
+// roundAwayI32x4 where every lane is finite and below 2^22 in magnitude (the codes of a block
+// whose amax and 1/d are finite: |x * id| <= 127 and a little): the truncation by roundps
+// (f32x4.trunc) and the integer read off t + 1.5 * 2^23, whose bits are 0x4B400000 + t, in place
+// of i32x4.trunc_sat, whose NaN and overflow fix-ups cost V8 several instructions.
+@inline function roundAwayFiniteI32x4(v: v128, half: v128, signMask: v128): v128 {
+  const t = f32x4.trunc(f32x4.add(v, v128.or(v128.and(v, signMask), half)));
+  const q = i32x4.sub(f32x4.add(t, f32x4.splat(12582912.0)), i32x4.splat(0x4b400000));
+  return v128.andnot(q, f32x4.lt(f32x4.abs(v), half));
+}
+
+// `finite`: the block's amax and id are finite (quantize4Blocks), so roundAwayFiniteI32x4 applies.
+@inline function codes(x: usize, y: usize, d: f32, id: f32, finite: bool = false): void {
   store<u16>(y, f32ToF16(d));
   const vid = f32x4.splat(id);
   const half = f32x4.splat(0.5);
   const signMask = i32x4.splat(0x80000000);
   const q = y + 2;
   for (let i = 0; i < 32; i += 16) {
-    const c0 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>i << 2)), vid), half, signMask);
-    const c1 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid), half, signMask);
-    const c2 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid), half, signMask);
-    const c3 = roundAwayI32x4(f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid), half, signMask);
+    const v0 = f32x4.mul(v128.load(x + (<usize>i << 2)), vid);
+    const v1 = f32x4.mul(v128.load(x + (<usize>(i + 4) << 2)), vid);
+    const v2 = f32x4.mul(v128.load(x + (<usize>(i + 8) << 2)), vid);
+    const v3 = f32x4.mul(v128.load(x + (<usize>(i + 12) << 2)), vid);
+    const c0 = finite ? roundAwayFiniteI32x4(v0, half, signMask) : roundAwayI32x4(v0, half, signMask);
+    const c1 = finite ? roundAwayFiniteI32x4(v1, half, signMask) : roundAwayI32x4(v1, half, signMask);
+    const c2 = finite ? roundAwayFiniteI32x4(v2, half, signMask) : roundAwayI32x4(v2, half, signMask);
+    const c3 = finite ? roundAwayFiniteI32x4(v3, half, signMask) : roundAwayI32x4(v3, half, signMask);
     v128.store(q + <usize>i, i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(c0, c1), i16x8.narrow_i32x4_s(c2, c3)));
   }
 }
