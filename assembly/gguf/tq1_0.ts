@@ -92,12 +92,15 @@ export function ternaryCodes(x: usize, n: i32 = 256, overflowCode: u8 = 1): f32 
   hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v3));
   lo = i16x8.add(i16x8.mul(lo, three), i16x8.extend_low_i8x16_u(v4));
   hi = i16x8.add(i16x8.mul(hi, three), i16x8.extend_high_i8x16_u(v4));
-  const k256 = i32x4.splat(256), k242 = i32x4.splat(242), k243 = f32x4.splat(243);
-  const q0 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_low_i16x8_u(lo), k256), k242)), k243));
-  const q1 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_high_i16x8_u(lo), k256), k242)), k243));
-  const q2 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_low_i16x8_u(hi), k256), k242)), k243));
-  const q3 = i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(i32x4.add(i32x4.mul(i32x4.extend_high_i16x8_u(hi), k256), k242)), k243));
+  const q0 = tritByte4(i32x4.extend_low_i16x8_u(lo)), q1 = tritByte4(i32x4.extend_high_i16x8_u(lo));
+  const q2 = tritByte4(i32x4.extend_low_i16x8_u(hi)), q3 = tritByte4(i32x4.extend_high_i16x8_u(hi));
   v128.store(y, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(q0, q1), i16x8.narrow_i32x4_s(q2, q3)));
+}
+
+// tritByte of four base-3 integers t (i32 lanes).
+@inline function tritByte4(t: v128): v128 {
+  const dividend = i32x4.add(i32x4.mul(t, i32x4.splat(256)), i32x4.splat(242));
+  return i32x4.trunc_sat_f32x4_s(f32x4.div(f32x4.convert_i32x4_s(dividend), f32x4.splat(243)));
 }
 
 function quantizeBlock(x: usize, qw: usize, y: usize): void {
@@ -106,23 +109,17 @@ function quantizeBlock(x: usize, qw: usize, y: usize): void {
     tritBytes16(TQ_CODES, 32, y);
     tritBytes16(TQ_CODES + 16, 32, y + 16);
     tritBytes16(TQ_CODES + 160, 16, y + 32);
-    for (let m: usize = 0; m < 4; m++) {
+  } else {
+    for (let m: usize = 0; m < 32; m++) {
       let t: u32 = 0;
-      for (let n: usize = 0; n < 4; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 240 + m + (n << 2));
-      store<u8>(y + 48 + m, tritByte(t * 3));
+      for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + m + (n << 5));
+      store<u8>(y + m, tritByte(t));
     }
-    store<u16>(y + 52, f32ToF16(d));
-    return;
-  }
-  for (let m: usize = 0; m < 32; m++) {
-    let t: u32 = 0;
-    for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + m + (n << 5));
-    store<u8>(y + m, tritByte(t));
-  }
-  for (let m: usize = 0; m < 16; m++) {
-    let t: u32 = 0;
-    for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 160 + m + (n << 4));
-    store<u8>(y + 32 + m, tritByte(t));
+    for (let m: usize = 0; m < 16; m++) {
+      let t: u32 = 0;
+      for (let n: usize = 0; n < 5; n++) t = t * 3 + <u32>load<u8>(TQ_CODES + 160 + m + (n << 4));
+      store<u8>(y + 32 + m, tritByte(t));
+    }
   }
   for (let m: usize = 0; m < 4; m++) {
     let t: u32 = 0;
