@@ -93,8 +93,9 @@ export function planeTable(values: usize, count: u32, scaleOf: (code: u32) => f3
   }
 }
 
-// Largest |x| over n floats. Max is exact, so the lane order does not matter and both builds agree.
-// f32x4.pmax (one instruction) equals f32x4.max here: operands are >= +0 and never NaN.
+// Largest |x| over n floats, as the scan "if (|x| > amax) amax = |x|" from 0 finds it: a NaN never
+// wins. Max is exact, so the lane order does not matter, and f32x4.pmax (one maxps, which keeps m
+// where |x| is NaN) gives the scan's answer: both builds agree on every input.
 export function absmax(x: usize, n: i32): f32 {
   let amax: f32 = 0;
   if (ASC_FEATURE_SIMD) {
@@ -110,9 +111,14 @@ export function absmax(x: usize, n: i32): f32 {
     m0 = f32x4.pmax(m0, i32x4.shuffle(m0, m0, 2, 3, 0, 1));
     m0 = f32x4.pmax(m0, i32x4.shuffle(m0, m0, 1, 0, 3, 2));
     amax = f32x4.extract_lane(m0, 0);
-    for (; i < n; i++) amax = Mathf.max(amax, Mathf.abs(load<f32>(x + (<usize>i << 2))));
+    for (; i < n; i++) amax = maxAbs(amax, load<f32>(x + (<usize>i << 2)));
   } else {
-    for (let i = 0; i < n; i++) amax = Mathf.max(amax, Mathf.abs(load<f32>(x + (<usize>i << 2))));
+    for (let i = 0; i < n; i++) amax = maxAbs(amax, load<f32>(x + (<usize>i << 2)));
   }
   return amax;
+}
+
+@inline function maxAbs(amax: f32, v: f32): f32 {
+  const a = Mathf.abs(v);
+  return a > amax ? a : amax;
 }

@@ -7,6 +7,7 @@
 // code = roundf(x / d) + 1 with x / d taken as x * (1 / d). A byte's digits are packed as the
 // integer t = sum t_n 3^(4-n) (qh: four digits, then one zero digit), stored as ceil(256 t / 243).
 import { f16ToF32, f32ToF16, roundAway } from '../common';
+import { absmax } from '../bnb/lut';
 import { quantizeBlockRows } from './pack';
 
 export const TQ1_0_BLOCK: i32 = 256;
@@ -24,21 +25,7 @@ export const TQ_CODES = memory.data(256);
  * INT_MIN (Q2_0's (int)roundf: INT_MIN + 1 clamps to 0).
  */
 export function ternaryCodes(x: usize, n: i32 = 256, overflowCode: u8 = 1): f32 {
-  let amax: f32 = 0;
-  if (ASC_FEATURE_SIMD) {
-    // pmax(m, a) takes a only where m < a, as the scalar loop (a NaN never wins): one maxps,
-    // where f32x4.max's NaN and signed-zero rules cost V8 several instructions.
-    let m = f32x4.splat(0);
-    for (let i = 0; i < n; i += 4) m = f32x4.pmax(m, f32x4.abs(v128.load(x + (<usize>i << 2))));
-    m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 2, 3, 0, 1));
-    m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 1, 0, 3, 2));
-    amax = f32x4.extract_lane(m, 0);
-  } else {
-    for (let i = 0; i < n; i++) {
-      const a = Mathf.abs(load<f32>(x + (<usize>i << 2)));
-      if (a > amax) amax = a;
-    }
-  }
+  const amax = absmax(x, n);
   const id: f32 = amax != 0 ? <f32>1 / amax : 0;
   if (id == Infinity) {
     memory.fill(TQ_CODES, overflowCode, <usize>n);
